@@ -1,0 +1,30 @@
+# The two quick-start commands: `make demo` and `make test`.
+# Both install into the current Python environment (use a venv if you like);
+# PYTHON=... picks the interpreter.
+PYTHON ?= python3
+export FIFTYONE_DO_NOT_TRACK ?= true
+export FIFTYONE_DATABASE_VALIDATION ?= false
+
+.PHONY: install install-test demo test plugin benchmarks
+
+install:
+	$(PYTHON) -m pip install -q -e .
+	$(PYTHON) scripts/ensure_mongod.py
+
+install-test:
+	$(PYTHON) -m pip install -q -e ".[test]"
+	$(PYTHON) scripts/ensure_mongod.py
+
+demo: install
+	$(PYTHON) -m imagenetx demo --overwrite $(ARGS)
+
+test: install-test
+	$(PYTHON) -m pytest $(PYTEST_ARGS)
+
+plugin: install
+	$(PYTHON) -m imagenetx plugin install
+
+benchmarks: install-test
+	$(PYTHON) benchmarks/parse_annotations.py
+	$(PYTHON) benchmarks/tag_dataset.py
+	$(PYTHON) benchmarks/build_demo.py

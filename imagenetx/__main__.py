@@ -1,0 +1,5 @@
+import sys
+
+from imagenetx.cli import main
+
+sys.exit(main())

@@ -1,0 +1,47 @@
+"""Find FiftyOne datasets by name, with errors that say what to do."""
+
+import fiftyone as fo
+
+from imagenetx.errors import ImageNetXError
+
+
+def get_dataset(dataset) -> fo.Dataset:
+    """Returns a dataset given itself or its name.
+
+    Raises:
+        ImageNetXError: if no dataset has that name
+    """
+    if isinstance(dataset, fo.core.collections.SampleCollection):
+        return dataset
+    if not fo.dataset_exists(dataset):
+        names = fo.list_datasets()
+        listing = ", ".join(names[:10]) + (" ..." if len(names) > 10 else "")
+        raise ImageNetXError(
+            f"No FiftyOne dataset named '{dataset}'. Existing datasets: "
+            f"{listing or 'none'}. Create one with `imagenetx load` or "
+            "`imagenetx demo`, or check the name with `fiftyone datasets list`"
+        )
+    return fo.load_dataset(dataset)
+
+
+def check_new_dataset_name(name: str, overwrite: bool) -> None:
+    """Refuses to replace an existing dataset unless asked to.
+
+    Raises:
+        ImageNetXError: if ``name`` exists and ``overwrite`` is False
+    """
+    if fo.dataset_exists(name) and not overwrite:
+        raise ImageNetXError(
+            f"A dataset named '{name}' already exists: pass --overwrite "
+            "(overwrite=True) to replace it, or choose another --name"
+        )
+
+
+def make_dataset(name: str, overwrite: bool) -> fo.Dataset:
+    """Creates an empty persistent dataset, replacing ``name`` if asked."""
+    check_new_dataset_name(name, overwrite)
+    if fo.dataset_exists(name):
+        fo.delete_dataset(name)
+    dataset = fo.Dataset(name)
+    dataset.persistent = True
+    return dataset

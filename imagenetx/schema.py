@@ -1,0 +1,63 @@
+"""The fields of the data contract: their declarations and stored forms."""
+
+import fiftyone as fo
+from bson import ObjectId
+
+#: subfields of the ``imagenetx`` embedded document and their FiftyOne types
+IMAGENETX_SUBFIELDS = {
+    "top_factor": (fo.StringField, None),
+    "factors": (fo.ListField, fo.StringField),
+    "metaclass": (fo.StringField, None),
+    "justification": (fo.StringField, None),
+    "one_word": (fo.StringField, None),
+    "prototype": (fo.BooleanField, None),
+    "split": (fo.StringField, None),
+    "real_labels": (fo.ListField, fo.IntField),
+}
+
+
+def raw_classification(label: str, index: int, **attributes) -> dict:
+    """A ``fo.Classification`` with ``class_index``, in its stored form."""
+    return {
+        "_id": ObjectId(),
+        "_cls": "Classification",
+        "tags": [],
+        "label": label,
+        "class_index": index,
+        **attributes,
+    }
+
+
+def declare_classification(dataset: fo.Dataset, name: str, **attributes):
+    """Declares a ``fo.Classification`` field with ``class_index``.
+
+    Args:
+        dataset: the dataset
+        name: the field name
+        **attributes: further attribute names and their FiftyOne field types
+    """
+    if not dataset.has_field(name):
+        dataset.add_sample_field(
+            name, fo.EmbeddedDocumentField, embedded_doc_type=fo.Classification
+        )
+    for attr, ftype in {"class_index": fo.IntField, **attributes}.items():
+        if not dataset.has_field(f"{name}.{attr}"):
+            dataset.add_sample_field(f"{name}.{attr}", ftype)
+
+
+declare_ground_truth = declare_classification
+
+
+def declare_imagenetx_field(dataset: fo.Dataset, name: str) -> None:
+    """Declares the ``imagenetx`` embedded document and its subfields."""
+    if not dataset.has_field(name):
+        dataset.add_sample_field(
+            name,
+            fo.EmbeddedDocumentField,
+            embedded_doc_type=fo.DynamicEmbeddedDocument,
+        )
+    for sub, (ftype, subfield) in IMAGENETX_SUBFIELDS.items():
+        path = f"{name}.{sub}"
+        if not dataset.has_field(path):
+            kwargs = {"subfield": subfield} if subfield else {}
+            dataset.add_sample_field(path, ftype, **kwargs)

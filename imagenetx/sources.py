@@ -1,0 +1,251 @@
+"""Make FiftyOne datasets of ImageNet images and attach ImageNet-X to them.
+
+-   :func:`load_imagenet_dir`: a local ImageNet folder, in either common
+    layout (a flat validation folder, or one folder per WordNet id)
+-   :func:`load_hub_dataset`: a dataset on the Hugging Face Hub, through
+    FiftyOne's own ``load_from_hub``
+
+Both then call :func:`imagenetx.tagging.tag_dataset`.
+"""
+
+import os
+from dataclasses import dataclass
+
+import fiftyone as fo
+from bson import ObjectId
+
+from imagenetx import annotations as anno
+from imagenetx.bulk import chunked, write_raw
+from imagenetx.datasets import check_new_dataset_name, make_dataset
+from imagenetx.errors import ImageNetXError
+from imagenetx.factors import class_table
+from imagenetx.schema import declare_classification, raw_classification
+from imagenetx.tagging import DEFAULT_GT_FIELD, TagSummary, tag_dataset
+
+IMAGE_EXTENSIONS = (".jpeg", ".jpg", ".png")
+
+
+@dataclass
+class LoadSummary:
+    """What a loader found, and what tagging then did."""
+
+    files_found: int
+    annotations_missing_file: int
+    tagging: TagSummary
+
+    def __str__(self):
+        return (
+            f"{self.files_found:,} ImageNet files found; {self.tagging}; "
+            f"{self.annotations_missing_file:,} ImageNet-X annotations of "
+            "this split have no file here"
+        )
+
+
+def find_imagenet_files(imagenet_dir: str, split: str = "val") -> dict:
+    """Finds the ImageNet images of a split in a folder.
+
+    Accepts a flat folder of ``ILSVRC2012_val_XXXXXXXX.JPEG`` files, a
+    folder with one sub-folder per WordNet id (``n01440764/...``, as
+    torchvision's ``ImageFolder`` expects, for either split), or an ImageNet
+    root holding ``val/`` and ``train/``.
+
+    Returns:
+        a dict mapping file name to ``(path, class index or None)``; the
+        class comes from the WordNet id folder when there is one
+
+    Raises:
+        ImageNetXError: if the folder does not exist or holds no ImageNet
+            file of the split
+    """
+    if split not in anno.SPLITS:
+        raise ImageNetXError(
+            f"Unknown split '{split}': use one of {', '.join(anno.SPLITS)}"
+        )
+    root = os.path.abspath(os.path.expanduser(imagenet_dir))
+    if not os.path.isdir(root):
+        raise ImageNetXError(
+            f"ImageNet folder '{imagenet_dir}' does not exist: pass the "
+            "folder that holds the ImageNet images (--imagenet-dir)"
+        )
+    if os.path.isdir(os.path.join(root, split)):
+        root = os.path.join(root, split)
+
+    wnid_index = {w: i for i, w in enumerate(class_table().wnids)}
+    found = {}
+    for folder, subdirs, files in os.walk(root):
+        rel = os.path.relpath(folder, root)
+        depth = 0 if rel == "." else rel.count(os.sep) + 1
+        if depth >= 1:
+            subdirs[:] = []  # flat, or one level of class folders
+        klass = wnid_index.get(os.path.basename(folder)) if depth else None
+        for name in files:
+            if anno.split_of(name) == split:
+                found[name] = (os.path.join(folder, name), klass)
+
+    if not found:
+        example = (
+            "ILSVRC2012_val_00000001.JPEG"
+            if split == "val"
+            else "n01440764/n01440764_10026.JPEG"
+        )
+        raise ImageNetXError(
+            f"Folder '{imagenet_dir}' holds no ImageNet {split} images (file "
+            f"names like {example}): pass the ImageNet {split} folder, or "
+            f"--split {'train' if split == 'val' else 'val'} if it holds the "
+            "other split"
+        )
+    return found
+
+
+def add_images(dataset: fo.Dataset, paths: list, metadata=None) -> list:
+    """Adds one sample per image path, in bulk.
+
+    Returns:
+        the new sample ids, in the order of ``paths``
+    """
+    metadata = metadata or [None] * len(paths)
+    samples = (
+        fo.Sample(filepath=path, metadata=meta)
+        for path, meta in zip(paths, metadata)
+    )
+    return dataset.add_samples(samples, num_samples=len(paths))
+
+
+def write_ground_truth(
+    dataset: fo.Dataset, ids: list, class_indices: list, gt_field: str
+) -> None:
+    """Writes ``fo.Classification`` ground truth with ``class_index``."""
+    write_classifications(dataset, gt_field, ids, class_indices)
+
+
+def write_classifications(
+    dataset: fo.Dataset, field: str, ids: list, class_indices, **attributes
+) -> None:
+    """Writes ``fo.Classification`` labels with ``class_index`` in bulk.
+
+    Args:
+        dataset: the dataset
+        field: the field to write
+        ids: the sample ids
+        class_indices: the ImageNet class index of each sample
+        **attributes: further attributes, each a list aligned with ``ids``
+    """
+    names = class_table().names
+    declare_classification(dataset, field)
+    pairs = list(zip(ids, class_indices, *attributes.values()))
+    keys = list(attributes)
+
+    def batch(chunk):
+        return {
+            ObjectId(sample_id): {
+                field: raw_classification(
+                    names[index], int(index), **dict(zip(keys, extra))
+                )
+            }
+            for sample_id, index, *extra in chunk
+        }
+
+    write_raw(dataset, map(batch, chunked(pairs)))
+
+
+def load_imagenet_dir(
+    imagenet_dir: str,
+    split: str = "val",
+    name: str = None,
+    overwrite: bool = False,
+    gt_field: str = DEFAULT_GT_FIELD,
+):
+    """Builds a dataset from a local ImageNet folder and tags it.
+
+    Ground truth comes from the WordNet id folder when the layout has one,
+    else from the file name (the official validation labels).
+
+    Args:
+        imagenet_dir: the folder (see :func:`find_imagenet_files`)
+        split ("val"): ``"val"`` or ``"train"``
+        name (None): the dataset name, ``imagenet-x-{split}`` by default
+        overwrite (False): whether to replace an existing dataset
+        gt_field ("ground_truth"): the ground truth field to write
+
+    Returns:
+        ``(dataset, LoadSummary)``
+    """
+    name = name or f"imagenet-x-{split}"
+    check_new_dataset_name(name, overwrite)
+    found = find_imagenet_files(imagenet_dir, split)
+
+    file_names = sorted(found)
+    classes = []
+    for file_name in file_names:
+        klass = found[file_name][1]
+        classes.append(anno.class_of_file(file_name) if klass is None else klass)
+    unknown = [f for f, c in zip(file_names, classes) if c is None]
+    if unknown:
+        raise ImageNetXError(
+            f"{len(unknown)} files in '{imagenet_dir}' have no known ImageNet "
+            f"class (e.g. {unknown[0]}): put training images in folders "
+            "named by their WordNet id"
+        )
+
+    dataset = make_dataset(name, overwrite)
+    ids = add_images(dataset, [found[f][0] for f in file_names])
+    write_ground_truth(dataset, ids, classes, gt_field)
+    tagging = tag_dataset(dataset, gt_field=gt_field)
+    annotated = anno.load_split(split).file_names
+    missing = sum(1 for f in annotated if f not in found)
+    return dataset, LoadSummary(len(found), missing, tagging)
+
+
+def load_hub_dataset(
+    repo_id: str,
+    split: str = None,
+    max_samples: int = None,
+    name: str = None,
+    overwrite: bool = False,
+    gt_field: str = DEFAULT_GT_FIELD,
+    token: str = None,
+):
+    """Pulls a dataset from the Hugging Face Hub and tags it by file name.
+
+    This is FiftyOne's ``fiftyone.utils.huggingface.load_from_hub``; the
+    token defaults to the ``HF_TOKEN`` environment variable.
+
+    Args:
+        repo_id: the Hub repo id, ``org/name``
+        split (None): the split to load, where the repo has several
+        max_samples (None): the most samples to load
+        name (None): the dataset name (FiftyOne's default: the repo id)
+        overwrite (False): whether to replace an existing dataset
+        gt_field ("ground_truth"): the ground truth field
+        token (None): a Hugging Face token
+
+    Returns:
+        ``(dataset, TagSummary)``
+    """
+    import fiftyone.utils.huggingface as fouh
+
+    if not repo_id or repo_id.count("/") != 1:
+        raise ImageNetXError(
+            f"'{repo_id}' is not a Hugging Face Hub repo id: use the form "
+            "ORG/NAME, as in https://huggingface.co/datasets/ORG/NAME"
+        )
+    if name:
+        check_new_dataset_name(name, overwrite)
+    try:
+        dataset = fouh.load_from_hub(
+            repo_id,
+            split=split,
+            max_samples=max_samples,
+            name=name,
+            overwrite=overwrite,
+            persistent=True,
+            token=token or os.environ.get("HF_TOKEN"),
+        )
+    except ImageNetXError:
+        raise
+    except Exception as e:  # the Hub's errors are many and unrelated
+        raise ImageNetXError(
+            f"Could not load '{repo_id}' from the Hugging Face Hub: {e}. "
+            "Check the repo id, your network, and HF_TOKEN for private repos"
+        ) from e
+    return dataset, tag_dataset(dataset, gt_field=gt_field)

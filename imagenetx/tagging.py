@@ -1,0 +1,261 @@
+"""Attach ImageNet-X to the samples of a FiftyOne dataset by file name.
+
+This writes the project's data contract (see the README):
+
+-   ``ground_truth``: a ``fo.Classification`` with the ImageNet class name
+    and ``class_index``, added where missing
+-   one ``x:<factor>`` sample tag, the image's top factor
+-   an ``imagenetx`` embedded document with the ImageNet-X labels
+
+All reads happen in one query and all writes are bulk writes of the samples
+that actually change, so a second run changes nothing.
+"""
+
+import functools
+import os
+from dataclasses import dataclass, field
+
+import fiftyone as fo
+import numpy as np
+from imagenetx import annotations as anno
+from imagenetx.bulk import chunked, write_raw
+from imagenetx.datasets import get_dataset
+from imagenetx.errors import ImageNetXError
+from imagenetx.factors import FACTORS, class_table
+from imagenetx.labels import labels_to_indices
+from imagenetx.schema import (
+    IMAGENETX_SUBFIELDS,
+    declare_ground_truth,
+    declare_imagenetx_field,
+    raw_classification,
+)
+
+DEFAULT_GT_FIELD = "ground_truth"
+DEFAULT_TAG_PREFIX = "x:"
+DEFAULT_FIELD = "imagenetx"
+
+@dataclass
+class TagSummary:
+    """What :func:`tag_dataset` found and wrote."""
+
+    dataset: str
+    samples: int
+    annotated: int
+    by_split: dict = field(default_factory=dict)
+    ground_truth_added: int = 0
+    samples_written: int = 0
+
+    @property
+    def unannotated(self) -> int:
+        return self.samples - self.annotated
+
+    def __str__(self):
+        splits = ", ".join(f"{n:,} {s}" for s, n in self.by_split.items())
+        return (
+            f"Dataset '{self.dataset}': {self.samples:,} samples, "
+            f"{self.annotated:,} with ImageNet-X annotations"
+            + (f" ({splits})" if splits else "")
+            + f", {self.unannotated:,} without (left alone); "
+            f"{self.ground_truth_added:,} ground truth labels added, "
+            f"{self.samples_written:,} samples updated"
+        )
+
+
+def factor_tag(factor: str, prefix: str = DEFAULT_TAG_PREFIX) -> str:
+    """Returns the sample tag of a factor, ``x:texture`` by default."""
+    return prefix + factor
+
+
+def tag_dataset(
+    dataset,
+    gt_field: str = DEFAULT_GT_FIELD,
+    tag_prefix: str = DEFAULT_TAG_PREFIX,
+    field_name: str = DEFAULT_FIELD,
+) -> TagSummary:
+    """Attaches ImageNet-X to the samples of a dataset, matched by file name.
+
+    Samples whose file name (``ILSVRC2012_val_XXXXXXXX.JPEG`` or
+    ``nXXXXXXXX_NNNN.JPEG``) has an ImageNet-X annotation get ground truth
+    where missing (existing labels are mapped to class indices, whatever
+    scheme they use), an ``x:<factor>`` tag and the ``imagenetx`` field.
+    Other samples are left alone and counted.
+
+    Args:
+        dataset: a dataset or the name of one
+        gt_field ("ground_truth"): the ``fo.Classification`` ground truth
+        tag_prefix ("x:"): the prefix of the top-factor tags
+        field_name ("imagenetx"): the embedded document field to write
+
+    Returns:
+        a :class:`TagSummary`
+
+    Raises:
+        ImageNetXError: before anything is written, if the ground truth
+            field is not a classification or holds unmappable labels
+    """
+    dataset = get_dataset(dataset)
+    _check_field_type(dataset, gt_field, fo.Classification, "--gt-field")
+    _check_field_type(
+        dataset, field_name, fo.DynamicEmbeddedDocument, "--field"
+    )
+    if not tag_prefix:
+        raise ImageNetXError("The tag prefix must not be empty (default 'x:')")
+
+    has_gt = dataset.has_field(gt_field)
+    has_field = dataset.has_field(field_name)
+    fields = ["_id", "filepath", "tags"]
+    if has_gt:
+        fields.append(gt_field)
+    if has_field:
+        fields.append(field_name)
+    columns = dataset.values(fields, _raw=True)
+    ids = columns[0]  # ObjectIds
+    names = [os.path.basename(p) for p in columns[1]]
+    tags = columns[2]
+    gts = columns[3] if has_gt else [None] * len(ids)
+    current = columns[-1] if has_field else [None] * len(ids)
+
+    rows = _locate(names)  # (split, row) or None per sample
+    annotated = [i for i, r in enumerate(rows) if r is not None]
+    summary = TagSummary(dataset.name, len(ids), len(annotated))
+    for i in annotated:
+        split = rows[i][0]
+        summary.by_split[split] = summary.by_split.get(split, 0) + 1
+
+    # map every existing label first: an unmappable one raises before any
+    # write, leaving the dataset as it was
+    gt_index = _map_ground_truth(gts, rows, annotated, gt_field)
+    factor_tags = {factor_tag(f, tag_prefix) for f in FACTORS}
+    names_of_class = class_table().names
+    class_path = f"{gt_field}.class_index"
+
+    def updates_of(chunk):
+        updates = {}
+        for i in chunk:
+            split, row = rows[i]
+            update = {}
+            index = gt_index.get(i)
+            if index is None:
+                index = int(anno.load_split(split).class_index[row])
+                update[gt_field] = raw_classification(
+                    names_of_class[index], index
+                )
+                summary.ground_truth_added += 1
+            elif gts[i].get("class_index") != index:
+                update[class_path] = index
+
+            wanted = _documents(split)[row]
+            if _strip(current[i]) != wanted:
+                update[field_name] = {"_cls": "DynamicEmbeddedDocument", **wanted}
+
+            top = wanted["top_factor"]
+            old_tags = tags[i] or []
+            new_tags = [t for t in old_tags if t not in factor_tags]
+            if top:
+                new_tags.append(factor_tag(top, tag_prefix))
+            if new_tags != old_tags:
+                update["tags"] = new_tags
+            if update:
+                updates[ids[i]] = update
+        return updates
+
+    declare_ground_truth(dataset._dataset, gt_field)
+    declare_imagenetx_field(dataset._dataset, field_name)
+    summary.samples_written = write_raw(
+        dataset._dataset, map(updates_of, chunked(annotated))
+    )
+    return summary
+
+
+def _check_field_type(dataset, name, doc_type, option):
+    if not dataset.has_field(name):
+        return
+    field = dataset.get_field(name)
+    if not (
+        isinstance(field, fo.EmbeddedDocumentField)
+        and issubclass(field.document_type, doc_type)
+    ):
+        raise ImageNetXError(
+            f"Field '{name}' of dataset '{dataset.name}' is a "
+            f"{type(field).__name__}, not a {doc_type.__name__}: pass "
+            f"another field name with {option}"
+        )
+
+
+def _locate(names: list) -> list:
+    """(split, row) of each file name in the annotations, else None."""
+    rows_of = {}
+    located = []
+    for name in names:
+        split = anno.split_of(name)
+        if split is None:
+            located.append(None)
+            continue
+        if split not in rows_of:
+            rows_of[split] = anno.load_split(split).row_of
+        row = rows_of[split].get(name)
+        located.append(None if row is None else (split, row))
+    return located
+
+
+def _map_ground_truth(gts, rows, annotated, gt_field) -> dict:
+    """{sample position: class index} of the existing ground truth labels.
+
+    Raises:
+        ImageNetXError: if any label cannot be mapped to an ImageNet class
+    """
+    present = [i for i in annotated if gts[i] and gts[i].get("label")]
+    if not present:
+        return {}
+    indices = labels_to_indices(
+        [gts[i]["label"] for i in present],
+        hints=[_annotation_class(rows[i]) for i in present],
+        source=f"field '{gt_field}.label'",
+    )
+    return {i: int(index) for i, index in zip(present, indices)}
+
+
+def _annotation_class(located) -> int:
+    split, row = located
+    return int(anno.load_split(split).class_index[row])
+
+
+@functools.lru_cache(maxsize=None)
+def _documents(split: str) -> list:
+    """The ``imagenetx`` document of every annotated image of a split."""
+    split_anno = anno.load_split(split)
+    metaclass = np.array(class_table().metaclass, dtype=object)
+    metaclasses = metaclass[split_anno.class_index]
+    if split == "val":
+        real = anno.real_labels()
+        numbers = [anno.val_number(n) for n in split_anno.file_names]
+        real_labels = [list(real[k - 1]) for k in numbers]
+    else:
+        real_labels = [None] * len(split_anno)
+    return [
+        {
+            "top_factor": top,
+            "factors": factors,
+            "metaclass": mc,
+            "justification": justification,
+            "one_word": one_word,
+            "prototype": bool(prototype),
+            "split": split,
+            "real_labels": real_row,
+        }
+        for top, factors, mc, justification, one_word, prototype, real_row in zip(
+            split_anno.top_factor,
+            split_anno.factor_lists(),
+            metaclasses,
+            split_anno.justification,
+            split_anno.one_word,
+            split_anno.prototype,
+            real_labels,
+        )
+    ]
+
+
+def _strip(raw):
+    if raw is None:
+        return None
+    return {k: raw.get(k) for k in IMAGENETX_SUBFIELDS}

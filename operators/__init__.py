@@ -1,0 +1,54 @@
+"""App operators: thin adapters over the ``imagenetx`` library."""
+
+import fiftyone.operators as foo
+import fiftyone.operators.types as types
+
+
+class LoadImageNetX(foo.Operator):
+    """Attaches ImageNet-X (factor tags, ``imagenetx`` field, ground truth)
+    to the current dataset, matching samples by image file name."""
+
+    @property
+    def config(self):
+        return foo.OperatorConfig(
+            name="load_imagenetx",
+            label="Load ImageNet-X onto this dataset",
+            description=(
+                "Tag samples with their ImageNet-X top factor (x:<factor>) "
+                "and add the imagenetx field, matched by file name"
+            ),
+            dynamic=False,
+        )
+
+    def resolve_input(self, ctx):
+        inputs = types.Object()
+        inputs.str("gt_field", label="Ground truth field",
+                   default="ground_truth", required=True)
+        inputs.str("tag_prefix", label="Tag prefix", default="x:",
+                   required=True)
+        return types.Property(inputs, view=types.View(label="Load ImageNet-X"))
+
+    def execute(self, ctx):
+        from imagenetx.tagging import tag_dataset
+
+        summary = tag_dataset(
+            ctx.dataset,
+            gt_field=ctx.params.get("gt_field", "ground_truth"),
+            tag_prefix=ctx.params.get("tag_prefix", "x:"),
+        )
+        ctx.trigger("reload_dataset")
+        return {
+            "summary": str(summary),
+            "annotated": summary.annotated,
+            "unannotated": summary.unannotated,
+            "samples_written": summary.samples_written,
+        }
+
+    def resolve_output(self, ctx):
+        outputs = types.Object()
+        outputs.str("summary", label="Result")
+        return types.Property(outputs)
+
+
+def register_operators(plugin):
+    plugin.register(LoadImageNetX)

@@ -1,0 +1,115 @@
+"""Test session setup: a private database, temp folders, a loopback Hub.
+
+Environment variables are set at import, before FiftyOne or
+huggingface_hub read them.
+"""
+
+import os
+import shutil
+import socket
+import tempfile
+import uuid
+from pathlib import Path
+
+_TMP = Path(tempfile.mkdtemp(prefix="imagenetx-tests-"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+HUB_PORT = _free_port()
+os.environ.update(
+    FIFTYONE_DATABASE_NAME=f"imagenetx-test-{uuid.uuid4().hex[:8]}",
+    FIFTYONE_DO_NOT_TRACK="true",
+    FIFTYONE_DATABASE_VALIDATION="false",
+    FIFTYONE_DEFAULT_DATASET_DIR=str(_TMP / "fiftyone"),
+    FIFTYONE_PLUGINS_DIR=str(_TMP / "plugins"),
+    FIFTYONE_SHOW_PROGRESS_BARS="false",
+    HF_HOME=str(_TMP / "hf"),
+    HF_ENDPOINT=f"http://127.0.0.1:{HUB_PORT}",
+)
+os.environ.pop("HF_HUB_OFFLINE", None)
+os.environ.pop("FIFTYONE_DATABASE_URI", None)
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data" / "imagenetx"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _drop_test_database():
+    yield
+    import fiftyone as fo
+    import fiftyone.core.odm as foo
+
+    foo.get_db_client().drop_database(fo.config.database_name)
+    shutil.rmtree(_TMP, ignore_errors=True)
+
+
+@pytest.fixture
+def tmp_env(tmp_path):
+    """The environment for a subprocess that shares this test database."""
+    return dict(os.environ, PYTHONPATH=str(REPO))
+
+
+def _photo(name: str) -> np.ndarray:
+    import skimage.data
+
+    return getattr(skimage.data, name)()
+
+
+def save_photo(path: Path, photo: str = "chelsea") -> Path:
+    """Saves one of scikit-image's real photos as a JPEG."""
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(_photo(photo)).convert("RGB").save(path, "JPEG")
+    return path
+
+
+#: annotated validation images (from the packaged annotations) and classes
+VAL_FILES = {
+    "ILSVRC2012_val_00000001.JPEG": 65,   # sea snake, top factor background
+    "ILSVRC2012_val_00000002.JPEG": 970,
+    "ILSVRC2012_val_00000004.JPEG": 809,  # top factor color
+}
+TRAIN_FILE = ("n03633091", "n03633091_15528.JPEG")  # ladle, annotated
+UNANNOTATED_VAL = "ILSVRC2012_val_00000014.JPEG"  # not in ImageNet-X
+
+
+@pytest.fixture(scope="session")
+def photos_dir() -> Path:
+    """A flat ImageNet val folder of real photos under real val file names,
+    plus one file that is not an ImageNet image."""
+    folder = _TMP / "photos-flat"
+    for name, photo in zip(
+        list(VAL_FILES) + [UNANNOTATED_VAL],
+        ["chelsea", "coffee", "astronaut", "rocket"],
+    ):
+        save_photo(folder / name, photo)
+    save_photo(folder / "holiday.jpg", "coffee")
+    return folder
+
+
+def make_dataset(name, files_dir: Path, gt=None):
+    """A plain FiftyOne dataset of the images in a folder, optionally with
+    ground truth ``{file name: label}``."""
+    import fiftyone as fo
+
+    if fo.dataset_exists(name):
+        fo.delete_dataset(name)
+    ds = fo.Dataset(name)
+    samples = []
+    for path in sorted(files_dir.rglob("*")):
+        if path.is_file():
+            sample = fo.Sample(filepath=str(path))
+            if gt and path.name in gt:
+                sample["ground_truth"] = fo.Classification(label=gt[path.name])
+            samples.append(sample)
+    ds.add_samples(samples)
+    return ds

@@ -1,0 +1,107 @@
+"""Tagging existing datasets: data contract, idempotency, label schemes."""
+
+import fiftyone as fo
+import pytest
+
+from conftest import TRAIN_FILE, UNANNOTATED_VAL, make_dataset, save_photo
+from imagenetx.errors import ImageNetXError
+from imagenetx.tagging import tag_dataset
+
+
+def _state(ds):
+    return ds.values(
+        ["filepath", "tags", "ground_truth", "imagenetx", "last_modified_at"],
+        _raw=True,
+    )
+
+
+def test_tagging_writes_the_data_contract_and_is_idempotent(photos_dir, tmp_path):
+    train = save_photo(tmp_path / TRAIN_FILE[0] / TRAIN_FILE[1], "rocket")
+    ds = make_dataset("tag-contract", photos_dir)
+    ds.add_sample(fo.Sample(filepath=str(train), tags=["mine"]))
+
+    summary = tag_dataset("tag-contract")
+    assert summary.samples == 6
+    assert summary.annotated == 4  # 3 val + 1 train
+    assert summary.unannotated == 2  # unannotated val image + holiday.jpg
+    assert summary.by_split == {"val": 3, "train": 1}
+    assert summary.ground_truth_added == 4
+
+    s = ds.one(fo.ViewField("filepath").ends_with("ILSVRC2012_val_00000001.JPEG"))
+    assert s.tags == ["x:background"]
+    assert s.ground_truth.label == "sea snake"
+    assert s.ground_truth.class_index == 65
+    assert s.imagenetx.top_factor == "background"
+    assert s.imagenetx.factors == ["pose", "background", "subcategory", "texture"]
+    assert s.imagenetx.metaclass == "snake"
+    assert s.imagenetx.split == "val" and s.imagenetx.prototype is False
+    assert s.imagenetx.real_labels == []
+    assert s.imagenetx.one_word == "sand"
+
+    t = ds.one(fo.ViewField("filepath") == str(train))
+    assert sorted(t.tags) == ["mine", "x:background"]
+    assert t.ground_truth.label == "ladle" and t.imagenetx.split == "train"
+    assert t.imagenetx.real_labels is None
+
+    for name in (UNANNOTATED_VAL, "holiday.jpg"):
+        u = ds.one(fo.ViewField("filepath").ends_with(name))
+        assert u.tags == [] and u.imagenetx is None and u.ground_truth is None
+
+    # the App filters by these fields: they must be declared in the schema
+    assert ds.get_field("imagenetx.top_factor") is not None
+    assert ds.get_field("ground_truth.class_index") is not None
+
+    before = _state(ds)
+    again = tag_dataset(ds)
+    assert again.samples_written == 0 and again.ground_truth_added == 0
+    assert _state(ds) == before
+    assert ds.count_sample_tags() == {"x:background": 3, "x:color": 1, "mine": 1}
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        {"ILSVRC2012_val_00000001.JPEG": "sea snake"},
+        {"ILSVRC2012_val_00000001.JPEG": "n01751748"},
+        {"ILSVRC2012_val_00000001.JPEG": "65"},
+        {"ILSVRC2012_val_00000001.JPEG": "Sea_Snake"},
+    ],
+    ids=["name", "wnid", "index", "other-spelling"],
+)
+def test_existing_ground_truth_in_any_scheme_gets_its_class_index(photos_dir, labels):
+    ds = make_dataset("tag-schemes", photos_dir, gt=labels)
+    tag_dataset(ds)
+    s = ds.one(fo.ViewField("filepath").ends_with("ILSVRC2012_val_00000001.JPEG"))
+    assert s.ground_truth.class_index == 65
+    assert s.ground_truth.label == list(labels.values())[0]  # kept as it was
+
+
+def test_unmappable_labels_are_refused_and_nothing_is_written(photos_dir, capsys):
+    ds = make_dataset(
+        "tag-bad-labels", photos_dir,
+        gt={"ILSVRC2012_val_00000001.JPEG": "sea snake",
+            "ILSVRC2012_val_00000002.JPEG": "my custom class"},
+    )
+    before = _state(ds)
+    with pytest.raises(ImageNetXError, match="'my custom class'"):
+        tag_dataset(ds)
+    assert _state(ds) == before
+    assert not ds.has_field("imagenetx")
+
+
+def test_custom_prefix_replaces_only_factor_tags(photos_dir):
+    ds = make_dataset("tag-prefix", photos_dir)
+    tag_dataset(ds, tag_prefix="ix/")
+    assert ds.count_sample_tags() == {"ix/background": 2, "ix/color": 1}
+
+
+def test_wrong_ground_truth_type_is_refused(photos_dir):
+    ds = make_dataset("tag-bad-field", photos_dir)
+    ds.set_values("ground_truth", ["a"] * len(ds))
+    with pytest.raises(ImageNetXError, match="--gt-field"):
+        tag_dataset(ds)
+
+
+def test_unknown_dataset_name():
+    with pytest.raises(ImageNetXError, match="No FiftyOne dataset named 'nope'"):
+        tag_dataset("nope")
