@@ -23,9 +23,8 @@ class LoadImageNetX(foo.Operator):
     def resolve_input(self, ctx):
         inputs = types.Object()
         inputs.str("gt_field", label="Ground truth field",
-                   default="ground_truth", required=True)
-        inputs.str("tag_prefix", label="Tag prefix", default="x:",
-                   required=True)
+                   default="ground_truth")
+        inputs.str("tag_prefix", label="Tag prefix", default="x:")
         return types.Property(inputs, view=types.View(label="Load ImageNet-X"))
 
     def execute(self, ctx):
