@@ -45,8 +45,6 @@ def declare_classification(dataset: fo.Dataset, name: str, **attributes):
             dataset.add_sample_field(f"{name}.{attr}", ftype)
 
 
-declare_ground_truth = declare_classification
-
 
 def declare_imagenetx_field(dataset: fo.Dataset, name: str) -> None:
     """Declares the ``imagenetx`` embedded document and its subfields."""

@@ -111,13 +111,6 @@ def add_images(dataset: fo.Dataset, paths: list, metadata=None) -> list:
     return dataset.add_samples(samples, num_samples=len(paths))
 
 
-def write_ground_truth(
-    dataset: fo.Dataset, ids: list, class_indices: list, gt_field: str
-) -> None:
-    """Writes ``fo.Classification`` ground truth with ``class_index``."""
-    write_classifications(dataset, gt_field, ids, class_indices)
-
-
 def write_classifications(
     dataset: fo.Dataset, field: str, ids: list, class_indices, **attributes
 ) -> None:
@@ -189,7 +182,7 @@ def load_imagenet_dir(
 
     dataset = make_dataset(name, overwrite)
     ids = add_images(dataset, [found[f][0] for f in file_names])
-    write_ground_truth(dataset, ids, classes, gt_field)
+    write_classifications(dataset, gt_field, ids, classes)
     tagging = tag_dataset(dataset, gt_field=gt_field)
     annotated = anno.load_split(split).file_names
     missing = sum(1 for f in annotated if f not in found)

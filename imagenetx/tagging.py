@@ -25,7 +25,7 @@ from imagenetx.factors import FACTORS, class_table
 from imagenetx.labels import labels_to_indices
 from imagenetx.schema import (
     IMAGENETX_SUBFIELDS,
-    declare_ground_truth,
+    declare_classification,
     declare_imagenetx_field,
     raw_classification,
 )
@@ -159,7 +159,7 @@ def tag_dataset(
                 updates[ids[i]] = update
         return updates
 
-    declare_ground_truth(dataset._dataset, gt_field)
+    declare_classification(dataset._dataset, gt_field)
     declare_imagenetx_field(dataset._dataset, field_name)
     summary.samples_written = write_raw(
         dataset._dataset, map(updates_of, chunked(annotated))

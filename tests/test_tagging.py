@@ -74,7 +74,7 @@ def test_existing_ground_truth_in_any_scheme_gets_its_class_index(photos_dir, la
     assert s.ground_truth.label == list(labels.values())[0]  # kept as it was
 
 
-def test_unmappable_labels_are_refused_and_nothing_is_written(photos_dir, capsys):
+def test_unmappable_labels_are_refused_and_nothing_is_written(photos_dir):
     ds = make_dataset(
         "tag-bad-labels", photos_dir,
         gt={"ILSVRC2012_val_00000001.JPEG": "sea snake",
