@@ -1,28 +1,37 @@
 """Bulk writes of many samples' fields, overlapped with building them."""
 
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Iterable
 
-from pymongo import UpdateOne
+from pymongo.errors import DocumentTooLarge
 
-#: samples per bulk write; small enough to overlap building and writing
+from imagenetx.errors import ImageNetXError
+
+#: samples per update command; small enough to overlap building and writing
 WRITE_CHUNK = 8192
+
+#: update commands in flight at once: the database applies them in parallel
+WRITERS = 2
 
 
 def write_raw(dataset, batches: Iterable[dict]) -> int:
     """Writes batches of ``{sample _id: {field path: stored value}}``.
 
-    One thread sends a batch while the caller's generator builds the next,
-    so the database and Python work at the same time. Each sample gets one
-    update that carries all its changed fields: ``set_values()`` would send
-    one update per sample *per field* and serialize every value through
-    mongoengine, about 3x slower on 50k samples.
+    Writer threads send batches while the caller's generator builds the
+    next, so the database and Python work at the same time, and the
+    database applies two batches at once. Each sample gets one
+    update that carries all its changed fields, sent as a plain ``update``
+    command: ``set_values()`` sends one update per sample *per field* and
+    serializes every value through mongoengine, and pymongo's
+    ``bulk_write()`` spends more Python time per ``UpdateOne`` than the
+    database takes to apply it.
 
     The values must already be in FiftyOne's stored form (what
     ``Document.to_mongo()`` returns) and their fields declared on the
     dataset beforehand, which leaves the dataset exactly as
-    ``set_values()`` would.
+    ``set_values()`` would. In-memory samples are reloaded at the end.
 
     Args:
         dataset: a :class:`fiftyone.core.dataset.Dataset`
@@ -32,26 +41,50 @@ def write_raw(dataset, batches: Iterable[dict]) -> int:
     Returns:
         the number of samples written
     """
+    coll = dataset._sample_collection
     written = 0
-    pending = None
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    pending = deque()
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
         for updates in batches:
             if not updates:
                 continue
             now = datetime.now(timezone.utc).replace(tzinfo=None)
-            ops = []
-            for sample_id, values in updates.items():
+            statements = [
+                {"q": {"_id": sample_id}, "u": {"$set": values}}
+                for sample_id, values in updates.items()
+            ]
+            for values in updates.values():
                 values["last_modified_at"] = now
-                ops.append(UpdateOne({"_id": sample_id}, {"$set": values}))
-            if pending is not None:
-                pending.result()
-            pending = pool.submit(
-                dataset._bulk_write, ops, ids=list(updates), progress=False
-            )
+            if len(pending) == WRITERS:
+                pending.popleft().result()
+            pending.append(pool.submit(_update, coll, statements))
             written += len(updates)
-        if pending is not None:
-            pending.result()
+        for future in pending:
+            future.result()
+    if written:
+        dataset.reload()
     return written
+
+
+def _update(coll, statements: list):
+    """Sends update statements in one command, halved while too large."""
+    try:
+        reply = coll.database.command(
+            {"update": coll.name, "updates": statements, "ordered": False}
+        )
+    except DocumentTooLarge:
+        if len(statements) == 1:
+            raise
+        half = len(statements) // 2
+        _update(coll, statements[:half])
+        _update(coll, statements[half:])
+        return
+    errors = reply.get("writeErrors")
+    if errors:
+        raise ImageNetXError(
+            f"The database refused {len(errors)} sample updates, the first: "
+            f"{errors[0].get('errmsg')}"
+        )
 
 
 def chunked(items: list, size: int = WRITE_CHUNK):

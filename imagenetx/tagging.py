@@ -128,6 +128,10 @@ def tag_dataset(
     factor_tags = {factor_tag(f, tag_prefix) for f in FACTORS}
     names_of_class = class_table().names
     class_path = f"{gt_field}.class_index"
+    class_of = {
+        split: anno.load_split(split).class_index.tolist()
+        for split in summary.by_split
+    }
 
     def updates_of(chunk):
         updates = {}
@@ -136,7 +140,7 @@ def tag_dataset(
             update = {}
             index = gt_index.get(i)
             if index is None:
-                index = int(anno.load_split(split).class_index[row])
+                index = class_of[split][row]
                 update[gt_field] = raw_classification(
                     names_of_class[index], index
                 )
@@ -145,16 +149,17 @@ def tag_dataset(
                 update[class_path] = index
 
             wanted = _documents(split)[row]
-            if _strip(current[i]) != wanted:
-                update[field_name] = {"_cls": "DynamicEmbeddedDocument", **wanted}
+            if current[i] is None or _strip(current[i]) != wanted:
+                update[field_name] = wanted
 
             top = wanted["top_factor"]
-            old_tags = tags[i] or []
-            new_tags = [t for t in old_tags if t not in factor_tags]
-            if top:
-                new_tags.append(factor_tag(top, tag_prefix))
-            if new_tags != old_tags:
-                update["tags"] = new_tags
+            old_tags = tags[i]
+            if old_tags or top:
+                new_tags = [t for t in old_tags or () if t not in factor_tags]
+                if top:
+                    new_tags.append(tag_prefix + top)
+                if new_tags != old_tags:
+                    update["tags"] = new_tags
             if update:
                 updates[ids[i]] = update
         return updates
@@ -222,7 +227,8 @@ def _annotation_class(located) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _documents(split: str) -> list:
-    """The ``imagenetx`` document of every annotated image of a split."""
+    """The stored ``imagenetx`` document of every annotated image of a
+    split, shared by all writes (they are only encoded, never changed)."""
     split_anno = anno.load_split(split)
     metaclass = np.array(class_table().metaclass, dtype=object)
     metaclasses = metaclass[split_anno.class_index]
@@ -234,6 +240,7 @@ def _documents(split: str) -> list:
         real_labels = [None] * len(split_anno)
     return [
         {
+            "_cls": "DynamicEmbeddedDocument",
             "top_factor": top,
             "factors": factors,
             "metaclass": mc,
@@ -255,7 +262,6 @@ def _documents(split: str) -> list:
     ]
 
 
-def _strip(raw):
-    if raw is None:
-        return None
-    return {k: raw.get(k) for k in IMAGENETX_SUBFIELDS}
+def _strip(raw: dict) -> dict:
+    """The data contract's part of a stored ``imagenetx`` document."""
+    return {k: raw.get(k) for k in ("_cls", *IMAGENETX_SUBFIELDS)}
