@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from imagenetx.errors import ImageNetXError
+from imagenetx.memory import gc_paused
 from imagenetx.factors import (
     FACTORS,
     NUM_CLASSES,
@@ -99,6 +100,7 @@ def _factor_matrix(records: list, path: Path) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=None)
+@gc_paused()
 def load_split(split: str = "val") -> SplitAnnotations:
     """Parses (once per process) the annotations of a split.
 
@@ -169,6 +171,7 @@ def _prototype_names() -> frozenset:
 
 
 @functools.lru_cache(maxsize=None)
+@gc_paused()
 def val_labels() -> np.ndarray:
     """The original ImageNet label of each of the 50,000 validation images.
 
@@ -192,6 +195,7 @@ def val_labels() -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=None)
+@gc_paused()
 def real_labels() -> list:
     """The ReaL labels (Beyer et al., 2020) of the 50,000 validation images.
 

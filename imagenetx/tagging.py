@@ -16,6 +16,8 @@ import os
 from dataclasses import dataclass, field
 
 import fiftyone as fo
+from fiftyone import ViewField as F
+from fiftyone.core.expressions import ViewExpression
 import numpy as np
 from imagenetx import annotations as anno
 from imagenetx.bulk import chunked, write_raw
@@ -23,6 +25,7 @@ from imagenetx.datasets import get_dataset
 from imagenetx.errors import ImageNetXError
 from imagenetx.factors import FACTORS, class_table
 from imagenetx.labels import labels_to_indices
+from imagenetx.memory import gc_paused
 from imagenetx.schema import (
     IMAGENETX_SUBFIELDS,
     declare_classification,
@@ -66,6 +69,7 @@ def factor_tag(factor: str, prefix: str = DEFAULT_TAG_PREFIX) -> str:
     return prefix + factor
 
 
+@gc_paused()
 def tag_dataset(
     dataset,
     gt_field: str = DEFAULT_GT_FIELD,
@@ -108,7 +112,10 @@ def tag_dataset(
         fields.append(gt_field)
     if has_field:
         fields.append(field_name)
-    columns = dataset.values(fields, _raw=True)
+    # one array per sample decodes about twice as fast as one list per field
+    rows = dataset.values(ViewExpression([F(f) for f in fields]), _raw=True)
+    columns = list(zip(*rows)) if rows else [()] * len(fields)
+    del rows
     ids = columns[0]  # ObjectIds
     names = [os.path.basename(p) for p in columns[1]]
     tags = columns[2]
@@ -226,6 +233,7 @@ def _annotation_class(located) -> int:
 
 
 @functools.lru_cache(maxsize=None)
+@gc_paused()
 def _documents(split: str) -> list:
     """The stored ``imagenetx`` document of every annotated image of a
     split, shared by all writes (they are only encoded, never changed)."""
