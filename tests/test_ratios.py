@@ -1,0 +1,270 @@
+"""Error ratios read from a real FiftyOne database: the authors' tables
+reproduced through `compute_ratios`, the `ratios` command, mistake views
+whose counts equal the metrics, statistics, and clear errors."""
+
+import csv
+import io
+import json
+import os
+
+import fiftyone as fo
+import numpy as np
+import pytest
+
+from authors_tables import (
+    MODELS,
+    needs_shared_data,
+    read_predictions,
+    read_table,
+)
+from imagenetx.analysis import (
+    compare_groups,
+    compare_models,
+    compute_ratios,
+    factor_accuracies,
+    mistakes_view,
+)
+from imagenetx.cli import main
+from imagenetx.errors import ImageNetXError
+from imagenetx.factors import FACTORS, METACLASSES
+from imagenetx.sources import write_classifications
+from imagenetx.tagging import tag_dataset
+
+TOL = 1e-9
+NAME = "ratios-val"
+
+pytestmark = needs_shared_data
+
+
+@pytest.fixture(scope="module")
+def val_dataset():
+    """All 50,000 validation file names (no images needed), tagged, with
+    ResNet50 and DINO predictions and two perturbed copies of them."""
+    if fo.dataset_exists(NAME):
+        fo.delete_dataset(NAME)
+    ds = fo.Dataset(NAME)
+    ids = ds.add_samples(
+        fo.Sample(filepath=f"/data/val/ILSVRC2012_val_{i:08d}.JPEG")
+        for i in range(1, 50001)
+    )
+    tag_dataset(ds)
+    names = [os.path.basename(p) for p in ds.values("filepath")]
+    rng = np.random.default_rng(0)
+    for model in MODELS:
+        preds = read_predictions(model)
+        classes = np.array([preds[n][0] for n in names])
+        conf = [preds[n][1] for n in names]
+        write_classifications(ds, model, ids, classes, confidence=conf)
+        # a second model of the same family: 3% of predictions changed
+        flip = rng.random(len(classes)) < 0.03
+        other = np.where(flip, rng.integers(0, 1000, len(classes)), classes)
+        write_classifications(ds, f"{model}_b", ids, other, confidence=conf)
+    yield ds
+    fo.delete_dataset(NAME)
+
+
+def _check_table(result, which, correct, metaclass=False):
+    rows = read_table(which, correct, metaclass)
+    for row in rows:
+        if row["model"] not in result["models"]:
+            continue  # the `human` row: tested in test_demo
+        s = result["models"][row["model"]]
+        if metaclass:
+            s = s["metaclasses"][row["metaclass"]]
+        for f in FACTORS:
+            ours = s["factors"][f]["accuracy"]
+            if row[f] == "":
+                assert ours is None
+            else:
+                assert abs(ours - float(row[f])) <= TOL, (row["model"], f)
+        assert abs(s["accuracy"] - float(row["average"])) <= TOL
+        assert abs(s["worst_factor_accuracy"] - float(row["worst_factor"])) <= TOL
+        if not metaclass:
+            assert abs(s["worst_100_classes"] - float(row["worst_100_classes"])) <= TOL
+
+
+@pytest.mark.parametrize("which", ["top", "multi"])
+@pytest.mark.parametrize("correct", ["class", "metaclass", "real"])
+def test_compute_ratios_equals_the_authors_tables(val_dataset, which, correct):
+    result = compute_ratios(
+        val_dataset, list(MODELS), which=which, correct=correct,
+        real_mode="paper", by_metaclass=True, intervals=False,
+    )
+    assert result["interval"] is None and result["real_mode"] == "paper"
+    for model in MODELS:
+        assert result["models"][model]["n"] == 46110
+    _check_table(result, which, correct)
+    _check_table(result, which, correct, metaclass=True)
+
+
+def test_real_clean_mode_leaves_empty_sets_out(val_dataset):
+    paper = compute_ratios(val_dataset, "ResNet50", correct="real",
+                           real_mode="paper", intervals=False)
+    clean = compute_ratios(val_dataset, "ResNet50", correct="real",
+                           intervals=False)
+    assert clean["real_mode"] == "clean"
+    p, c = paper["models"]["ResNet50"], clean["models"]["ResNet50"]
+    left_out = p["n"] - c["n"]
+    assert left_out > 0 and c["correct"] == p["correct"]  # empty = never right
+    assert c["accuracy"] == p["correct"] / c["n"] > p["accuracy"]
+
+
+def test_intervals_flags_and_determinism(val_dataset):
+    result = compute_ratios(val_dataset, ["ResNet50", "DINO"])
+    assert result["interval"] == {"method": "bootstrap-percentile",
+                                  "resamples": 1000, "seed": 0, "level": 0.95}
+    for model in ("ResNet50", "DINO"):
+        for f, e in result["models"][model]["factors"].items():
+            assert e["few_images"] == (e["n"] < 50)
+            if e["n"] >= 50:
+                assert e["ci_low"] < e["error_ratio"] < e["ci_high"], (model, f)
+    few = {f for f, e in result["models"]["DINO"]["factors"].items() if e["few_images"]}
+    assert {"style", "brighter", "multiple_objects"} <= few
+    again = compute_ratios(val_dataset, ["DINO", "ResNet50"])
+    assert again["models"]["ResNet50"] == result["models"]["ResNet50"]
+    json.dumps(result, allow_nan=False)
+
+
+def test_mistakes_view_counts_equal_the_metrics_in_every_mode(val_dataset):
+    for which in ("top", "multi"):
+        for correct, real_mode in (("class", "clean"), ("metaclass", "clean"),
+                                   ("real", "clean"), ("real", "paper")):
+            result = compute_ratios(val_dataset, "DINO", which=which,
+                                    correct=correct, real_mode=real_mode,
+                                    intervals=False)
+            factors = result["models"]["DINO"]["factors"]
+            for f in FACTORS:
+                view = mistakes_view(val_dataset, "DINO", f, which=which,
+                                     correct=correct, real_mode=real_mode)
+                assert len(view) == factors[f]["n"] - factors[f]["correct"], (
+                    which, correct, real_mode, f)
+
+    # one meta-class, and the prototypes kept
+    result = compute_ratios(val_dataset, "DINO", by_metaclass=True,
+                            include_prototypes=True, intervals=False)
+    dog = result["models"]["DINO"]["metaclasses"]["dog"]["factors"]["pose"]
+    view = mistakes_view(val_dataset, "DINO", "pose", metaclass="dog",
+                         include_prototypes=True)
+    assert len(view) == dog["n"] - dog["correct"] > 0
+    sample = view.first()
+    assert sample.imagenetx.metaclass == "dog" and sample.imagenetx.top_factor == "pose"
+    assert sample.DINO.class_index != sample.ground_truth.class_index
+
+
+def test_metaclass_filter_equals_the_by_metaclass_table(val_dataset):
+    whole = compute_ratios(val_dataset, "ResNet50", by_metaclass=True)
+    dog = compute_ratios(val_dataset, "ResNet50", metaclass="dog")
+    a = whole["models"]["ResNet50"]["metaclasses"]["dog"]
+    b = dog["models"]["ResNet50"]
+    for f in FACTORS:
+        for key in ("n", "accuracy", "error_ratio", "ci_low", "ci_high"):
+            assert a["factors"][f][key] == b["factors"][f][key]
+
+
+def test_factor_accuracies_matches_compute_ratios(val_dataset):
+    table = factor_accuracies(val_dataset, "ResNet50", correct="metaclass",
+                              which="multi")
+    result = compute_ratios(val_dataset, "ResNet50", correct="metaclass",
+                            which="multi", intervals=False)
+    assert table.accuracy == result["models"]["ResNet50"]["accuracy"]
+    assert [r["n"] for r in table.rows()] == [
+        result["models"]["ResNet50"]["factors"][f]["n"] for f in FACTORS]
+
+
+def test_statistics_between_models(val_dataset):
+    test = compare_models(val_dataset, "ResNet50", "DINO")
+    assert test["n"] == 46110 and set(test["factors"]) == set(FACTORS)
+    for f, e in test["factors"].items():
+        assert 0 <= e["p"] <= e["p_holm"] <= 1
+        assert e["method"] == ("exact" if e["a_only"] + e["b_only"] < 25 else "chi2")
+
+    # a field compared with an identical copy: no discordant pair, p = 1
+    ds = val_dataset
+    ids = ds.values("id")
+    write_classifications(ds, "DINO_copy", ids, ds.values("DINO.class_index"))
+    same = compare_models(ds, "DINO", "DINO_copy", which="multi")
+    assert same["overall"]["p"] == 1.0
+    assert all(e["p"] == 1.0 and e["p_holm"] == 1.0 for e in same["factors"].values())
+
+    groups = compare_groups(ds, {"resnet": ["ResNet50", "ResNet50_b"],
+                                 "dino": ["DINO", "DINO_b"]})
+    assert set(groups["factors"]) == set(FACTORS)
+    assert all(e["p"] is None or 0 <= e["p"] <= 1 for e in groups["factors"].values())
+    with pytest.raises(ImageNetXError, match="at least two groups"):
+        compare_groups(ds, {"resnet": ["ResNet50"], "dino": ["DINO", "DINO_b"]})
+
+
+def test_ratios_command(val_dataset, capsys):
+    assert main(["ratios", "--dataset", NAME, "--pred-field", "ResNet50",
+                 "DINO", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result["models"]) == {"ResNet50", "DINO"}
+    for model in result["models"].values():
+        assert {"n", "accuracy", "factors", "worst_factor"} <= set(model)
+        for e in model["factors"].values():
+            assert {"n", "accuracy", "error_ratio", "ci_low", "ci_high",
+                    "few_images"} <= set(e)
+    assert result["models"]["DINO"]["accuracy"] == float(
+        next(r for r in read_table("top", "class") if r["model"] == "DINO")["average"])
+
+    assert main(["ratios", "--dataset", NAME, "--pred-field", "ResNet50",
+                 "--which", "multi", "--correct", "real", "--real-mode",
+                 "paper", "--by-metaclass", "--csv", "--no-intervals"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert len(rows) == (1 + len(METACLASSES)) * (1 + len(FACTORS))
+    overall = next(r for r in rows if r["metaclass"] == "all" and r["factor"] == "all")
+    assert float(overall["accuracy"]) == float(
+        next(r for r in read_table("multi", "real") if r["model"] == "ResNet50")["average"])
+
+    assert main(["ratios", "--dataset", NAME, "--pred-field", "ResNet50",
+                 "DINO", "--by-metaclass"]) == 0
+    out = capsys.readouterr().out
+    assert "texture" in out and "worst 100 classes" in out and "95% bootstrap" in out
+    assert "ResNet50: error ratio per meta-class" in out
+
+    assert main(["ratios", "--dataset", NAME, "--pred-field", "nope"]) == 2
+    assert "no prediction field 'nope'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["ratios", "--dataset", NAME, "--pred-field", "DINO",
+              "--correct", "top5"])
+
+
+def test_clear_errors(val_dataset, tmp_path):
+    with pytest.raises(ImageNetXError, match="no prediction field 'nope'"):
+        compute_ratios(val_dataset, ["DINO", "nope"])
+    with pytest.raises(ImageNetXError, match="Unknown correctness"):
+        compute_ratios(val_dataset, "DINO", correct="top5")
+    with pytest.raises(ImageNetXError, match="Unknown ReaL mode"):
+        mistakes_view(val_dataset, "DINO", "pose", correct="real", real_mode="x")
+    with pytest.raises(ImageNetXError, match="Unknown factor"):
+        mistakes_view(val_dataset, "DINO", "posture")
+    with pytest.raises(ImageNetXError, match="Unknown meta-class"):
+        compute_ratios(val_dataset, "DINO", metaclass="cat")
+    with pytest.raises(ImageNetXError, match="No ImageNet-X annotated samples"):
+        compute_ratios(val_dataset.match({"imagenetx.split": "train"}), "DINO")
+
+    # a prediction field without class_index
+    val_dataset.add_sample_field("labels_only", fo.EmbeddedDocumentField,
+                                 embedded_doc_type=fo.Classification)
+    with pytest.raises(ImageNetXError, match="no class_index"):
+        compute_ratios(val_dataset, "labels_only")
+
+    # training images have no ReaL labels
+    ds = fo.Dataset("ratios-train")
+    ds.add_samples([fo.Sample(filepath="/data/train/n03633091/n03633091_15528.JPEG"),
+                    fo.Sample(filepath="/data/val/ILSVRC2012_val_00000002.JPEG")])
+    tag_dataset(ds)
+    write_classifications(ds, "pred", ds.values("id"), [618, 970],
+                          confidence=[0.9, 0.9])
+    assert compute_ratios(ds, "pred", intervals=False)["models"]["pred"]["accuracy"] == 1.0
+    with pytest.raises(ImageNetXError, match="only for validation images"):
+        compute_ratios(ds, "pred", correct="real")
+    with pytest.raises(ImageNetXError, match="only for validation images"):
+        mistakes_view(ds, "pred", "background", correct="real")
+    # a dataset that was never tagged
+    plain = fo.Dataset("ratios-plain")
+    plain.add_sample(fo.Sample(filepath="/data/x.jpg"))
+    with pytest.raises(ImageNetXError, match="run `imagenetx tag`"):
+        compute_ratios(plain, "pred")
+    ds.delete()
+    plain.delete()
