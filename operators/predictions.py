@@ -1,0 +1,75 @@
+"""The "Import predictions" operator: a form over
+:func:`imagenetx.predictions.import_predictions`."""
+
+import fiftyone.operators as foo
+import fiftyone.operators.types as types
+
+ROW_ORDERS = ("toolkit", "val")
+
+
+class ImportPredictions(foo.Operator):
+    """Writes a model's predictions from a file onto the current dataset."""
+
+    @property
+    def config(self):
+        return foo.OperatorConfig(
+            name="import_predictions",
+            label="Import predictions",
+            description=(
+                "Write a model's predictions from an imagenet_x toolkit CSV "
+                "or an ImageNet-testbed logits pickle, matched by file name"
+            ),
+            dynamic=False,
+        )
+
+    def resolve_input(self, ctx):
+        inputs = types.Object()
+        inputs.str(
+            "path", label="Prediction file", required=True,
+            description=(
+                "a CSV with file_name,predicted_class,predicted_probability "
+                "or a .pickle holding {'model', 'logits': N x 1000}, on the "
+                "server's disk"
+            ),
+        )
+        inputs.str("field", label="Prediction field", required=True)
+        inputs.bool(
+            "overwrite", label="Overwrite", default=False,
+            description="replace the field if it already holds predictions",
+        )
+        inputs.enum(
+            "row_order", list(ROW_ORDERS), label="Pickle row order",
+            default="toolkit", view=types.DropdownView(),
+            description=(
+                "pickles without file names: the imagenet_x toolkit's order "
+                "(by class, then file name) or file-number order"
+            ),
+        )
+        return types.Property(
+            inputs, view=types.View(label="Import predictions")
+        )
+
+    def execute(self, ctx):
+        from imagenetx.predictions import import_predictions
+
+        p = ctx.params
+        summary = import_predictions(
+            ctx.dataset,
+            p["path"],
+            p["field"],
+            overwrite=bool(p.get("overwrite")),
+            row_order=p.get("row_order") or "toolkit",
+        )
+        ctx.trigger("reload_dataset")
+        return {
+            "summary": str(summary),
+            "rows": summary.rows,
+            "samples_written": summary.samples_written,
+            "rows_not_in_dataset": summary.rows_not_in_dataset,
+            "samples_without_row": summary.samples_without_row,
+        }
+
+    def resolve_output(self, ctx):
+        outputs = types.Object()
+        outputs.str("summary", label="Result")
+        return types.Property(outputs)
