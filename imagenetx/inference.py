@@ -1,0 +1,491 @@
+"""Run an ImageNet classifier over a FiftyOne collection, writing in chunks.
+
+Each predicted sample gets a ``fo.Classification`` in the prediction field:
+
+-   ``label``: the ImageNet class name, ``class_index``: its index (0-999)
+-   ``confidence``: the softmax probability of that class
+-   ``top5`` / ``top5_confidences``: the five best class indices and their
+    probabilities, best first
+-   ``logits``: the 1000 raw outputs, only with ``logits=True``
+
+An image that cannot be read leaves the prediction empty and its reason in
+``<field>_error``; the rest of its batch is predicted. Results are written
+every few hundred samples, so an interrupted run keeps what was written and
+a re-run predicts only the samples still without a prediction. Correctness
+then goes through FiftyOne's ``evaluate_classifications`` under the eval
+key ``eval_<field>``.
+"""
+
+import math
+import os
+import re
+import time
+from dataclasses import dataclass, field as dc_field
+from typing import Callable, Optional
+
+import fiftyone as fo
+import fiftyone.core.utils as fou
+import torch
+from PIL import Image
+from torch.utils.data import default_collate
+
+from imagenetx.bulk import write_raw
+from imagenetx.datasets import get_dataset
+from imagenetx.errors import ImageNetXError
+from imagenetx.factors import class_table
+from imagenetx.models import LoadedModel, load_model, parse_spec
+from imagenetx.schema import declare_classification, raw_classification
+
+DEFAULT_BATCH_SIZE = 64
+DEVICES = ("auto", "cpu", "cuda")
+AMPS = ("auto", "bf16", "fp16", "off")
+
+#: samples per database write: an interrupted run loses at most this many
+WRITE_EVERY = 512
+#: and at most this many seconds of work, on slow devices
+WRITE_SECONDS = 10.0
+TOP_K = 5
+#: failures listed by name in the summary
+FAILURES_SHOWN = 5
+
+
+@dataclass
+class PredictSummary:
+    """What :func:`predict` did."""
+
+    dataset: str
+    field: str
+    model: str
+    device: str
+    samples: int
+    already_predicted: int = 0
+    predicted: int = 0
+    failed: int = 0
+    failures: list = dc_field(default_factory=list)
+    seconds: float = 0.0
+    eval_key: Optional[str] = None
+    evaluated: int = 0
+    accuracy: Optional[float] = None
+    eval_note: Optional[str] = None
+
+    @property
+    def images_per_second(self) -> float:
+        return self.predicted / self.seconds if self.seconds else 0.0
+
+    def __str__(self):
+        lines = [
+            f"Dataset '{self.dataset}', field '{self.field}', model "
+            f"'{self.model}' on {self.device}: {self.samples:,} samples, "
+            f"{self.predicted:,} predicted ({self.images_per_second:.1f} "
+            f"images/s), {self.already_predicted:,} already predicted "
+            f"(left alone), {self.failed:,} unreadable"
+        ]
+        if self.failed:
+            lines.append(
+                f"Unreadable images are recorded in '{error_field(self.field)}'"
+                ", e.g. " + "; ".join(f"{p}: {m}" for p, m in self.failures)
+            )
+        if self.eval_note:
+            lines.append(self.eval_note)
+        if self.accuracy is not None:
+            lines.append(
+                f"Evaluation '{self.eval_key}' against ground truth: accuracy "
+                f"{self.accuracy:.4f} over {self.evaluated:,} samples"
+            )
+        return "\n".join(lines)
+
+
+def error_field(field: str) -> str:
+    """The field that records why a sample's image could not be read."""
+    return f"{field}_error"
+
+
+def eval_key_of(field: str) -> str:
+    """The evaluation key of a prediction field, ``eval_<field>``."""
+    return "eval_" + re.sub(r"\W", "_", field)
+
+
+def predict(
+    samples,
+    model: str,
+    field: str,
+    arch: Optional[str] = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    num_workers: Optional[int] = None,
+    device: str = "auto",
+    amp: str = "auto",
+    compile: bool = False,
+    logits: bool = False,
+    limit: Optional[int] = None,
+    overwrite: bool = False,
+    gt_field: str = "ground_truth",
+    pretrained: bool = True,
+    progress=None,
+) -> PredictSummary:
+    """Predicts the ImageNet class of the samples' images.
+
+    Args:
+        samples: a dataset, view, or dataset name
+        model: ``timm:NAME``, ``torchvision:NAME[:WEIGHTS]`` or
+            ``checkpoint:PATH`` (see :mod:`imagenetx.models`)
+        field: the ``fo.Classification`` field to write
+        arch (None): the architecture of a ``checkpoint:`` model
+        batch_size (64): images per forward pass
+        num_workers (None): DataLoader worker processes decoding images; by
+            default one per CPU core, at most 8
+        device ("auto"): ``"cuda"`` when available, else ``"cpu"``
+        amp ("auto"): autocast dtype, ``"bf16"``, ``"fp16"`` or ``"off"``;
+            ``"auto"`` is bf16 (fp16 on older GPUs) on CUDA and off on CPU
+        compile (False): whether to ``torch.compile`` the model
+        logits (False): whether to store the 1000 logits
+        limit (None): predict at most this many samples
+        overwrite (False): predict all samples, not only those without a
+            prediction
+        gt_field ("ground_truth"): the ground truth for the evaluation,
+            skipped when the dataset has no such field
+        pretrained (True): False loads random weights (throughput tests)
+        progress (None): whether to render a progress bar (True/False), use
+            ``fo.config.show_progress_bars`` (None), or a callback that
+            receives a ``fiftyone.core.utils.ProgressBar``
+
+    Returns:
+        a :class:`PredictSummary`
+
+    Raises:
+        ImageNetXError: before any image is read or anything written, for
+            a bad option, model spec, checkpoint or field
+    """
+    samples = get_dataset(samples)
+    dataset = samples._dataset
+    _check_options(dataset, field, gt_field, batch_size, num_workers, limit)
+    parse_spec(model, arch)  # syntax, before the slow imports
+    dev = _device(device)
+    dtype = _amp_dtype(amp, dev)
+    loaded = load_model(model, arch, pretrained=pretrained)
+
+    err_field = error_field(field)
+    has_errors = dataset.has_field(err_field)
+    pending = samples
+    if dataset.has_field(field) and not overwrite:
+        pending = samples.exists(field, False)
+    todo = pending.limit(limit) if limit is not None else pending
+    columns = todo.values(
+        ["_id", "filepath"] + ([err_field] if has_errors else []), _raw=True
+    )
+    ids, paths = columns[0], columns[1]
+    old_errors = columns[2] if has_errors else [None] * len(ids)
+
+    summary = PredictSummary(
+        dataset=dataset.name,
+        field=field,
+        model=model,
+        device=str(dev),
+        samples=len(samples),
+    )
+    if pending is not samples:
+        summary.already_predicted = summary.samples - len(pending)
+
+    start = time.perf_counter()
+    if ids:
+        _declare_prediction_field(dataset, field)
+        runner = _Runner(loaded, dev, dtype, compile, batch_size, logits)
+        loader = _loader(paths, loaded, dev, batch_size, num_workers)
+        builder = _Builder(dataset, field, ids, paths, old_errors, summary)
+        with fou.ProgressBar(total=len(ids), progress=progress) as pb:
+            write_raw(dataset, _chunks(runner.run(loader), builder, pb))
+    summary.seconds = time.perf_counter() - start
+
+    _evaluate(dataset, field, gt_field, summary, changed=bool(ids))
+    return summary
+
+
+def _check_options(dataset, field, gt_field, batch_size, num_workers, limit):
+    if not field or field.startswith("_") or "." in field:
+        raise ImageNetXError(
+            f"Invalid prediction field name '{field}': use a name without "
+            "'.' that does not start with '_', e.g. --field resnet50"
+        )
+    if field == gt_field:
+        raise ImageNetXError(
+            f"The prediction field '{field}' is the ground truth field: "
+            "choose another --field"
+        )
+    if dataset.has_field(field):
+        f = dataset.get_field(field)
+        if not (
+            isinstance(f, fo.EmbeddedDocumentField)
+            and issubclass(f.document_type, fo.Classification)
+        ):
+            raise ImageNetXError(
+                f"Field '{field}' of dataset '{dataset.name}' is a "
+                f"{type(f).__name__}, not a Classification: choose another "
+                "--field"
+            )
+    if batch_size < 1:
+        raise ImageNetXError(f"--batch-size must be at least 1, not {batch_size}")
+    if num_workers is not None and num_workers < 0:
+        raise ImageNetXError(
+            f"--num-workers must be 0 or more, not {num_workers}"
+        )
+    if limit is not None and limit < 0:
+        raise ImageNetXError(f"--limit must be 0 or more, not {limit}")
+
+
+def _device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.split(":")[0] not in DEVICES[1:]:
+        raise ImageNetXError(
+            f"Unknown device '{device}': use auto, cpu or cuda (cuda:N)"
+        )
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ImageNetXError(
+            f"--device {device} but PyTorch sees no CUDA GPU: use --device "
+            "cpu (or auto)"
+        )
+    return torch.device(device)
+
+
+def _amp_dtype(amp: str, device: torch.device) -> Optional[torch.dtype]:
+    if amp not in AMPS:
+        raise ImageNetXError(
+            f"Unknown --amp '{amp}': use one of {', '.join(AMPS)}"
+        )
+    if amp == "auto":
+        if device.type != "cuda":
+            return None
+        return (
+            torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        )
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "off": None}[amp]
+
+
+def _declare_prediction_field(dataset, field):
+    declare_classification(dataset, field)
+    # confidence and logits are built into fo.Classification
+    for attr, sub in (("top5", fo.IntField), ("top5_confidences", fo.FloatField)):
+        if not dataset.has_field(f"{field}.{attr}"):
+            dataset.add_sample_field(f"{field}.{attr}", fo.ListField, subfield=sub)
+
+
+class ImageFiles(torch.utils.data.Dataset):
+    """Image files -> ``(position, tensor or None, error message or None)``."""
+
+    def __init__(self, paths: list, transform: Callable):
+        self.paths = paths
+        self.transform = transform
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        try:
+            with Image.open(self.paths[i]) as img:
+                return i, self.transform(img.convert("RGB")), None
+        except Exception as e:  # any decode error costs only this image
+            return i, None, f"{type(e).__name__}: {e}"
+
+
+def collate_images(items: list) -> tuple:
+    """Stacks the readable images of a batch and sets the failures aside.
+
+    Returns:
+        ``(positions, batch or None, [(position, message), ...])``
+    """
+    good = [(i, x) for i, x, err in items if err is None]
+    failed = [(i, err) for i, _, err in items if err is not None]
+    positions = torch.tensor([i for i, _ in good], dtype=torch.long)
+    # default_collate stacks straight into shared memory in a worker
+    batch = default_collate([x for _, x in good]) if good else None
+    return positions, batch, failed
+
+
+def _loader(paths, loaded: LoadedModel, device, batch_size, num_workers):
+    if num_workers is None:
+        num_workers = min(8, os.cpu_count() or 1)
+    num_workers = min(num_workers, math.ceil(len(paths) / batch_size))
+    cuda = device.type == "cuda"
+    # on a GPU, uint8 batches cross the bus (4x smaller) and are normalized
+    # there; on the CPU the workers normalize
+    transform = loaded.preprocessing.transform(normalize=not cuda)
+    return torch.utils.data.DataLoader(
+        ImageFiles(paths, transform),
+        batch_size=batch_size,
+        shuffle=False,
+        num_workers=num_workers,
+        collate_fn=collate_images,
+        pin_memory=cuda,
+    )
+
+
+class _Runner:
+    """Runs batches through the model; yields ``(positions, top5 indices,
+    top5 probabilities, logits, failures)`` on the CPU.
+
+    On a GPU, the results of batch k are copied back without blocking and
+    read only after batch k+1 is queued, so the device never waits for
+    Python.
+    """
+
+    def __init__(self, loaded, device, dtype, compile, batch_size, logits):
+        self.device = device
+        self.logits = logits
+        self.dtype = dtype
+        self.batch_size = batch_size
+        self.cuda = device.type == "cuda"
+        self.normalize = loaded.preprocessing.normalizer(device)
+        model = loaded.model.to(device, memory_format=torch.channels_last)
+        self.pad = compile  # fixed batch shape: no recompiles
+        self.model = torch.compile(model) if compile else model
+
+    def _forward(self, batch):
+        n = batch.shape[0]
+        if self.pad and n < self.batch_size:
+            fill = batch.new_zeros((self.batch_size - n, *batch.shape[1:]))
+            batch = torch.cat([batch, fill])
+        x = batch.to(self.device, non_blocking=True)
+        if self.cuda:
+            x = self.normalize(x)
+        x = x.contiguous(memory_format=torch.channels_last)
+        with torch.inference_mode(), torch.autocast(
+            self.device.type, dtype=self.dtype, enabled=self.dtype is not None
+        ):
+            out = self.model(x)
+            if isinstance(out, (tuple, list)):
+                out = out[0]
+            out = out[:n].float()
+            conf, idx = out.softmax(dim=1).topk(TOP_K, dim=1)
+        return idx, conf, out if self.logits else None
+
+    def run(self, loader):
+        pending = None
+        for positions, batch, failed in loader:
+            current = (positions, None, failed)
+            if batch is not None:
+                idx, conf, out = self._forward(batch)
+                copies = [
+                    None if t is None else t.to("cpu", non_blocking=True)
+                    for t in (idx, conf, out)
+                ]
+                event = None
+                if self.cuda:
+                    event = torch.cuda.Event()
+                    event.record()
+                current = (positions, (copies, event), failed)
+            if pending is not None:
+                yield self._finish(pending)
+            pending = current
+        if pending is not None:
+            yield self._finish(pending)
+
+    @staticmethod
+    def _finish(item):
+        positions, result, failed = item
+        if result is None:
+            return positions, None, None, None, failed
+        (idx, conf, out), event = result
+        if event is not None:
+            event.synchronize()
+        return positions, idx, conf, out, failed
+
+
+class _Builder:
+    """Turns model outputs into stored ``fo.Classification`` documents."""
+
+    def __init__(self, dataset, field, ids, paths, old_errors, summary):
+        self.dataset = dataset
+        self.field = field
+        self.err_field = error_field(field)
+        self.ids = ids
+        self.paths = paths
+        self.old_errors = old_errors
+        self.summary = summary
+        self.names = class_table().names
+        self.vector = fo.VectorField()
+
+    def updates(self, positions, idx, conf, out, failed) -> dict:
+        updates = {}
+        names = self.names
+        if idx is not None:
+            idx_rows = idx.tolist()
+            conf_rows = conf.tolist()
+            logit_rows = out.numpy() if out is not None else None
+            for row, pos in enumerate(positions.tolist()):
+                top5 = idx_rows[row]
+                extra = {}
+                if logit_rows is not None:
+                    extra["logits"] = self.vector.to_mongo(logit_rows[row])
+                update = {
+                    self.field: raw_classification(
+                        names[top5[0]],
+                        top5[0],
+                        confidence=conf_rows[row][0],
+                        top5=top5,
+                        top5_confidences=conf_rows[row],
+                        **extra,
+                    )
+                }
+                if self.old_errors[pos] is not None:
+                    update[self.err_field] = None
+                updates[self.ids[pos]] = update
+            self.summary.predicted += len(idx_rows)
+        if failed and not self.dataset.has_field(self.err_field):
+            self.dataset.add_sample_field(self.err_field, fo.StringField)
+        for pos, message in failed:
+            updates[self.ids[pos]] = {self.field: None, self.err_field: message}
+            if len(self.summary.failures) < FAILURES_SHOWN:
+                self.summary.failures.append((self.paths[pos], message))
+        self.summary.failed += len(failed)
+        return updates
+
+
+def _chunks(results, builder: _Builder, pb):
+    """Groups updates into chunks of :data:`WRITE_EVERY` samples, or of
+    :data:`WRITE_SECONDS` of work, whichever comes first."""
+    chunk = {}
+    last = time.monotonic()
+    for result in results:
+        updates = builder.updates(*result)
+        chunk.update(updates)
+        pb.update(len(updates))
+        if len(chunk) >= WRITE_EVERY or time.monotonic() - last >= WRITE_SECONDS:
+            yield chunk
+            chunk = {}
+            last = time.monotonic()
+    if chunk:
+        yield chunk
+
+
+def _evaluate(dataset, field, gt_field, summary, changed: bool):
+    gt = dataset.get_field(gt_field) if dataset.has_field(gt_field) else None
+    if not (
+        isinstance(gt, fo.EmbeddedDocumentField)
+        and issubclass(gt.document_type, fo.Classification)
+        and dataset.has_field(field)
+    ):
+        return
+    key = eval_key_of(field)
+    view = dataset.exists(field).exists(gt_field)
+    if not changed and dataset.has_evaluation(key):
+        results = dataset.load_evaluation_results(key)
+    else:
+        if not len(view):
+            return
+        # FiftyOne compares label strings: ground truth that names classes
+        # otherwise (wnids, indices) would score every prediction wrong
+        names = set(class_table().names)
+        other = [x for x in view.distinct(f"{gt_field}.label") if x not in names]
+        if other:
+            summary.eval_note = (
+                f"Not evaluated: ground truth '{gt_field}' has labels that "
+                f"are not ImageNet class names (e.g. '{other[0]}')"
+            )
+            if dataset.has_evaluation(key):  # stale now
+                dataset.delete_evaluation(key)
+            return
+        results = view.evaluate_classifications(
+            field, gt_field=gt_field, eval_key=key, progress=False
+        )
+    summary.eval_key = key
+    summary.evaluated = len(results.ytrue)
+    summary.accuracy = float(results.metrics()["accuracy"])

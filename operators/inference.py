@@ -1,0 +1,137 @@
+"""The "Run model" operator: a form over :func:`imagenetx.inference.predict`."""
+
+import fiftyone.operators as foo
+import fiftyone.operators.types as types
+
+#: views larger than this run as delegated operations unless the form says
+#: otherwise
+DELEGATE_ABOVE = 2000
+
+DEVICES = ("auto", "cpu", "cuda")
+AMPS = ("auto", "bf16", "fp16", "off")
+
+
+class RunModel(foo.Operator):
+    """Runs an ImageNet classifier over the current view and evaluates it."""
+
+    @property
+    def config(self):
+        return foo.OperatorConfig(
+            name="run_model",
+            label="Run model",
+            description=(
+                "Predict ImageNet classes with a timm or torchvision model or "
+                "a local checkpoint, then evaluate against the ground truth"
+            ),
+            dynamic=True,
+            allow_immediate_execution=True,
+            allow_delegated_execution=True,
+        )
+
+    def resolve_input(self, ctx):
+        inputs = types.Object()
+        inputs.str(
+            "model", label="Model", required=True,
+            description="timm:NAME, torchvision:NAME[:WEIGHTS] or checkpoint:PATH",
+        )
+        inputs.str(
+            "arch", label="Architecture",
+            description="checkpoint: specs only: a timm name or torchvision:NAME",
+        )
+        inputs.str("field", label="Prediction field", required=True)
+        inputs.int("batch_size", label="Batch size", default=64, min=1)
+        inputs.int(
+            "num_workers", label="Decoding workers",
+            description="image decoding processes (empty: one per CPU core, max 8)",
+        )
+        inputs.enum("device", list(DEVICES), label="Device", default="auto",
+                    view=types.DropdownView())
+        inputs.enum("amp", list(AMPS), label="Autocast", default="auto",
+                    view=types.DropdownView())
+        inputs.bool("compile", label="torch.compile", default=False)
+        inputs.bool("logits", label="Store logits", default=False)
+        inputs.int("limit", label="Limit", description="predict at most N samples")
+        inputs.bool(
+            "overwrite", label="Overwrite", default=False,
+            description="also redo samples that already have a prediction",
+        )
+        inputs.str("gt_field", label="Ground truth field", default="ground_truth")
+        inputs.bool(
+            "delegate", label="Delegate", default=_large(ctx),
+            description=(
+                f"run in the background (default above {DELEGATE_ABOVE:,} "
+                "samples); needs `fiftyone delegated launch`"
+            ),
+        )
+        _check_spec(ctx, inputs)
+        return types.Property(inputs, view=types.View(label="Run model"))
+
+    def resolve_delegation(self, ctx):
+        delegate = ctx.params.get("delegate")
+        return _large(ctx) if delegate is None else bool(delegate)
+
+    def execute(self, ctx):
+        import fiftyone.core.utils as fou
+
+        from imagenetx.inference import predict
+
+        p = ctx.params
+
+        def report(pb):
+            ctx.set_progress(
+                progress=pb.progress,
+                label=f"{pb.iteration:,} of {pb.total:,} images",
+            )
+
+        summary = predict(
+            ctx.target_view(),
+            p["model"],
+            p["field"],
+            arch=p.get("arch") or None,
+            batch_size=p.get("batch_size") or 64,
+            num_workers=p.get("num_workers"),
+            device=p.get("device") or "auto",
+            amp=p.get("amp") or "auto",
+            compile=bool(p.get("compile")),
+            logits=bool(p.get("logits")),
+            limit=p.get("limit"),
+            overwrite=bool(p.get("overwrite")),
+            gt_field=p.get("gt_field") or "ground_truth",
+            progress=fou.report_progress(report, dt=1.0),
+        )
+        if not ctx.delegated:
+            ctx.trigger("reload_dataset")
+        return {
+            "summary": str(summary),
+            "predicted": summary.predicted,
+            "already_predicted": summary.already_predicted,
+            "failed": summary.failed,
+            "eval_key": summary.eval_key,
+            "accuracy": summary.accuracy,
+        }
+
+    def resolve_output(self, ctx):
+        outputs = types.Object()
+        outputs.str("summary", label="Result")
+        return types.Property(outputs)
+
+
+def _large(ctx) -> bool:
+    try:
+        return len(ctx.target_view()) > DELEGATE_ABOVE
+    except Exception:  # no dataset in the context yet
+        return False
+
+
+def _check_spec(ctx, inputs):
+    from imagenetx.errors import ImageNetXError
+    from imagenetx.models import parse_spec
+
+    model = ctx.params.get("model")
+    if not model:
+        return
+    try:
+        parse_spec(model, ctx.params.get("arch") or None)
+    except ImageNetXError as e:
+        prop = inputs.view("spec_error", types.Error(label=str(e)))
+        prop.invalid = True

