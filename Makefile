@@ -14,6 +14,7 @@ install:
 install-test:
 	$(PYTHON) -m pip install -q -e ".[test]"
 	$(PYTHON) scripts/ensure_mongod.py
+	$(PYTHON) scripts/ensure_chromium.py
 
 demo: install
 	$(PYTHON) -m imagenetx demo --overwrite $(ARGS)
@@ -28,3 +29,7 @@ benchmarks: install-test
 	$(PYTHON) benchmarks/parse_annotations.py
 	$(PYTHON) benchmarks/tag_dataset.py
 	$(PYTHON) benchmarks/build_demo.py
+	$(PYTHON) benchmarks/ratios.py
+	$(PYTHON) benchmarks/predict.py
+	$(PYTHON) benchmarks/import_predictions.py
+	$(PYTHON) benchmarks/panel_refresh.py

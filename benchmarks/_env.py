@@ -17,3 +17,18 @@ def drop_database_at_exit():
     import fiftyone.core.odm as foo
 
     atexit.register(lambda: foo.get_db_client().drop_database(fo.config.database_name))
+
+
+def val_names_dataset(name: str, n: int = 50000):
+    """A fresh dataset of the first ``n`` validation file names; no images
+    are needed to tag, import or score them."""
+    import fiftyone as fo
+
+    if fo.dataset_exists(name):
+        fo.delete_dataset(name)
+    ds = fo.Dataset(name)
+    ds.add_samples(
+        fo.Sample(filepath=f"/data/val/ILSVRC2012_val_{i:08d}.JPEG")
+        for i in range(1, n + 1)
+    )
+    return ds

@@ -23,17 +23,6 @@ from imagenetx.tagging import tag_dataset  # noqa: E402
 N = 50000
 
 
-def fresh(name):
-    if fo.dataset_exists(name):
-        fo.delete_dataset(name)
-    ds = fo.Dataset(name)
-    ds.add_samples(
-        fo.Sample(filepath=f"/data/val/ILSVRC2012_val_{i:08d}.JPEG")
-        for i in range(1, N + 1)
-    )
-    return ds
-
-
 def save_loop(ds, limit):
     """The baseline: what a per-sample script does."""
     val = anno.load_split("val")
@@ -67,13 +56,13 @@ def main():
     args = parser.parse_args()
     _env.drop_database_at_exit()
 
-    ds = fresh("bench-tag")
+    ds = _env.val_names_dataset("bench-tag")
     t = time.perf_counter()
     summary = tag_dataset(ds)
     cold = time.perf_counter() - t  # includes parsing the annotations
     print(summary)
 
-    ds = fresh("bench-tag")
+    ds = _env.val_names_dataset("bench-tag")
     t = time.perf_counter()
     tag_dataset(ds)
     warm = time.perf_counter() - t  # annotations already parsed
@@ -83,7 +72,7 @@ def main():
     rerun = time.perf_counter() - t
     assert again.samples_written == 0
 
-    base_ds = fresh("bench-save-loop")
+    base_ds = _env.val_names_dataset("bench-save-loop")
     t = time.perf_counter()
     save_loop(base_ds, args.baseline_n)
     loop = (time.perf_counter() - t) * N / args.baseline_n

@@ -37,6 +37,68 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace an existing dataset")
     _add_common(p)
 
+    p = sub.add_parser("predict", help="run an ImageNet classifier, write and evaluate predictions")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--model", required=True, metavar="SPEC",
+                   help="timm:NAME, torchvision:NAME[:WEIGHTS] or checkpoint:PATH")
+    p.add_argument("--field", required=True, help="prediction field to write")
+    p.add_argument("--arch", help="architecture of a checkpoint: a timm name or torchvision:NAME")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--num-workers", type=int, help="image decoding processes (default: CPU cores, max 8)")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] (default: auto)")
+    p.add_argument("--amp", default="auto", choices=["auto", "bf16", "fp16", "off"],
+                   help="autocast dtype (default: bf16 on CUDA, off on CPU)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--logits", action="store_true", help="also store the 1000 logits")
+    p.add_argument("--limit", type=int, help="predict at most N samples")
+    p.add_argument("--overwrite", action="store_true", help="predict samples that already have a prediction too")
+    p.add_argument("--random-weights", action="store_true",
+                   help="skip the pretrained weights (throughput tests only)")
+    _add_common(p)
+
+    p = sub.add_parser("import-predictions",
+                       help="write a model's predictions from a toolkit CSV or testbed pickle")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--file", required=True,
+                   help="CSV (file_name,predicted_class,predicted_probability) or logits pickle")
+    p.add_argument("--field", required=True, help="fo.Classification field to write")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing prediction field")
+    p.add_argument("--row-order", choices=["toolkit", "val"], default="toolkit",
+                   help="pickles without file names: rows in the imagenet_x toolkit's "
+                        "order (default) or in file-number order")
+
+    p = sub.add_parser("ratios", help="per-factor accuracy and error ratios of prediction fields")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--pred-field", dest="pred_fields", nargs="+", required=True, metavar="F",
+                   help="one or more fo.Classification prediction fields")
+    p.add_argument("--which", choices=["top", "multi"], default="top",
+                   help="count images under their top factor (default) or all their factors")
+    p.add_argument("--correct", choices=["class", "metaclass", "real"], default="class",
+                   help="correctness: exact class (default), same meta-class, or in the ReaL set")
+    p.add_argument("--real-mode", choices=["clean", "paper"], default="clean",
+                   help="--correct real: leave out images with an empty ReaL set (clean, "
+                        "default) or count them wrong like the original toolkit (paper)")
+    p.add_argument("--by-metaclass", action="store_true",
+                   help="add the meta-class x factor table of each model")
+    p.add_argument("--metaclass", help="only the images of this meta-class")
+    p.add_argument("--include-prototypes", action="store_true",
+                   help="keep the 3,000 prototype images the paper leaves out")
+    p.add_argument("--no-intervals", action="store_true", help="skip the bootstrap intervals")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print one JSON object")
+    fmt.add_argument("--csv", action="store_true", help="print long-format CSV")
+    _add_common(p)
+
+    p = sub.add_parser("report", help="write an HTML report of error ratios, tables as CSV")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--pred-field", dest="pred_fields", nargs="+", required=True, metavar="F")
+    p.add_argument("--out", required=True, help="the HTML page, e.g. report.html")
+    p.add_argument("--which", choices=["top", "multi"], default="top")
+    p.add_argument("--correct", choices=["class", "metaclass", "real"], default="class")
+    p.add_argument("--real-mode", choices=["clean", "paper"], default="clean")
+    _add_common(p)
+
     p = sub.add_parser("app", help="open the FiftyOne App with this plugin")
     p.add_argument("--dataset", required=True)
     p.add_argument("--port", type=int)
@@ -105,6 +167,52 @@ def _run(args) -> int:
                 gt_field=args.gt_field)
         print(summary)
         print(f"Open it in the App:\n  imagenetx app --dataset {dataset.name}")
+        return 0
+
+    if args.command == "predict":
+        from imagenetx.inference import predict
+
+        print(predict(
+            args.dataset, args.model, args.field, arch=args.arch,
+            batch_size=args.batch_size, num_workers=args.num_workers,
+            device=args.device, amp=args.amp, compile=args.compile,
+            logits=args.logits, limit=args.limit, overwrite=args.overwrite,
+            gt_field=args.gt_field, pretrained=not args.random_weights))
+        return 0
+
+    if args.command == "import-predictions":
+        from imagenetx.predictions import import_predictions
+
+        print(import_predictions(args.dataset, args.file, args.field,
+                                 overwrite=args.overwrite, row_order=args.row_order))
+        return 0
+
+    if args.command == "ratios":
+        import json
+
+        from imagenetx.analysis import compute_ratios
+        from imagenetx.formatting import format_ratios, ratios_csv
+
+        result = compute_ratios(
+            args.dataset, args.pred_fields, which=args.which, correct=args.correct,
+            real_mode=args.real_mode, include_prototypes=args.include_prototypes,
+            gt_field=args.gt_field, metaclass=args.metaclass,
+            by_metaclass=args.by_metaclass, intervals=not args.no_intervals)
+        if args.json:
+            print(json.dumps(result, allow_nan=False))
+        elif args.csv:
+            sys.stdout.write(ratios_csv(result))
+        else:
+            print(format_ratios(result))
+        return 0
+
+    if args.command == "report":
+        from imagenetx.report import write_report
+
+        print(write_report(
+            args.dataset, args.pred_fields, args.out, which=args.which,
+            correct=args.correct, real_mode=args.real_mode,
+            gt_field=args.gt_field))
         return 0
 
     if args.command == "app":

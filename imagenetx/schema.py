@@ -45,7 +45,6 @@ def declare_classification(dataset: fo.Dataset, name: str, **attributes):
             dataset.add_sample_field(f"{name}.{attr}", ftype)
 
 
-
 def declare_imagenetx_field(dataset: fo.Dataset, name: str) -> None:
     """Declares the ``imagenetx`` embedded document and its subfields."""
     if not dataset.has_field(name):
@@ -59,3 +58,14 @@ def declare_imagenetx_field(dataset: fo.Dataset, name: str) -> None:
         if not dataset.has_field(path):
             kwargs = {"subfield": subfield} if subfield else {}
             dataset.add_sample_field(path, ftype, **kwargs)
+
+
+def prediction_fields(samples, gt_field: str = "ground_truth") -> list:
+    """The ``fo.Classification`` fields with ``class_index`` that can be
+    scored as predictions: all but the ground truth field, sorted."""
+    schema = samples.get_field_schema(embedded_doc_type=fo.Classification)
+    return sorted(
+        name
+        for name in schema
+        if name != gt_field and samples.has_field(f"{name}.class_index")
+    )

@@ -3,6 +3,12 @@
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
+from .hub import LoadFromHub
+from .inference import RunModel
+from .predictions import ImportPredictions
+from .report import ExportReport
+from .views import ShowMistakes
+
 
 class LoadImageNetX(foo.Operator):
     """Attaches ImageNet-X (factor tags, ``imagenetx`` field, ground truth)
@@ -51,3 +57,8 @@ class LoadImageNetX(foo.Operator):
 
 def register_operators(plugin):
     plugin.register(LoadImageNetX)
+    plugin.register(ImportPredictions)
+    plugin.register(RunModel)
+    plugin.register(LoadFromHub)
+    plugin.register(ShowMistakes)
+    plugin.register(ExportReport)

@@ -1,6 +1,8 @@
-"""App panels. The "ImageNet-X" error-ratio panel is built on the metrics
-library of the error-ratio issue; until then this plugin registers none."""
+"""App panels: thin adapters over the ``imagenetx`` library."""
+
+from .error_ratios import ImageNetXPanel
 
 
 def register_panels(plugin):
-    """Registers the plugin's panels (none yet)."""
+    """Registers the plugin's panels."""
+    plugin.register(ImageNetXPanel)

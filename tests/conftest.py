@@ -113,3 +113,41 @@ def make_dataset(name, files_dir: Path, gt=None):
             samples.append(sample)
     ds.add_samples(samples)
     return ds
+
+
+@pytest.fixture(scope="session")
+def hub_repo(tmp_path_factory, photos_dir):
+    """A FiftyOne-format repo, as push_to_hub writes it, on the loopback Hub."""
+    export = tmp_path_factory.mktemp("hub-export")
+    import fiftyone as fo
+    from hub_server import serve_repo
+
+    src = fo.Dataset()
+    src.add_samples([fo.Sample(filepath=str(p)) for p in sorted(photos_dir.iterdir())])
+    src.export(str(export), dataset_type=fo.types.FiftyOneDataset,
+               export_media=True)
+    src.delete()
+    (export / "fiftyone.yml").write_text(
+        "format: FiftyOneDataset\nname: imagenet-photos\ntags: []\n")
+    server = serve_repo(HUB_PORT, "test-org/imagenet-photos", str(export))
+    yield "test-org/imagenet-photos"
+    server.shutdown()
+
+
+DEMO_NAME = "demo-test"
+
+
+@pytest.fixture(scope="session")
+def demo_build():
+    """The full offline demo, built once per session through the command
+    line: ``(dataset name, what the command printed)``."""
+    import contextlib
+    import io
+
+    from imagenetx.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main(["demo", "--name", DEMO_NAME, "--overwrite"])
+    assert status == 0, out.getvalue()
+    return DEMO_NAME, out.getvalue()

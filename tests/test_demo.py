@@ -18,9 +18,10 @@ HUMAN_TABLE = (
 
 
 @pytest.mark.slow
-def test_demo_builds_all_annotated_images_and_reports_label_bias(capsys):
-    assert main(["demo", "--name", "demo-test"]) == 0
-    out = capsys.readouterr().out
+def test_demo_builds_all_annotated_images_and_reports_label_bias(
+    demo_build, capsys
+):
+    _, out = demo_build
     assert "48,868 samples" in out
     assert "imagenetx app --dataset demo-test" in out
     assert "subcategory" in out and "all images" in out
@@ -47,13 +48,13 @@ def test_demo_builds_all_annotated_images_and_reports_label_bias(capsys):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HUMAN_TABLE.exists(), reason="../shared/data absent")
-def test_label_bias_equals_the_authors_human_row_exactly():
+def test_label_bias_equals_the_authors_human_row_exactly(demo_build):
     """ImageNet's labels scored against ReaL (empty ReaL set = wrong),
     top factors, prototypes left out: the `human` row of the authors'
     real_class table, to the last bit."""
-    if not fo.dataset_exists("demo-test"):
-        assert main(["demo", "--name", "demo-test"]) == 0
-    table = factor_accuracies("demo-test", "imagenet_labels", correct="real")
+    table = factor_accuracies(
+        "demo-test", "imagenet_labels", correct="real", real_mode="paper"
+    )
     with open(HUMAN_TABLE) as f:
         human = next(r for r in csv.DictReader(f) if r["model"] == "human")
 

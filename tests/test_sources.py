@@ -5,8 +5,7 @@ import shutil
 import fiftyone as fo
 import pytest
 
-from conftest import HUB_PORT, TRAIN_FILE, VAL_FILES, save_photo
-from hub_server import serve_repo
+from conftest import TRAIN_FILE, VAL_FILES, save_photo
 from imagenetx.errors import ImageNetXError
 from imagenetx.sources import load_hub_dataset, load_imagenet_dir
 
@@ -56,22 +55,6 @@ def test_bad_folders_and_existing_names(tmp_path, photos_dir):
     with pytest.raises(ImageNetXError, match="--overwrite"):
         load_imagenet_dir(str(photos_dir), name="src-exists")
     assert fo.load_dataset("src-exists").count_sample_tags()["keep-me"] == 4
-
-
-@pytest.fixture(scope="module")
-def hub_repo(tmp_path_factory, photos_dir):
-    """A FiftyOne-format repo, as push_to_hub writes it, on the loopback Hub."""
-    export = tmp_path_factory.mktemp("hub-export")
-    src = fo.Dataset()
-    src.add_samples([fo.Sample(filepath=str(p)) for p in sorted(photos_dir.iterdir())])
-    src.export(str(export), dataset_type=fo.types.FiftyOneDataset,
-               export_media=True)
-    src.delete()
-    (export / "fiftyone.yml").write_text(
-        "format: FiftyOneDataset\nname: imagenet-photos\ntags: []\n")
-    server = serve_repo(HUB_PORT, "test-org/imagenet-photos", str(export))
-    yield "test-org/imagenet-photos"
-    server.shutdown()
 
 
 def test_load_from_the_hub_then_tag(hub_repo):

@@ -1,0 +1,167 @@
+"""Plotly figures of error ratios, as plain dicts.
+
+The App panel hands these dicts to its plot and the HTML report to
+``plotly.graph_objects.Figure``, so both draw the same chart. Input is the
+dict that :func:`imagenetx.analysis.compute_ratios` returns.
+"""
+
+import math
+
+#: the paper's palette order is not fixed; these read well in both App themes
+COLORS = ("#FF6D04", "#499CEF", "#6D04FF", "#2BA02B", "#E6194B", "#8C564B")
+
+
+def factor_order(ratios: dict) -> list:
+    """The factors sorted by their mean error ratio over the models, worst
+    first; factors without images go last."""
+    models = list(ratios["models"].values())
+
+    def mean_ratio(factor):
+        values = [
+            m["factors"][factor]["error_ratio"]
+            for m in models
+            if m["factors"][factor]["error_ratio"] is not None
+        ]
+        return sum(values) / len(values) if values else -math.inf
+
+    return sorted(ratios["factors"], key=mean_ratio, reverse=True)
+
+
+def error_ratio_chart(ratios: dict) -> tuple:
+    """The paper's Figure 1: a grouped bar chart of error ratio per factor and
+    model, with interval whiskers, the 1.0 line, and factors with too few
+    images hatched and marked in their tick label.
+
+    Each trace is named after its prediction field and each bar's ``x`` is
+    the factor name, so a click tells which model and factor it was.
+
+    Args:
+        ratios: a :func:`imagenetx.analysis.compute_ratios` result
+
+    Returns:
+        ``(traces, layout)``: a list of plotly trace dicts and a layout dict
+    """
+    order = factor_order(ratios)
+    few = {
+        f
+        for m in ratios["models"].values()
+        for f, row in m["factors"].items()
+        if row["few_images"]
+    }
+    traces = []
+    for k, (field, model) in enumerate(ratios["models"].items()):
+        rows = [model["factors"][f] for f in order]
+        ys = [r["error_ratio"] for r in rows]
+        traces.append(
+            {
+                "type": "bar",
+                "name": field,
+                "x": order,
+                "y": ys,
+                "marker": {
+                    "color": COLORS[k % len(COLORS)],
+                    "pattern": {
+                        "shape": ["/" if f in few else "" for f in order]
+                    },
+                },
+                "error_y": {
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [_gap(r["ci_high"], y) for r, y in zip(rows, ys)],
+                    "arrayminus": [
+                        _gap(y, r["ci_low"]) for r, y in zip(rows, ys)
+                    ],
+                    "thickness": 1.2,
+                    "width": 3,
+                },
+                "customdata": [
+                    [
+                        r["n"],
+                        _pct(r["accuracy"]),
+                        _num(r["ci_low"]),
+                        _num(r["ci_high"]),
+                        " (few images)" if r["few_images"] else "",
+                    ]
+                    for r in rows
+                ],
+                "hovertemplate": (
+                    "<b>%{x}</b>%{customdata[4]}<br>"
+                    f"{field}<br>"
+                    "error ratio %{y:.3f} [%{customdata[2]}, %{customdata[3]}]"
+                    "<br>accuracy %{customdata[1]}<br>n = %{customdata[0]:,}"
+                    "<extra></extra>"
+                ),
+            }
+        )
+    layout = {
+        "barmode": "group",
+        "height": 480,
+        "autosize": True,
+        "bargap": 0.25,
+        "hovermode": "closest",
+        "title": {"text": _title(ratios), "font": {"size": 13}},
+        "xaxis": {
+            "tickvals": order,
+            "ticktext": [f + " *" if f in few else f for f in order],
+            "tickangle": -40,
+        },
+        "yaxis": {"title": {"text": "error ratio"}, "rangemode": "tozero"},
+        "shapes": [
+            {
+                "type": "line",
+                "xref": "paper",
+                "x0": 0,
+                "x1": 1,
+                "y0": 1,
+                "y1": 1,
+                "line": {"dash": "dash", "width": 1.5, "color": "#888"},
+            }
+        ],
+        "legend": {"orientation": "h", "y": 1.12},
+        "margin": {"t": 70, "b": 90, "l": 55, "r": 10},
+        "annotations": (
+            [
+                {
+                    "text": f"* fewer than {ratios['min_reliable_n']} images",
+                    "xref": "paper",
+                    "yref": "paper",
+                    "x": 1,
+                    "y": -0.32,
+                    "showarrow": False,
+                    "font": {"size": 11},
+                }
+            ]
+            if few
+            else []
+        ),
+    }
+    return traces, layout
+
+
+def _title(ratios: dict) -> str:
+    correct = {
+        "class": "class",
+        "metaclass": "meta-class",
+        "real": f"ReaL ({ratios['real_mode']})",
+    }[ratios["correct"]]
+    parts = [f"{ratios['which']} factor", f"correct = {correct}"]
+    if ratios.get("metaclass"):
+        parts.append(f"meta-class {ratios['metaclass']}")
+    if ratios.get("interval"):
+        level = ratios["interval"]["level"]
+        parts.append(f"{level:.0%} bootstrap intervals")
+    return "Error ratio per factor: " + ", ".join(parts)
+
+
+def _gap(high, low):
+    if high is None or low is None:
+        return 0
+    return max(high - low, 0)
+
+
+def _pct(value):
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def _num(value):
+    return "n/a" if value is None else f"{value:.3f}"

@@ -1,0 +1,50 @@
+"""The "Export the HTML report" operator."""
+
+import fiftyone.operators as foo
+import fiftyone.operators.types as types
+
+from .forms import add_mode_inputs, mode_params, prediction_fields_or_warning
+
+
+class ExportReport(foo.Operator):
+    """Writes the HTML report (and its CSV tables) of prediction fields over
+    the current view."""
+
+    @property
+    def config(self):
+        return foo.OperatorConfig(
+            name="export_report",
+            label="ImageNet-X: export the HTML report",
+            dynamic=True,
+        )
+
+    def resolve_input(self, ctx):
+        inputs = types.Object()
+        fields = prediction_fields_or_warning(ctx, inputs)
+        if not fields:
+            return types.Property(inputs)
+        inputs.list("pred_fields", types.String(), required=True,
+                    default=fields[:4], label="Prediction fields",
+                    view=types.AutocompleteView(choices=[
+                        types.Choice(f, label=f) for f in fields]))
+        inputs.str("out", required=True, label="HTML file",
+                   description="path of the page; CSV tables go beside it")
+        add_mode_inputs(inputs)
+        return types.Property(inputs, view=types.View(label="Export report"))
+
+    def execute(self, ctx):
+        from imagenetx.report import write_report
+
+        summary = write_report(
+            ctx.view,
+            ctx.params["pred_fields"],
+            ctx.params["out"],
+            **mode_params(ctx),
+        )
+        return {"html": summary.html, "csvs": summary.csvs,
+                "summary": str(summary)}
+
+    def resolve_output(self, ctx):
+        outputs = types.Object()
+        outputs.str("summary", label="Result")
+        return types.Property(outputs)

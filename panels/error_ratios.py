@@ -1,0 +1,276 @@
+"""The "ImageNet-X" panel: error ratios per factor over the current view;
+a click on a bar shows that model's mistakes with that factor."""
+
+import json
+
+import fiftyone.operators as foo
+import fiftyone.operators.types as types
+
+PLUGIN = "@imagenet-x/imagenet-x"
+WHICH = ("top", "multi")
+CORRECT = ("class", "metaclass", "real")
+REAL_MODES = ("clean", "paper")
+ALL = "all"
+#: panel state paths of the controls: the App nests an input's value under
+#: the name of the stack that holds it
+SHOW = "show."
+CONTROLS = "controls."
+
+
+class ImageNetXPanel(foo.Panel):
+    """Grouped bars of error ratio per factor and prediction field, with
+    intervals and the 1.0 line, computed over the current view."""
+
+    @property
+    def config(self):
+        return foo.PanelConfig(
+            name="imagenetx_panel",
+            label="ImageNet-X",
+            icon="bar_chart",
+            surfaces="grid",
+            help_markdown=(
+                "Error ratio = (1 - accuracy on a factor) / (1 - accuracy "
+                "overall): above 1, the model fails more often on images "
+                "with that factor. Click a bar to see those mistakes."
+            ),
+        )
+
+    def on_load(self, ctx):
+        self._refresh(ctx)
+
+    def on_change_dataset(self, ctx):
+        ctx.panel.state.set({"drill": None, "computed_for": None})
+        self._refresh(ctx)
+
+    def on_change_view(self, ctx):
+        drill = ctx.panel.state.drill
+        if drill and _signature(ctx.view) == drill["signature"]:
+            return  # the view this panel just set: keep the chart as it is
+        ctx.panel.state.drill = None
+        self._refresh(ctx)
+
+    def on_change_controls(self, ctx):
+        path = ctx.params.get("path")
+        if path and "value" in ctx.params:
+            ctx.panel.state.set(path, ctx.params["value"])
+        self._refresh(ctx)
+
+    def refresh(self, ctx):
+        ctx.panel.state.computed_for = None
+        self._refresh(ctx)
+
+    def on_click_bar(self, ctx):
+        from imagenetx.analysis import mistakes_view
+
+        field, factor = ctx.params.get("trace"), ctx.params.get("x")
+        if not field or not factor:
+            return
+        drill = ctx.panel.state.drill
+        base = _rebuild(ctx, drill["base"]) if drill else ctx.view
+        view = mistakes_view(base, field, factor, **_settings(ctx))
+        ctx.panel.state.drill = {
+            "field": field,
+            "factor": factor,
+            "count": view.count(),
+            "base": base._serialize(),
+            "signature": _signature(view),
+        }
+        ctx.ops.set_view(view)
+
+    def back(self, ctx):
+        drill = ctx.panel.state.drill
+        ctx.panel.state.drill = None
+        if drill:
+            ctx.ops.set_view(_rebuild(ctx, drill["base"]))
+
+    def _refresh(self, ctx):
+        """Computes the chart of the current settings over the current
+        view into the panel's state and data."""
+        from imagenetx.analysis import compute_ratios
+        from imagenetx.errors import ImageNetXError
+        from imagenetx.figures import error_ratio_chart
+        from imagenetx.schema import prediction_fields
+
+        state = ctx.panel.state
+        view = _rebuild(ctx, state.drill["base"]) if state.drill else ctx.view
+        if view is None:
+            state.set({"status": "error", "message": "Open a dataset first."})
+            return
+        _init_settings(ctx)
+        if not view.has_field("imagenetx.top_factor"):
+            state.status = "no_annotations"
+            return
+        fields = prediction_fields(view)
+        state.set("available", fields)
+        if not fields:
+            state.status = "no_predictions"
+            return
+        chosen = [f for f in fields if state.get(SHOW + f, True)]
+        for f in fields:
+            if state.get(SHOW + f) is None:
+                state.set(SHOW + f, True)
+        if not chosen:
+            state.set({"status": "error",
+                       "message": "Tick at least one prediction field."})
+            return
+        # the App sends the same view change several times: compute once
+        # per view, settings, fields and last sample write
+        key = json.dumps([_signature(view), _settings(ctx), chosen,
+                          str(view.max("last_modified_at"))])
+        if state.status == "ok" and state.get("computed_for") == key:
+            return
+        try:
+            ratios = compute_ratios(view, chosen, **_settings(ctx))
+        except ImageNetXError as e:
+            state.set({"status": "error", "message": str(e)})
+            return
+        traces, layout = error_ratio_chart(ratios)
+        ctx.panel.data.chart = traces
+        state.set({
+            "status": "ok",
+            "layout": layout,
+            "summary": _summary(ratios),
+            "computed_for": key,
+        })
+
+    def render(self, ctx):
+        state = ctx.panel.state
+        panel = types.Object()
+        status = state.status
+        if status == "no_annotations":
+            panel.md(
+                "### No ImageNet-X annotations here\n"
+                "Load them onto this dataset: samples are matched by their "
+                "ImageNet file name (`ILSVRC2012_val_XXXXXXXX.JPEG`).",
+                name="empty",
+            )
+            panel.btn("load", label="Load ImageNet-X", variant="contained",
+                      on_click=f"{PLUGIN}/load_imagenetx", prompt=True)
+            panel.btn("refresh", label="Refresh", on_click=self.refresh)
+        elif status == "no_predictions":
+            panel.md(
+                "### No predictions to score yet\n"
+                "Run a model on this dataset, or import a predictions file "
+                "(the original toolkit's CSV or an ImageNet-testbed pickle).",
+                name="empty",
+            )
+            panel.btn("run_model", label="Run a model", variant="contained",
+                      on_click=f"{PLUGIN}/run_model", prompt=True)
+            panel.btn("import", label="Import predictions",
+                      on_click=f"{PLUGIN}/import_predictions", prompt=True)
+            panel.btn("refresh", label="Refresh", on_click=self.refresh)
+        else:
+            self._render_controls(ctx, panel)
+            if status == "error":
+                panel.md(f"**{state.message}**", name="error")
+            else:
+                self._render_chart(ctx, panel)
+        return types.Property(
+            panel, view=types.GridView(orientation="vertical", gap=1, px=2, py=1)
+        )
+
+    def _render_controls(self, ctx, panel):
+        state = ctx.panel.state
+        fields = panel.h_stack("show", gap=2, align_y="center")
+        for f in state.get("available") or []:
+            fields.bool(f, label=f, default=True,
+                        on_change=self.on_change_controls)
+        modes = panel.h_stack("controls", gap=2)
+        from imagenetx.factors import METACLASSES
+
+        dropdowns = [
+            ("which", WHICH, "Factors"),
+            ("correct", CORRECT, "Correct if"),
+            ("real_mode", REAL_MODES, "Empty ReaL sets"),
+            ("metaclass", (ALL, *METACLASSES), "Meta-class"),
+        ]
+        for name, values, label in dropdowns:
+            if name == "real_mode" and state.get(CONTROLS + "correct") != "real":
+                continue
+            choices = types.DropdownView(label=label)
+            for value in values:
+                choices.add_choice(value, label=value)
+            modes.enum(name, list(values), view=choices,
+                       default=state.get(CONTROLS + name) or values[0],
+                       on_change=self.on_change_controls)
+        modes.btn("refresh", label="Refresh", icon="refresh",
+                  on_click=self.refresh)
+
+    def _render_chart(self, ctx, panel):
+        state = ctx.panel.state
+        drill = state.drill
+        if drill:
+            row = panel.h_stack("drill", gap=2, align_y="center")
+            row.md(
+                f"Showing the **{drill['count']:,}** samples with factor "
+                f"**{drill['factor']}** that **{drill['field']}** gets wrong.",
+                name="text",
+            )
+            row.btn("back", label="Back to the previous view", icon="undo",
+                    on_click=self.back)
+        else:
+            panel.md("Click a bar to show that model's mistakes with that "
+                     "factor.", name="hint")
+        panel.plot(
+            "chart",
+            layout=state.layout,
+            config={"displaylogo": False, "responsive": True},
+            on_click=self.on_click_bar,
+        )
+        panel.md(state.summary or "", name="summary")
+
+
+def _init_settings(ctx):
+    state = ctx.panel.state
+    defaults = {"which": "top", "correct": _default_correct(ctx),
+                "real_mode": "clean", "metaclass": ALL}
+    for key, value in defaults.items():
+        if state.get(CONTROLS + key) is None:
+            state.set(CONTROLS + key, value)
+
+
+def _default_correct(ctx) -> str:
+    """"class", unless the dataset says otherwise: the demo asks for "real",
+    since its prediction field is ImageNet's own labels."""
+    info = ctx.dataset.info.get("imagenetx", {}) if ctx.dataset else {}
+    return info.get("panel_correct", "class")
+
+
+def _settings(ctx) -> dict:
+    state = ctx.panel.state
+    metaclass = state.get(CONTROLS + "metaclass", ALL)
+    return {
+        "which": state.get(CONTROLS + "which", "top"),
+        "correct": state.get(CONTROLS + "correct", "class"),
+        "real_mode": state.get(CONTROLS + "real_mode", "clean"),
+        "metaclass": None if metaclass in (None, ALL) else metaclass,
+    }
+
+
+def _summary(ratios: dict) -> str:
+    lines = []
+    for field, model in ratios["models"].items():
+        acc = model["accuracy"]
+        acc = "n/a" if acc is None else f"{acc:.1%}"
+        lines.append(
+            f"- **{field}**: accuracy {acc} on {model['n']:,} images; worst "
+            f"factor {model.get('worst_reliable_factor') or model['worst_factor']}"
+        )
+    return "\n".join(lines)
+
+
+def _signature(view) -> str:
+    """The stages of a view, comparable across a round trip to the App."""
+    if view is None:
+        return ""
+    return json.dumps(
+        [[s["_cls"], s["kwargs"]] for s in view._serialize()],
+        sort_keys=True,
+        default=str,
+    )
+
+
+def _rebuild(ctx, stages):
+    import fiftyone.server.view as fosv
+
+    return fosv.get_view(ctx.dataset.name, stages=stages)

@@ -1,0 +1,213 @@
+"""The ImageNet-X panel and the App operators, run through FiftyOne's own
+operator execution (a real ExecutionContext and Executor, a real database).
+
+The panel's App events are sent as the App sends them: the operator URI of
+the panel with ``__method__``, ``panel_id``, ``panel_state`` and the event's
+params; what the panel asks of the App (set the view, patch its state, show
+its output) comes back as the executor's invocation requests.
+"""
+
+import time
+
+import fiftyone as fo
+import fiftyone.operators as foo
+import fiftyone.server.view as fosv
+import pytest
+from fiftyone.operators.executor import ExecutionError
+
+from conftest import make_dataset
+from imagenetx.analysis import compute_ratios, mistakes_view
+from imagenetx.plugin import PLUGIN_NAME, install_plugin
+
+PANEL = f"{PLUGIN_NAME}/imagenetx_panel"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _plugin():
+    install_plugin()
+
+
+class PanelSession:
+    """One open panel: its state persists across events, as in the App."""
+
+    def __init__(self, dataset: str):
+        self.dataset = dataset
+        self.state = {}
+        self.view_stages = None  # the App's current view
+
+    def send(self, method: str, **event) -> list:
+        view = (
+            fosv.get_view(self.dataset, stages=self.view_stages)
+            if self.view_stages
+            else None
+        )
+        result = foo.execute_operator(
+            PANEL,
+            ctx={
+                "dataset": self.dataset,
+                "view": view,
+                "params": {
+                    "panel_id": "panel-1",
+                    "__method__": method,
+                    "panel_state": self.state,
+                    **event,
+                },
+            },
+        )
+        assert result.error is None, result.error_message or result.error
+        requests = result.executor._requests
+        for request in requests:  # what the App would do
+            if request.operator_uri.endswith("set_view"):
+                self.view_stages = request.params["view"]
+        return requests
+
+    def data(self, requests) -> dict:
+        data = {}
+        for r in requests:
+            if r.operator_uri.endswith("patch_panel_data"):
+                data.update(r.params["data"])
+        return data
+
+
+def test_panel_shows_label_bias_and_clicks_through_to_mistakes(demo_build):
+    name, _ = demo_build
+    panel = PanelSession(name)
+
+    tic = time.perf_counter()
+    requests = panel.send("on_load")
+    print(f"panel on_load over 48,868 samples: {time.perf_counter() - tic:.2f} s")
+    assert panel.state["status"] == "ok"
+    # the demo opens on ImageNet's labels scored against ReaL
+    assert panel.state["controls"]["correct"] == "real"
+    (trace,) = panel.data(requests)["chart"]
+    assert trace["name"] == "imagenet_labels"
+    expected = compute_ratios(name, ["imagenet_labels"], correct="real")
+    factors = expected["models"]["imagenet_labels"]["factors"]
+    for factor, ratio in zip(trace["x"], trace["y"]):
+        assert ratio == factors[factor]["error_ratio"]
+    assert trace["x"][:3] == ["subcategory", "texture", "shape"]
+    assert "show_panel_output" in requests[-1].operator_uri
+
+    # click the texture bar: the App's view becomes exactly those mistakes
+    panel.send("on_click_bar", trace="imagenet_labels", x="texture")
+    shown = fosv.get_view(name, stages=panel.view_stages)
+    texture = factors["texture"]
+    assert len(shown) == texture["n"] - texture["correct"] == 54
+    assert set(shown.distinct("imagenetx.top_factor")) == {"texture"}
+    assert panel.state["drill"]["count"] == 54
+
+    # the App reports the view change back: the chart stays as it was
+    requests = panel.send("on_change_view")
+    assert panel.state["drill"]["factor"] == "texture"
+    assert "chart" not in panel.data(requests)
+
+    # a second click, while drilled, counts from the original view
+    panel.send("on_click_bar", trace="imagenet_labels", x="shape")
+    shape = factors["shape"]
+    assert len(fosv.get_view(name, stages=panel.view_stages)) == (
+        shape["n"] - shape["correct"])
+
+    # back to the full dataset
+    panel.send("back")
+    assert len(fosv.get_view(name, stages=panel.view_stages)) == 48868
+    panel.send("on_change_view")
+    assert panel.state["drill"] is None
+
+
+def test_panel_follows_the_view_and_the_controls(demo_build):
+    name, _ = demo_build
+    panel = PanelSession(name)
+    panel.send("on_load")
+
+    # the user filters the App first: the ratios are over that view
+    dogs = fo.load_dataset(name).match({"imagenetx.metaclass": "dog"})
+    panel.view_stages = dogs._serialize()
+    requests = panel.send("on_change_view")
+    (trace,) = panel.data(requests)["chart"]
+    expected = compute_ratios(dogs, "imagenet_labels", correct="real")
+    assert panel.state["summary"].count("images") == 1
+    assert f"{expected['models']['imagenet_labels']['n']:,} images" in (
+        panel.state["summary"])
+    row = expected["models"]["imagenet_labels"]["factors"]
+    assert dict(zip(trace["x"], trace["y"])) == {
+        f: row[f]["error_ratio"] for f in trace["x"]}
+    # the App repeats a view change: nothing is computed again
+    assert "chart" not in panel.data(panel.send("on_change_view"))
+
+    # a control changes: multi-factor labels, paper ReaL mode
+    panel.send("on_change_controls", path="controls.which", value="multi")
+    requests = panel.send("on_change_controls", path="controls.real_mode",
+                          value="paper")
+    (trace,) = panel.data(requests)["chart"]
+    expected = compute_ratios(dogs, "imagenet_labels", which="multi",
+                              correct="real", real_mode="paper")
+    row = expected["models"]["imagenet_labels"]["factors"]
+    assert dict(zip(trace["x"], trace["y"])) == {
+        f: row[f]["error_ratio"] for f in trace["x"]}
+    # and its click-through uses the same settings
+    panel.send("on_click_bar", trace="imagenet_labels", x="pose")
+    assert len(fosv.get_view(name, stages=panel.view_stages)) == (
+        row["pose"]["n"] - row["pose"]["correct"])
+
+    # unticking the only prediction field asks for one
+    panel.send("on_change_controls", path="show.imagenet_labels", value=False)
+    assert panel.state["status"] == "error"
+    assert "Tick at least one" in panel.state["message"]
+
+
+def test_panel_empty_states_offer_the_next_step(photos_dir):
+    make_dataset("panel-empty", photos_dir)
+    panel = PanelSession("panel-empty")
+    requests = panel.send("on_load")
+    assert panel.state["status"] == "no_annotations"
+    output = str(requests[-1].params)
+    assert f"{PLUGIN_NAME}/load_imagenetx" in output
+
+    # the button's operator, then a refresh: now predictions are missing
+    result = foo.execute_operator(
+        f"{PLUGIN_NAME}/load_imagenetx", ctx={"dataset": "panel-empty"})
+    assert result.error is None
+    requests = panel.send("refresh")
+    assert panel.state["status"] == "no_predictions"
+    output = str(requests[-1].params)
+    assert f"{PLUGIN_NAME}/run_model" in output
+    assert f"{PLUGIN_NAME}/import_predictions" in output
+
+
+def test_show_mistakes_operator_sets_the_view(demo_build):
+    name, _ = demo_build
+    result = foo.execute_operator(
+        f"{PLUGIN_NAME}/show_mistakes",
+        ctx={"dataset": name, "params": {
+            "pred_field": "imagenet_labels", "factor": "texture",
+            "correct": "real", "real_mode": "paper"}},
+    )
+    assert result.error is None, result.error_message
+    (request,) = [r for r in result.executor._requests
+                  if r.operator_uri.endswith("set_view")]
+    shown = fosv.get_view(name, stages=request.params["view"])
+    expected = mistakes_view(name, "imagenet_labels", "texture",
+                             correct="real", real_mode="paper")
+    assert len(shown) == len(expected) == result.result["count"] > 0
+
+
+def test_load_from_hub_operator_opens_the_tagged_dataset(hub_repo):
+    result = foo.execute_operator(
+        f"{PLUGIN_NAME}/load_from_hub",
+        ctx={"params": {"repo_id": hub_repo, "name": "panel-hub",
+                        "max_samples": 5}},
+    )
+    assert result.error is None, result.error_message
+    assert result.result["annotated"] == 3
+    opened = [r for r in result.executor._requests
+              if r.operator_uri.endswith("open_dataset")]
+    assert opened and opened[0].params["dataset"] == "panel-hub"
+    assert fo.load_dataset("panel-hub").count_sample_tags() == {
+        "x:background": 2, "x:color": 1}
+
+    # a bad repo id: the operator fails with the library's clear message
+    with pytest.raises(ExecutionError, match="not a Hugging Face Hub repo id"):
+        foo.execute_operator(
+            f"{PLUGIN_NAME}/load_from_hub",
+            ctx={"params": {"repo_id": "no-slash"}},
+        )
