@@ -67,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--row-order", choices=["toolkit", "val"], default="toolkit",
                    help="pickles without file names: rows in the imagenet_x toolkit's "
                         "order (default) or in file-number order")
+    _add_common(p)
 
     p = sub.add_parser("ratios", help="per-factor accuracy and error ratios of prediction fields")
     p.add_argument("--dataset", required=True)
@@ -184,7 +185,8 @@ def _run(args) -> int:
         from imagenetx.predictions import import_predictions
 
         print(import_predictions(args.dataset, args.file, args.field,
-                                 overwrite=args.overwrite, row_order=args.row_order))
+                                 overwrite=args.overwrite, row_order=args.row_order,
+                                 gt_field=args.gt_field))
         return 0
 
     if args.command == "ratios":

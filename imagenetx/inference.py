@@ -18,7 +18,6 @@ key ``eval_<field>``.
 
 import math
 import os
-import re
 import time
 from dataclasses import dataclass, field as dc_field
 from typing import Callable, Optional
@@ -34,7 +33,12 @@ from imagenetx.datasets import get_dataset
 from imagenetx.errors import ImageNetXError
 from imagenetx.factors import class_table
 from imagenetx.models import LoadedModel, load_model, parse_spec
-from imagenetx.schema import declare_classification, raw_classification
+from imagenetx.schema import (
+    check_prediction_field,
+    declare_classification,
+    eval_key_of,
+    raw_classification,
+)
 
 DEFAULT_BATCH_SIZE = 64
 DEVICES = ("auto", "cpu", "cuda")
@@ -98,11 +102,6 @@ class PredictSummary:
 def error_field(field: str) -> str:
     """The field that records why a sample's image could not be read."""
     return f"{field}_error"
-
-
-def eval_key_of(field: str) -> str:
-    """The evaluation key of a prediction field, ``eval_<field>``."""
-    return "eval_" + re.sub(r"\W", "_", field)
 
 
 def predict(
@@ -200,27 +199,7 @@ def predict(
 
 
 def _check_options(dataset, field, gt_field, batch_size, num_workers, limit):
-    if not field or field.startswith("_") or "." in field:
-        raise ImageNetXError(
-            f"Invalid prediction field name '{field}': use a name without "
-            "'.' that does not start with '_', e.g. --field resnet50"
-        )
-    if field == gt_field:
-        raise ImageNetXError(
-            f"The prediction field '{field}' is the ground truth field: "
-            "choose another --field"
-        )
-    if dataset.has_field(field):
-        f = dataset.get_field(field)
-        if not (
-            isinstance(f, fo.EmbeddedDocumentField)
-            and issubclass(f.document_type, fo.Classification)
-        ):
-            raise ImageNetXError(
-                f"Field '{field}' of dataset '{dataset.name}' is a "
-                f"{type(f).__name__}, not a Classification: choose another "
-                "--field"
-            )
+    check_prediction_field(dataset, field, gt_field)
     if batch_size < 1:
         raise ImageNetXError(f"--batch-size must be at least 1, not {batch_size}")
     if num_workers is not None and num_workers < 0:

@@ -175,6 +175,7 @@ def import_predictions(
     field: str,
     overwrite: bool = False,
     row_order: str = "toolkit",
+    gt_field: str = "ground_truth",
 ) -> ImportSummary:
     """Writes a prediction file onto a dataset as a ``fo.Classification``.
 
@@ -195,6 +196,8 @@ def import_predictions(
         field: the prediction field to write, a top-level name
         overwrite (False): whether to replace an existing field
         row_order ("toolkit"): see :func:`read_predictions`
+        gt_field ("ground_truth"): the ground truth field, which is never
+            overwritten
 
     Returns:
         an :class:`ImportSummary`
@@ -208,15 +211,17 @@ def import_predictions(
     # the file first: a bad one is refused without loading FiftyOne
     predictions = read_predictions(path, row_order)
 
-    import fiftyone as fo
-
     from imagenetx.bulk import chunked, write_raw
     from imagenetx.datasets import get_dataset
-    from imagenetx.schema import declare_classification, raw_classification
+    from imagenetx.schema import (
+        declare_classification,
+        eval_key_of,
+        raw_classification,
+    )
 
     samples = get_dataset(samples)
     dataset = samples._dataset
-    replaced = _check_field(dataset, field, overwrite, fo)
+    replaced = _check_field(dataset, field, overwrite, gt_field)
 
     # one query for ids and paths (values() would decode each field apart)
     docs = list(samples._aggregate(pipeline=[{"$project": {"filepath": 1}}]))
@@ -257,6 +262,9 @@ def import_predictions(
     declare_classification(dataset, field)
     written = write_raw(dataset, map(updates_of, chunked(matched)))
     write_raw(dataset, clears())
+    key = eval_key_of(field)
+    if replaced and dataset.has_evaluation(key):
+        dataset.delete_evaluation(key)  # it scored the old predictions
 
     return ImportSummary(
         dataset=dataset.name,
@@ -281,26 +289,12 @@ def _basename(path: str) -> str:
     return path.rsplit("/", 1)[-1].rsplit("\\", 1)[-1]
 
 
-def _check_field(dataset, field: str, overwrite: bool, fo) -> bool:
+def _check_field(dataset, field: str, overwrite: bool, gt_field: str) -> bool:
     """Checks the target field; returns whether an existing one is replaced."""
-    if not field or "." in field or field.startswith("_") or field != field.strip():
-        raise ImageNetXError(
-            f"'{field}' is not a usable field name: pass a top-level name "
-            "such as --field resnet50 (no dots, no leading underscore)"
-        )
-    if not dataset.has_field(field):
+    from imagenetx.schema import check_prediction_field
+
+    if not check_prediction_field(dataset, field, gt_field):
         return False
-    existing = dataset.get_field(field)
-    if not (
-        isinstance(existing, fo.EmbeddedDocumentField)
-        and issubclass(existing.document_type, fo.Classification)
-    ):
-        kind = getattr(existing, "document_type", None) or type(existing)
-        raise ImageNetXError(
-            f"Field '{field}' of dataset '{dataset.name}' is a "
-            f"{kind.__name__}, not a Classification: pass another --field "
-            "name"
-        )
     if not overwrite:
         raise ImageNetXError(
             f"Field '{field}' of dataset '{dataset.name}' already holds "

@@ -1,7 +1,11 @@
 """The fields of the data contract: their declarations and stored forms."""
 
+import re
+
 import fiftyone as fo
 from bson import ObjectId
+
+from imagenetx.errors import ImageNetXError
 
 #: subfields of the ``imagenetx`` embedded document and their FiftyOne types
 IMAGENETX_SUBFIELDS = {
@@ -69,3 +73,54 @@ def prediction_fields(samples, gt_field: str = "ground_truth") -> list:
         for name in schema
         if name != gt_field and samples.has_field(f"{name}.class_index")
     )
+
+
+def check_field_type(dataset, name: str, doc_type, option: str) -> bool:
+    """Checks that an existing field holds ``doc_type`` documents.
+
+    Returns:
+        whether the field exists
+
+    Raises:
+        ImageNetXError: naming the field and the option to change
+    """
+    if not dataset.has_field(name):
+        return False
+    field = dataset.get_field(name)
+    if not (
+        isinstance(field, fo.EmbeddedDocumentField)
+        and issubclass(field.document_type, doc_type)
+    ):
+        kind = getattr(field, "document_type", None) or type(field)
+        raise ImageNetXError(
+            f"Field '{name}' of dataset '{dataset.name}' is a "
+            f"{kind.__name__}, not a {doc_type.__name__}: pass another "
+            f"field name with {option}"
+        )
+    return True
+
+
+def check_prediction_field(dataset, name: str, gt_field: str) -> bool:
+    """Checks a prediction field to write: a top-level name, not the ground
+    truth, and a ``fo.Classification`` if it exists.
+
+    Returns:
+        whether the field exists
+    """
+    if not name or "." in name or name.startswith("_") or name != name.strip():
+        raise ImageNetXError(
+            f"'{name}' is not a usable prediction field name: pass a "
+            "top-level name such as --field resnet50 (no dots, no leading "
+            "underscore)"
+        )
+    if name == gt_field:
+        raise ImageNetXError(
+            f"The prediction field '{name}' is the ground truth field: "
+            "choose another --field"
+        )
+    return check_field_type(dataset, name, fo.Classification, "--field")
+
+
+def eval_key_of(field: str) -> str:
+    """The FiftyOne evaluation key of a prediction field, ``eval_<field>``."""
+    return "eval_" + re.sub(r"\W", "_", field)

@@ -28,6 +28,7 @@ from imagenetx.labels import labels_to_indices
 from imagenetx.memory import gc_paused
 from imagenetx.schema import (
     IMAGENETX_SUBFIELDS,
+    check_field_type,
     declare_classification,
     declare_imagenetx_field,
     raw_classification,
@@ -98,10 +99,8 @@ def tag_dataset(
             field is not a classification or holds unmappable labels
     """
     dataset = get_dataset(dataset)
-    _check_field_type(dataset, gt_field, fo.Classification, "--gt-field")
-    _check_field_type(
-        dataset, field_name, fo.DynamicEmbeddedDocument, "--field"
-    )
+    check_field_type(dataset, gt_field, fo.Classification, "--gt-field")
+    check_field_type(dataset, field_name, fo.DynamicEmbeddedDocument, "--field")
     if not tag_prefix:
         raise ImageNetXError("The tag prefix must not be empty (default 'x:')")
 
@@ -177,21 +176,6 @@ def tag_dataset(
         dataset._dataset, map(updates_of, chunked(annotated))
     )
     return summary
-
-
-def _check_field_type(dataset, name, doc_type, option):
-    if not dataset.has_field(name):
-        return
-    field = dataset.get_field(name)
-    if not (
-        isinstance(field, fo.EmbeddedDocumentField)
-        and issubclass(field.document_type, doc_type)
-    ):
-        raise ImageNetXError(
-            f"Field '{name}' of dataset '{dataset.name}' is a "
-            f"{type(field).__name__}, not a {doc_type.__name__}: pass "
-            f"another field name with {option}"
-        )
 
 
 def _locate(names: list) -> list:

@@ -276,7 +276,7 @@ def test_torchvision_spec_and_library_errors(images):
                     pretrained=False, num_workers=0, overwrite=True)
     assert again.accuracy is None and "'n02123045'" in again.eval_note
     assert not ds.has_evaluation("eval_mnv3")
-    with pytest.raises(ImageNetXError, match="Invalid prediction field name"):
+    with pytest.raises(ImageNetXError, match="is not a usable prediction field name"):
         predict(ds, SPEC, "ground_truth.label", arch=ARCH)
     ds.add_sample_field("note", fo.StringField)
     with pytest.raises(ImageNetXError, match="is a StringField"):

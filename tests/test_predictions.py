@@ -188,9 +188,13 @@ def test_existing_classification_needs_overwrite_then_is_replaced(tmp_path):
     with pytest.raises(ImageNetXError, match="--overwrite"):
         import_predictions(ds, second, "model_a")
     assert ds.values("model_a.class_index") == [7, 7, 7, 7, None]
+    ds.evaluate_classifications("model_a", gt_field="model_a",
+                                eval_key="eval_model_a")
 
     s = import_predictions(ds, second, "model_a", overwrite=True)
     assert s.replaced and s.cleared == 3 and s.samples_written == 1
+    # the evaluation scored the old predictions: it is gone
+    assert not ds.has_evaluation("eval_model_a")
     names = class_table().names
     assert ds.values("model_a.label") == [names[999], None, None, None, None]
     assert ds.values("model_a.confidence")[0] == 0.25
@@ -278,6 +282,10 @@ def _bad_inputs(folder):
             ["--file", str(_write_csv(f / "ok.csv", rows)), "--field",
              "score"],
             "Field 'score' of dataset 'pred-cli' is a FloatField"),
+        "ground-truth-field": (
+            ["--file", str(_write_csv(f / "ok.csv", rows)), "--field",
+             "ground_truth"],
+            "'ground_truth' is the ground truth field"),
     }
 
 
@@ -285,7 +293,7 @@ BAD_CASES = [
     "wrong-columns", "wrong-shape", "wrong-rows", "class-1000",
     "class-minus-1", "non-numeric", "probability", "missing-file",
     "unreadable", "folder", "not-a-dict", "code-in-pickle",
-    "non-classification-field",
+    "non-classification-field", "ground-truth-field",
 ]
 
 
@@ -342,7 +350,8 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(cli_runs, case):
     assert "Traceback" not in err and "owned" not in out
     assert len(err.strip().splitlines()) == 1, err
     assert err.startswith("imagenetx import-predictions: error: ")
-    if case not in ("missing-file", "folder", "non-classification-field"):
+    if case not in ("missing-file", "folder", "non-classification-field",
+                    "ground-truth-field"):
         assert str(cases[case][0][1]) in err  # names the file
     assert after == before  # nothing written, no field declared
 
