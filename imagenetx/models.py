@@ -15,12 +15,12 @@ Preprocessing always comes from the model's own pretrained configuration.
 Every mistake raises :class:`ImageNetXError` before any image is read.
 """
 
+from __future__ import annotations
+
 import difflib
 import os
 from dataclasses import dataclass
 from typing import Callable, Optional
-
-import torch
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.factors import NUM_CLASSES
@@ -64,6 +64,8 @@ class Preprocessing:
         """Returns a function that normalizes uint8 ``(N, C, H, W)`` batches
         on ``device``, the finishing step of ``transform(normalize=False)``.
         """
+        import torch
+
         # made once: a tensor built per batch would sync the device
         mean = torch.tensor(self.mean, device=device).view(1, -1, 1, 1) * 255
         std = torch.tensor(self.std, device=device).view(1, -1, 1, 1) * 255
@@ -206,6 +208,7 @@ def _timm_preprocessing(cfg: dict) -> Preprocessing:
 
 
 def _torchvision_model(name: str, weights_name: Optional[str], pretrained):
+    import torch
     import torchvision.models as tvm
 
     names = tvm.list_models(module=tvm)
@@ -271,6 +274,8 @@ def _checkpoint_model(path: str, arch: str):
 
 
 def _read_state_dict(path: str) -> dict:
+    import torch
+
     if not os.path.isfile(path):
         raise ImageNetXError(
             f"Checkpoint '{path}' does not exist: pass the path of a state "
@@ -348,6 +353,8 @@ def _first_shape_difference(state: list, target: list) -> str:
 
 
 def _check_outputs(model, prep: Preprocessing, spec: str) -> None:
+    import torch
+
     with torch.inference_mode():
         out = model(torch.zeros((1, *prep.input_size)))
     if isinstance(out, (tuple, list)):
