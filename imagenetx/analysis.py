@@ -1,9 +1,10 @@
 """Pull the columns a metric needs from a FiftyOne view, in one query.
 
-Every function here reads a view with a single ``values()`` call and hands
-the arrays to :mod:`imagenetx.metrics`. :func:`mistakes_view` builds the
-matching view of misclassified samples with the same definitions, so its
-count equals the number of mistakes behind each error ratio.
+The metric functions here read a view with a single ``values()`` call and
+hand the arrays to :mod:`imagenetx.metrics`. :func:`mistakes_view` builds
+the matching view of misclassified samples with the same definitions (a
+query, not a read), so its count equals the number of mistakes behind each
+error ratio.
 
 Which images count (the same in every function):
 
@@ -83,15 +84,15 @@ def _check_fields(samples, pred_fields, gt_field, field_name):
         if not samples.has_field(field):
             raise ImageNetXError(
                 f"Dataset '{_name(samples)}' has no prediction field "
-                f"'{field}': import predictions with `imagenetx "
-                "import-predictions` or pass an existing field"
+                f"'{field}': run `imagenetx predict`, import predictions "
+                "with `imagenetx import-predictions`, or pass an existing field"
             )
         if not samples.has_field(f"{field}.class_index"):
             raise ImageNetXError(
                 f"Field '{field}' of dataset '{_name(samples)}' has no "
                 "class_index: it must be a fo.Classification written by "
-                "`imagenetx import-predictions` (or with a class_index "
-                "attribute, 0-999)"
+                "`imagenetx predict` or `imagenetx import-predictions` (or "
+                "with a class_index attribute, 0-999)"
             )
     return list(pred_fields)
 
