@@ -106,6 +106,7 @@ def test_click_on_a_factor_bar_shows_exactly_its_mistakes(
     page.get_by_text(f"{expected:,} samples", exact=True).wait_for(
         timeout=60_000)
     page.get_by_text("Back to the previous view").wait_for(timeout=60_000)
+    page.wait_for_timeout(3000)  # let the grid draw its thumbnails
     page.screenshot(path=str(ARTIFACTS / "panel-texture-mistakes.png"))
     assert expected == 54
 
