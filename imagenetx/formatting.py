@@ -130,11 +130,13 @@ def ratios_rows(result: dict) -> list:
     rows = []
 
     def add(model, scope, table):
+        wrong = table["n"] - table["correct"]
         rows.append({
             "model": model, "metaclass": scope, "factor": "all",
             "n": table["n"], "correct": table["correct"],
-            "accuracy": table["accuracy"], "error_ratio": 1.0 if table["n"] else None,
-            "ci_low": None, "ci_high": None, "few_images": table["n"] < 50,
+            "accuracy": table["accuracy"], "error_ratio": 1.0 if wrong else None,
+            "ci_low": None, "ci_high": None,
+            "few_images": table["n"] < result["min_reliable_n"],
         })
         for f in FACTORS:
             e = table["factors"][f]

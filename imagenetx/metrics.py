@@ -946,3 +946,26 @@ def summarize_models(
             }
         out[m] = entry
     return out
+
+
+def prevalence(factors: np.ndarray) -> np.ndarray:
+    """The share of images that have each factor (the paper's Figure 2).
+
+    Args:
+        factors: ``(n, 16)`` bool matrix of the factors of each image
+    """
+    return np.asarray(factors, dtype=bool).mean(axis=0)
+
+
+def cooccurrence(factors: np.ndarray) -> np.ndarray:
+    """``P(column factor | row factor)`` over images (the paper's Figure 8);
+    0 in the rows of factors without images.
+
+    Args:
+        factors: ``(n, 16)`` bool matrix of the factors of each image
+    """
+    counts = np.asarray(factors, dtype=np.int64)
+    both = counts.T @ counts
+    with np.errstate(invalid="ignore", divide="ignore"):
+        given = both / np.diag(both)[:, None]
+    return np.nan_to_num(given)

@@ -12,12 +12,13 @@ import html
 import os
 from dataclasses import dataclass
 
-import numpy as np
 
 from imagenetx import annotations as anno
+from imagenetx import metrics
 from imagenetx.errors import ImageNetXError
 from imagenetx.factors import FACTORS
 from imagenetx.figures import error_ratio_chart
+from imagenetx.formatting import ratios_rows
 
 #: factors listed per meta-class as robust / susceptible in Table 4
 TABLE4_K = 3
@@ -69,8 +70,12 @@ def write_report(samples, pred_fields, out: str, **ratio_kwargs) -> ReportSummar
     traces, layout = error_ratio_chart(ratios)
     figure1 = go.Figure(data=traces, layout=layout)
     susceptible = _table4(ratios)
-    prevalence = _prevalence()
-    cooccurrence = _cooccurrence()
+    prevalence = {
+        split: metrics.prevalence(anno.load_split(split).multi).tolist()
+        for split in ("val", "train")
+    }
+    cooccurrence = metrics.cooccurrence(anno.load_split("val").multi)
+    cooccurrence = cooccurrence.round(6).tolist()
     figure2 = go.Figure(
         data=[
             go.Bar(name=split, x=list(FACTORS), y=prevalence[split])
@@ -91,9 +96,12 @@ def write_report(samples, pred_fields, out: str, **ratio_kwargs) -> ReportSummar
     )
 
     stem = os.path.splitext(out)[0]
+    rows = ratios_rows(ratios)
     csvs = [
-        _write_csv(f"{stem}_error_ratios.csv", _ratio_rows(ratios)),
-        _write_csv(f"{stem}_metaclass_factors.csv", _metaclass_rows(ratios)),
+        _write_csv(f"{stem}_error_ratios.csv",
+                   [r for r in rows if r["metaclass"] == "all"]),
+        _write_csv(f"{stem}_metaclass_factors.csv",
+                   [r for r in rows if r["metaclass"] != "all"]),
         _write_csv(f"{stem}_table4.csv", susceptible),
         _write_csv(f"{stem}_prevalence.csv", [
             {"factor": f, **{s: prevalence[s][k] for s in prevalence}}
@@ -144,42 +152,6 @@ def _table4(ratios: dict) -> list:
                     f"{f} ({r:.2f})" for f, r, _ in susceptible[:TABLE4_K]),
             })
     return rows
-
-
-def _prevalence() -> dict:
-    return {
-        split: anno.load_split(split).multi.mean(axis=0).tolist()
-        for split in ("val", "train")
-    }
-
-
-def _cooccurrence() -> list:
-    multi = anno.load_split("val").multi.astype(np.int64)
-    both = multi.T @ multi
-    with np.errstate(invalid="ignore", divide="ignore"):
-        given = both / np.diag(both)[:, None]
-    return np.nan_to_num(given).round(6).tolist()
-
-
-def _ratio_rows(ratios: dict) -> list:
-    return [
-        {"model": field, "factor": f, **{
-            k: row[k] for k in ("n", "correct", "accuracy", "error_ratio",
-                                "ci_low", "ci_high", "few_images")}}
-        for field, model in ratios["models"].items()
-        for f, row in model["factors"].items()
-    ]
-
-
-def _metaclass_rows(ratios: dict) -> list:
-    return [
-        {"model": field, "metaclass": mc, "factor": f, **{
-            k: row[k] for k in ("n", "correct", "accuracy", "error_ratio",
-                                "ci_low", "ci_high", "few_images")}}
-        for field, model in ratios["models"].items()
-        for mc, entry in model.get("metaclasses", {}).items()
-        for f, row in entry["factors"].items()
-    ]
 
 
 def _write_csv(path: str, rows: list) -> str:
