@@ -4,6 +4,8 @@ import argparse
 import os
 import sys
 
+from imagenetx.options import AMPS, CORRECTNESS, REAL_MODES, ROW_ORDERS, WHICH
+
 
 def _add_common(p):
     p.add_argument("--gt-field", default="ground_truth",
@@ -46,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--num-workers", type=int, help="image decoding processes (default: CPU cores, max 8)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] (default: auto)")
-    p.add_argument("--amp", default="auto", choices=["auto", "bf16", "fp16", "off"],
+    p.add_argument("--amp", default="auto", choices=AMPS,
                    help="autocast dtype (default: bf16 on CUDA, off on CPU)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--logits", action="store_true", help="also store the 1000 logits")
@@ -64,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--field", required=True, help="fo.Classification field to write")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing prediction field")
-    p.add_argument("--row-order", choices=["toolkit", "val"], default="toolkit",
+    p.add_argument("--row-order", choices=ROW_ORDERS, default="toolkit",
                    help="pickles without file names: rows in the imagenet_x toolkit's "
                         "order (default) or in file-number order")
     _add_common(p)
@@ -73,11 +75,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", required=True)
     p.add_argument("--pred-field", dest="pred_fields", nargs="+", required=True, metavar="F",
                    help="one or more fo.Classification prediction fields")
-    p.add_argument("--which", choices=["top", "multi"], default="top",
+    p.add_argument("--which", choices=WHICH, default="top",
                    help="count images under their top factor (default) or all their factors")
-    p.add_argument("--correct", choices=["class", "metaclass", "real"], default="class",
+    p.add_argument("--correct", choices=CORRECTNESS, default="class",
                    help="correctness: exact class (default), same meta-class, or in the ReaL set")
-    p.add_argument("--real-mode", choices=["clean", "paper"], default="clean",
+    p.add_argument("--real-mode", choices=REAL_MODES, default="clean",
                    help="--correct real: leave out images with an empty ReaL set (clean, "
                         "default) or count them wrong like the original toolkit (paper)")
     p.add_argument("--by-metaclass", action="store_true",
@@ -95,9 +97,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", required=True)
     p.add_argument("--pred-field", dest="pred_fields", nargs="+", required=True, metavar="F")
     p.add_argument("--out", required=True, help="the HTML page, e.g. report.html")
-    p.add_argument("--which", choices=["top", "multi"], default="top")
-    p.add_argument("--correct", choices=["class", "metaclass", "real"], default="class")
-    p.add_argument("--real-mode", choices=["clean", "paper"], default="clean")
+    p.add_argument("--which", choices=WHICH, default="top")
+    p.add_argument("--correct", choices=CORRECTNESS, default="class")
+    p.add_argument("--real-mode", choices=REAL_MODES, default="clean")
     _add_common(p)
 
     p = sub.add_parser("app", help="open the FiftyOne App with this plugin")

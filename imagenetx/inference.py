@@ -33,6 +33,7 @@ from imagenetx.datasets import get_dataset
 from imagenetx.errors import ImageNetXError
 from imagenetx.factors import class_table
 from imagenetx.models import LoadedModel, load_model, parse_spec
+from imagenetx.options import AMPS, DEVICES
 from imagenetx.schema import (
     check_prediction_field,
     declare_classification,
@@ -41,8 +42,6 @@ from imagenetx.schema import (
 )
 
 DEFAULT_BATCH_SIZE = 64
-DEVICES = ("auto", "cpu", "cuda")
-AMPS = ("auto", "bf16", "fp16", "off")
 
 #: samples per database write: an interrupted run loses at most this many
 WRITE_EVERY = 512

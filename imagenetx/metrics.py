@@ -35,18 +35,10 @@ import numpy as np
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.factors import FACTORS, METACLASSES, NUM_CLASSES, class_table
+from imagenetx.options import CORRECTNESS, REAL_MODES, WHICH
 
 #: factors with fewer images than this get a "few images" flag
 MIN_RELIABLE_N = 50
-
-#: the ways to decide whether a prediction is correct
-CORRECTNESS = ("class", "metaclass", "real")
-
-#: how ``real`` correctness treats images whose ReaL label set is empty
-REAL_MODES = ("clean", "paper")
-
-#: which factor labels to count an image under
-WHICH = ("top", "multi")
 
 #: bootstrap defaults of :func:`error_ratio_intervals`
 BOOTSTRAP_RESAMPLES = 1000

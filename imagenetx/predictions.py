@@ -33,12 +33,11 @@ import numpy as np
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.factors import NUM_CLASSES, annotation_file, class_table
+from imagenetx.options import ROW_ORDERS
 
 #: the columns of the original toolkit's prediction CSV
 CSV_COLUMNS = ("file_name", "predicted_class", "predicted_probability")
 
-#: how the rows of a logits pickle without file names map to val images
-ROW_ORDERS = ("toolkit", "val")
 
 NUM_VAL = 50000
 

@@ -2,6 +2,8 @@
 
 import fiftyone.operators.types as types
 
+from imagenetx.options import CORRECTNESS, REAL_MODES, WHICH
+
 
 def prediction_fields_or_warning(ctx, inputs) -> list:
     """The dataset's prediction fields; when there are none, adds a warning
@@ -18,11 +20,11 @@ def prediction_fields_or_warning(ctx, inputs) -> list:
 
 def add_mode_inputs(inputs):
     """The factor labels and correctness of the error-ratio engine."""
-    inputs.enum("which", ["top", "multi"], default="top",
+    inputs.enum("which", list(WHICH), default="top",
                 label="Factor labels", view=types.RadioGroup())
-    inputs.enum("correct", ["class", "metaclass", "real"],
+    inputs.enum("correct", list(CORRECTNESS),
                 default="class", label="Correct if", view=types.RadioGroup())
-    inputs.enum("real_mode", ["clean", "paper"], default="clean",
+    inputs.enum("real_mode", list(REAL_MODES), default="clean",
                 label="Empty ReaL sets (correct = real)",
                 view=types.RadioGroup())
 

@@ -3,12 +3,12 @@
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
+from imagenetx.options import AMPS, DEVICES
+
 #: views larger than this run as delegated operations unless the form says
 #: otherwise
 DELEGATE_ABOVE = 2000
 
-DEVICES = ("auto", "cpu", "cuda")
-AMPS = ("auto", "bf16", "fp16", "off")
 
 
 class RunModel(foo.Operator):

@@ -4,7 +4,7 @@
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
-ROW_ORDERS = ("toolkit", "val")
+from imagenetx.options import ROW_ORDERS
 
 
 class ImportPredictions(foo.Operator):

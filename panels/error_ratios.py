@@ -6,10 +6,9 @@ import json
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
+from imagenetx.options import CORRECTNESS, REAL_MODES, WHICH
+
 PLUGIN = "@imagenet-x/imagenet-x"
-WHICH = ("top", "multi")
-CORRECT = ("class", "metaclass", "real")
-REAL_MODES = ("clean", "paper")
 ALL = "all"
 #: panel state paths of the controls: the App nests an input's value under
 #: the name of the stack that holds it
@@ -180,7 +179,7 @@ class ImageNetXPanel(foo.Panel):
 
         dropdowns = [
             ("which", WHICH, "Factors"),
-            ("correct", CORRECT, "Correct if"),
+            ("correct", CORRECTNESS, "Correct if"),
             ("real_mode", REAL_MODES, "Empty ReaL sets"),
             ("metaclass", (ALL, *METACLASSES), "Meta-class"),
         ]

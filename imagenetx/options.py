@@ -1,0 +1,20 @@
+"""The choices of the library's options, in one import-free place so the
+command line and the App forms offer exactly what the library accepts."""
+
+#: which factor labels to count an image under
+WHICH = ("top", "multi")
+
+#: the ways to decide whether a prediction is correct
+CORRECTNESS = ("class", "metaclass", "real")
+
+#: how ``real`` correctness treats images whose ReaL label set is empty
+REAL_MODES = ("clean", "paper")
+
+#: where inference runs
+DEVICES = ("auto", "cpu", "cuda")
+
+#: autocast precision of inference
+AMPS = ("auto", "bf16", "fp16", "off")
+
+#: how the rows of a logits pickle without file names map to val images
+ROW_ORDERS = ("toolkit", "val")
