@@ -172,6 +172,20 @@ def _prototype_names() -> frozenset:
 
 @functools.lru_cache(maxsize=None)
 @gc_paused()
+def filename_labels() -> tuple:
+    """``(file names, labels)`` of the validation images as the package's
+    ``filename_label.csv`` lists them: the original toolkit's row order
+    (ImageFolder order, by class, then name), which it pairs with the rows
+    of a model's logits."""
+    with open(annotation_file("filename_label.csv"), newline="") as f:
+        reader = csv.reader(f)
+        next(reader, None)
+        rows = [row for row in reader if row]
+    return tuple(r[0] for r in rows), tuple(int(r[1]) for r in rows)
+
+
+@functools.lru_cache(maxsize=None)
+@gc_paused()
 def val_labels() -> np.ndarray:
     """The original ImageNet label of each of the 50,000 validation images.
 
@@ -181,11 +195,8 @@ def val_labels() -> np.ndarray:
     """
     path = annotation_file("filename_label.csv")
     labels = np.full(50000, -1, np.int16)
-    with open(path, newline="") as f:
-        reader = csv.reader(f)
-        next(reader, None)
-        for name, label in reader:
-            labels[val_number(name) - 1] = int(label)
+    for name, label in zip(*filename_labels()):
+        labels[val_number(name) - 1] = label
     if (labels < 0).any():
         raise ImageNetXError(
             f"ImageNet-X annotation file '{path}' misses labels for "

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field as dc_field
 import numpy as np
 
 from imagenetx.errors import ImageNetXError
-from imagenetx.factors import NUM_CLASSES, annotation_file, class_table
+from imagenetx.factors import NUM_CLASSES, annotation_file
 from imagenetx.options import ROW_ORDERS
 
 #: the columns of the original toolkit's prediction CSV
@@ -212,11 +212,8 @@ def import_predictions(
 
     from imagenetx.bulk import chunked, write_raw
     from imagenetx.datasets import get_dataset
-    from imagenetx.schema import (
-        declare_classification,
-        eval_key_of,
-        raw_classification,
-    )
+    from imagenetx.schema import eval_key_of
+    from imagenetx.sources import write_classifications
 
     samples = get_dataset(samples)
     dataset = samples._dataset
@@ -238,28 +235,19 @@ def import_predictions(
         with_value = set(samples.exists(field).values("_id", _raw=True))
         cleared = [ids[i] for i in without if ids[i] in with_value]
 
-    class_names = class_table().names
-    class_index = predictions.class_index.tolist()
-    confidence = predictions.confidence.tolist()
-
-    def updates_of(chunk):
-        updates = {}
-        for i in chunk:
-            row = rows[i]
-            index = class_index[row]
-            updates[ids[i]] = {
-                field: raw_classification(
-                    class_names[index], index, confidence=confidence[row]
-                )
-            }
-        return updates
-
     def clears():
         for chunk in chunked(cleared):
             yield {sample_id: {field: None} for sample_id in chunk}
 
-    declare_classification(dataset, field)
-    written = write_raw(dataset, map(updates_of, chunked(matched)))
+    selected = [rows[i] for i in matched]
+    write_classifications(
+        dataset,
+        field,
+        [ids[i] for i in matched],
+        predictions.class_index[selected].tolist(),
+        confidence=predictions.confidence[selected].tolist(),
+    )
+    written = len(matched)
     write_raw(dataset, clears())
     key = eval_key_of(field)
     if replaced and dataset.has_evaluation(key):
@@ -591,13 +579,11 @@ def _val_order(row_order: str) -> tuple:
     if row_order == "val":
         return tuple(f"ILSVRC2012_val_{k:08d}.JPEG" for k in range(1, NUM_VAL + 1))
     # the toolkit pairs logits rows with the rows of this file
+    from imagenetx.annotations import filename_labels
     from imagenetx.factors import REINSTALL_HINT
 
     csv_path = annotation_file("filename_label.csv")
-    with open(csv_path, newline="") as f:
-        reader = csv.reader(f)
-        next(reader, None)
-        names = tuple(row[0] for row in reader if row)
+    names = filename_labels()[0]
     if len(names) != NUM_VAL:
         raise ImageNetXError(
             f"ImageNet-X annotation file '{csv_path}' lists {len(names):,} "
