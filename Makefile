@@ -26,10 +26,10 @@ plugin: install
 	$(PYTHON) -m imagenetx plugin install
 
 benchmarks: install-test
-	$(PYTHON) benchmarks/parse_annotations.py
-	$(PYTHON) benchmarks/tag_dataset.py
-	$(PYTHON) benchmarks/build_demo.py
-	$(PYTHON) benchmarks/ratios.py
-	$(PYTHON) benchmarks/predict.py
-	$(PYTHON) benchmarks/import_predictions.py
-	$(PYTHON) benchmarks/panel_refresh.py
+	$(PYTHON) perf/parse_annotations.py
+	$(PYTHON) perf/tag_dataset.py
+	$(PYTHON) perf/build_demo.py
+	$(PYTHON) perf/ratios.py
+	$(PYTHON) perf/predict.py
+	$(PYTHON) perf/import_predictions.py
+	$(PYTHON) perf/panel_refresh.py

@@ -131,7 +131,7 @@ def main(argv=None) -> int:
 
 def _run(args) -> int:
     if args.command == "demo":
-        from imagenetx.demo import build_demo
+        from imagenetx.benchmarks.imagenet_x.demo import build_demo
 
         s = build_demo(args.name, args.overwrite, args.imagenet_dir)
         print(f"\nDataset '{s.dataset}': {s.samples:,} samples "
@@ -146,14 +146,14 @@ def _run(args) -> int:
         return 0
 
     if args.command == "tag":
-        from imagenetx.tagging import tag_dataset
+        from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
 
         print(tag_dataset(args.dataset, gt_field=args.gt_field,
                           tag_prefix=args.tag_prefix))
         return 0
 
     if args.command == "load":
-        from imagenetx import sources
+        from imagenetx.benchmarks.imagenet_x import sources
 
         if args.imagenet_dir:
             if args.max_samples is not None:
@@ -173,7 +173,7 @@ def _run(args) -> int:
         return 0
 
     if args.command == "predict":
-        from imagenetx.inference import predict
+        from imagenetx.models.inference import predict
 
         print(predict(
             args.dataset, args.model, args.field, arch=args.arch,
@@ -184,7 +184,7 @@ def _run(args) -> int:
         return 0
 
     if args.command == "import-predictions":
-        from imagenetx.predictions import import_predictions
+        from imagenetx.models.predictions import import_predictions
 
         print(import_predictions(args.dataset, args.file, args.field,
                                  overwrite=args.overwrite, row_order=args.row_order,
@@ -195,7 +195,7 @@ def _run(args) -> int:
         import json
 
         from imagenetx.analysis import compute_ratios
-        from imagenetx.formatting import format_ratios, ratios_csv
+        from imagenetx.present.formatting import format_ratios, ratios_csv
 
         result = compute_ratios(
             args.dataset, args.pred_fields, which=args.which, correct=args.correct,
@@ -211,7 +211,7 @@ def _run(args) -> int:
         return 0
 
     if args.command == "report":
-        from imagenetx.report import write_report
+        from imagenetx.present.report import write_report
 
         print(write_report(
             args.dataset, args.pred_fields, args.out, which=args.which,

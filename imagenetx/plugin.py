@@ -52,7 +52,7 @@ def launch_app(dataset, port: int = None, remote: bool = False, wait=True):
         remote (False): serve without opening a browser
         wait (True): block until the App is closed
     """
-    from imagenetx.datasets import get_dataset
+    from imagenetx.store.datasets import get_dataset
 
     dataset = get_dataset(dataset)
     install_plugin()

@@ -34,7 +34,7 @@ class LoadImageNetX(foo.Operator):
         return types.Property(inputs, view=types.View(label="Load ImageNet-X"))
 
     def execute(self, ctx):
-        from imagenetx.tagging import tag_dataset
+        from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
 
         summary = tag_dataset(
             ctx.dataset,

@@ -8,7 +8,7 @@ from imagenetx.options import CORRECTNESS, REAL_MODES, WHICH
 def prediction_fields_or_warning(ctx, inputs) -> list:
     """The dataset's prediction fields; when there are none, adds a warning
     to the form instead."""
-    from imagenetx.schema import prediction_fields
+    from imagenetx.store.schema import prediction_fields
 
     fields = prediction_fields(ctx.dataset) if ctx.dataset else []
     if not fields:

@@ -31,7 +31,7 @@ class LoadFromHub(foo.Operator):
         return types.Property(inputs, view=types.View(label="Load from the Hub"))
 
     def execute(self, ctx):
-        from imagenetx.sources import load_hub_dataset
+        from imagenetx.benchmarks.imagenet_x.sources import load_hub_dataset
 
         dataset, summary = load_hub_dataset(
             ctx.params["repo_id"],

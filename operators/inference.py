@@ -1,4 +1,4 @@
-"""The "Run model" operator: a form over :func:`imagenetx.inference.predict`."""
+"""The "Run model" operator: a form over :func:`imagenetx.models.inference.predict`."""
 
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
@@ -73,7 +73,7 @@ class RunModel(foo.Operator):
     def execute(self, ctx):
         import fiftyone.core.utils as fou
 
-        from imagenetx.inference import predict
+        from imagenetx.models.inference import predict
 
         p = ctx.params
 
@@ -125,7 +125,7 @@ def _large(ctx) -> bool:
 
 def _check_spec(ctx, inputs):
     from imagenetx.errors import ImageNetXError
-    from imagenetx.models import parse_spec
+    from imagenetx.models.specs import parse_spec
 
     model = ctx.params.get("model")
     if not model:

@@ -1,5 +1,5 @@
 """The "Import predictions" operator: a form over
-:func:`imagenetx.predictions.import_predictions`."""
+:func:`imagenetx.models.predictions.import_predictions`."""
 
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
@@ -50,7 +50,7 @@ class ImportPredictions(foo.Operator):
         )
 
     def execute(self, ctx):
-        from imagenetx.predictions import import_predictions
+        from imagenetx.models.predictions import import_predictions
 
         p = ctx.params
         summary = import_predictions(

@@ -33,7 +33,7 @@ class ExportReport(foo.Operator):
         return types.Property(inputs, view=types.View(label="Export report"))
 
     def execute(self, ctx):
-        from imagenetx.report import write_report
+        from imagenetx.present.report import write_report
 
         summary = write_report(
             ctx.view,

@@ -19,7 +19,7 @@ class ShowMistakes(foo.Operator):
         )
 
     def resolve_input(self, ctx):
-        from imagenetx.factors import FACTORS
+        from imagenetx.benchmarks.imagenet_x.factors import FACTORS
 
         inputs = types.Object()
         fields = prediction_fields_or_warning(ctx, inputs)

@@ -87,8 +87,8 @@ class ImageNetXPanel(foo.Panel):
         view into the panel's state and data."""
         from imagenetx.analysis import compute_ratios
         from imagenetx.errors import ImageNetXError
-        from imagenetx.figures import error_ratio_chart
-        from imagenetx.schema import prediction_fields
+        from imagenetx.present.figures import error_ratio_chart
+        from imagenetx.store.schema import prediction_fields
 
         state = ctx.panel.state
         view = _rebuild(ctx, state.drill["base"]) if state.drill else ctx.view
@@ -175,7 +175,7 @@ class ImageNetXPanel(foo.Panel):
             fields.bool(f, label=f, default=True,
                         on_change=self.on_change_controls)
         modes = panel.h_stack("controls", gap=2)
-        from imagenetx.factors import METACLASSES
+        from imagenetx.classes.imagenet import METACLASSES
 
         dropdowns = [
             ("which", WHICH, "Factors"),

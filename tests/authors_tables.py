@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import SHARED_DATA
-from imagenetx import annotations as anno
+from imagenetx.benchmarks.imagenet_x import annotations as anno
 
 MODELS = ("ResNet50", "DINO")
 

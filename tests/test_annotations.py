@@ -5,11 +5,12 @@ import importlib
 import numpy as np
 import pytest
 
-from imagenetx import annotations as anno
-from imagenetx import factors
+from imagenetx.benchmarks.imagenet_x import annotations as anno
+from imagenetx.classes import imagenet as factors
 from imagenetx.errors import ImageNetXError
-from imagenetx.factors import FACTORS, METACLASSES, class_table
-from imagenetx.labels import labels_to_indices
+from imagenetx.classes.imagenet import METACLASSES, class_table
+from imagenetx.benchmarks.imagenet_x.factors import FACTORS
+from imagenetx.classes.labels import labels_to_indices
 
 
 def test_val_split_matches_the_original_toolkit():

@@ -2,7 +2,7 @@
 
 import fiftyone as fo
 
-from imagenetx.bulk import write_raw
+from imagenetx.store.bulk import write_raw
 
 
 def test_a_chunk_over_the_16_mb_command_limit_is_split_and_written():

@@ -69,7 +69,7 @@ def test_unmappable_labels_leave_the_dataset_unchanged(tmp_env, photos_dir):
 
 
 def test_unreadable_annotation_file(tmp_env, tmp_path, photos_dir):
-    from imagenetx.factors import annotations_dir
+    from imagenetx.classes.imagenet import annotations_dir
 
     for f in annotations_dir().iterdir():
         (tmp_path / f.name).symlink_to(f)

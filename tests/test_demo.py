@@ -10,7 +10,7 @@ from PIL import Image
 from conftest import SHARED_DATA
 from imagenetx.analysis import factor_accuracies
 from imagenetx.cli import main
-from imagenetx.factors import FACTORS
+from imagenetx.benchmarks.imagenet_x.factors import FACTORS
 
 HUMAN_TABLE = (
     SHARED_DATA / "results/val/top_factor/base/real_class/accuracies_per_factor.csv"

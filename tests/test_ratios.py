@@ -26,9 +26,10 @@ from imagenetx.analysis import (
 )
 from imagenetx.cli import main
 from imagenetx.errors import ImageNetXError
-from imagenetx.factors import FACTORS, METACLASSES
-from imagenetx.sources import write_classifications
-from imagenetx.tagging import tag_dataset
+from imagenetx.classes.imagenet import METACLASSES
+from imagenetx.benchmarks.imagenet_x.factors import FACTORS
+from imagenetx.store.classifications import write_classifications
+from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
 
 TOL = 1e-9
 NAME = "ratios-val"

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import TRAIN_FILE, VAL_FILES, save_photo
 from imagenetx.errors import ImageNetXError
-from imagenetx.sources import load_hub_dataset, load_imagenet_dir
+from imagenetx.benchmarks.imagenet_x.sources import load_hub_dataset, load_imagenet_dir
 
 
 def test_flat_validation_folder(photos_dir):
@@ -26,7 +26,7 @@ def test_flat_validation_folder(photos_dir):
 def test_wnid_folders_for_val_and_train(tmp_path, photos_dir):
     root = tmp_path / "imagenet"
     for name, klass in VAL_FILES.items():
-        from imagenetx.factors import class_table
+        from imagenetx.classes.imagenet import class_table
 
         wnid = class_table().wnids[klass]
         (root / "val" / wnid).mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from imagenetx.errors import ImageNetXError
-from imagenetx.factors import NUM_CLASSES, class_table
+from imagenetx.classes.imagenet import NUM_CLASSES, class_table
 
 _WNID_RE = re.compile(r"^n\d{8}$")
 

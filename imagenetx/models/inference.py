@@ -28,13 +28,13 @@ import torch
 from PIL import Image
 from torch.utils.data import default_collate
 
-from imagenetx.bulk import write_raw
-from imagenetx.datasets import get_dataset
+from imagenetx.store.bulk import write_raw
+from imagenetx.store.datasets import get_dataset
 from imagenetx.errors import ImageNetXError
-from imagenetx.factors import class_table
-from imagenetx.models import LoadedModel, load_model, parse_spec
+from imagenetx.classes.imagenet import class_table
+from imagenetx.models.specs import LoadedModel, load_model, parse_spec
 from imagenetx.options import AMPS, DEVICES
-from imagenetx.schema import (
+from imagenetx.store.schema import (
     check_prediction_field,
     declare_classification,
     eval_key_of,
@@ -125,7 +125,7 @@ def predict(
     Args:
         samples: a dataset, view, or dataset name
         model: ``timm:NAME``, ``torchvision:NAME[:WEIGHTS]`` or
-            ``checkpoint:PATH`` (see :mod:`imagenetx.models`)
+            ``checkpoint:PATH`` (see :mod:`imagenetx.models.specs`)
         field: the ``fo.Classification`` field to write
         arch (None): the architecture of a ``checkpoint:`` model
         batch_size (64): images per forward pass

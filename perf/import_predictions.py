@@ -26,8 +26,8 @@ import _env  # noqa: E402,F401
 import fiftyone as fo  # noqa: E402
 import numpy as np  # noqa: E402
 
-from imagenetx.factors import class_table  # noqa: E402
-from imagenetx.predictions import _val_order, import_predictions  # noqa: E402
+from imagenetx.classes.imagenet import class_table  # noqa: E402
+from imagenetx.models.predictions import _val_order, import_predictions  # noqa: E402
 
 N = 50000
 SHARED_CSV = (Path(__file__).resolve().parents[2] / "shared" / "data"

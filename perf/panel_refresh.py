@@ -23,10 +23,10 @@ os.environ.setdefault("FIFTYONE_PLUGINS_DIR", tempfile.mkdtemp(prefix="imagenetx
 import fiftyone as fo  # noqa: E402
 import fiftyone.operators as foo  # noqa: E402
 
-from imagenetx import annotations as anno  # noqa: E402
+from imagenetx.benchmarks.imagenet_x import annotations as anno  # noqa: E402
 from imagenetx.plugin import PLUGIN_NAME, install_plugin  # noqa: E402
-from imagenetx.sources import write_classifications  # noqa: E402
-from imagenetx.tagging import tag_dataset  # noqa: E402
+from imagenetx.store.classifications import write_classifications  # noqa: E402
+from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset  # noqa: E402
 
 N = 50000
 REPEATS = 5

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field as dc_field
 import numpy as np
 
 from imagenetx.errors import ImageNetXError
-from imagenetx.factors import NUM_CLASSES, annotation_file
+from imagenetx.classes.imagenet import NUM_CLASSES, annotation_file
 from imagenetx.options import ROW_ORDERS
 
 #: the columns of the original toolkit's prediction CSV
@@ -210,10 +210,10 @@ def import_predictions(
     # the file first: a bad one is refused without loading FiftyOne
     predictions = read_predictions(path, row_order)
 
-    from imagenetx.bulk import chunked, write_raw
-    from imagenetx.datasets import get_dataset
-    from imagenetx.schema import eval_key_of
-    from imagenetx.sources import write_classifications
+    from imagenetx.store.bulk import chunked, write_raw
+    from imagenetx.store.datasets import get_dataset
+    from imagenetx.store.schema import eval_key_of
+    from imagenetx.store.classifications import write_classifications
 
     samples = get_dataset(samples)
     dataset = samples._dataset
@@ -278,7 +278,7 @@ def _basename(path: str) -> str:
 
 def _check_field(dataset, field: str, overwrite: bool, gt_field: str) -> bool:
     """Checks the target field; returns whether an existing one is replaced."""
-    from imagenetx.schema import check_prediction_field
+    from imagenetx.store.schema import check_prediction_field
 
     if not check_prediction_field(dataset, field, gt_field):
         return False
@@ -293,7 +293,7 @@ def _check_field(dataset, field: str, overwrite: bool, gt_field: str) -> bool:
 
 def _agreement(predictions: Predictions, written: set):
     """Fraction of written val predictions equal to ImageNet's label."""
-    from imagenetx import annotations as anno
+    from imagenetx.benchmarks.imagenet_x import annotations as anno
 
     rows = [
         (row, anno.val_number(name))
@@ -579,8 +579,8 @@ def _val_order(row_order: str) -> tuple:
     if row_order == "val":
         return tuple(f"ILSVRC2012_val_{k:08d}.JPEG" for k in range(1, NUM_VAL + 1))
     # the toolkit pairs logits rows with the rows of this file
-    from imagenetx.annotations import filename_labels
-    from imagenetx.factors import REINSTALL_HINT
+    from imagenetx.benchmarks.imagenet_x.annotations import filename_labels
+    from imagenetx.classes.imagenet import REINSTALL_HINT
 
     csv_path = annotation_file("filename_label.csv")
     names = filename_labels()[0]

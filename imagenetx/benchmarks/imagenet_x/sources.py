@@ -5,7 +5,7 @@
 -   :func:`load_hub_dataset`: a dataset on the Hugging Face Hub, through
     FiftyOne's own ``load_from_hub``
 
-Both then call :func:`imagenetx.tagging.tag_dataset`.
+Both then call :func:`imagenetx.benchmarks.imagenet_x.tagging.tag_dataset`.
 """
 
 import os
@@ -14,13 +14,13 @@ from dataclasses import dataclass
 import fiftyone as fo
 from bson import ObjectId
 
-from imagenetx import annotations as anno
-from imagenetx.bulk import chunked, write_raw
-from imagenetx.datasets import check_new_dataset_name, make_dataset
+from imagenetx.benchmarks.imagenet_x import annotations as anno
+from imagenetx.store.bulk import chunked, write_raw
+from imagenetx.store.datasets import check_new_dataset_name, make_dataset
 from imagenetx.errors import ImageNetXError
-from imagenetx.factors import class_table
-from imagenetx.schema import declare_classification, raw_classification
-from imagenetx.tagging import DEFAULT_GT_FIELD, TagSummary, tag_dataset
+from imagenetx.classes.imagenet import class_table
+from imagenetx.store.classifications import write_classifications
+from imagenetx.benchmarks.imagenet_x.tagging import DEFAULT_GT_FIELD, TagSummary, tag_dataset
 
 IMAGE_EXTENSIONS = (".jpeg", ".jpg", ".png")
 
@@ -110,35 +110,6 @@ def add_images(dataset: fo.Dataset, paths: list, metadata=None) -> list:
     )
     return dataset.add_samples(samples, num_samples=len(paths))
 
-
-def write_classifications(
-    dataset: fo.Dataset, field: str, ids: list, class_indices, **attributes
-) -> None:
-    """Writes ``fo.Classification`` labels with ``class_index`` in bulk.
-
-    Args:
-        dataset: the dataset
-        field: the field to write
-        ids: the sample ids
-        class_indices: the ImageNet class index of each sample
-        **attributes: further attributes, each a list aligned with ``ids``
-    """
-    names = class_table().names
-    declare_classification(dataset, field)
-    pairs = list(zip(ids, class_indices, *attributes.values()))
-    keys = list(attributes)
-
-    def batch(chunk):
-        return {
-            ObjectId(sample_id): {
-                field: raw_classification(
-                    names[index], int(index), **dict(zip(keys, extra))
-                )
-            }
-            for sample_id, index, *extra in chunk
-        }
-
-    write_raw(dataset, map(batch, chunked(pairs)))
 
 
 def load_imagenet_dir(

@@ -19,14 +19,15 @@ import fiftyone as fo
 from fiftyone import ViewField as F
 from fiftyone.core.expressions import ViewExpression
 import numpy as np
-from imagenetx import annotations as anno
-from imagenetx.bulk import chunked, write_raw
-from imagenetx.datasets import get_dataset
+from imagenetx.benchmarks.imagenet_x import annotations as anno
+from imagenetx.store.bulk import chunked, write_raw
+from imagenetx.store.datasets import get_dataset
 from imagenetx.errors import ImageNetXError
-from imagenetx.factors import FACTORS, class_table
-from imagenetx.labels import labels_to_indices
+from imagenetx.classes.imagenet import class_table
+from imagenetx.benchmarks.imagenet_x.factors import FACTORS
+from imagenetx.classes.labels import labels_to_indices
 from imagenetx.memory import gc_paused
-from imagenetx.schema import (
+from imagenetx.store.schema import (
     IMAGENETX_SUBFIELDS,
     check_field_type,
     declare_classification,

@@ -8,7 +8,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 t = time.perf_counter()
-from imagenetx import annotations as anno  # noqa: E402
+from imagenetx.benchmarks.imagenet_x import annotations as anno  # noqa: E402
 
 for split in anno.SPLITS:
     anno.load_split(split)

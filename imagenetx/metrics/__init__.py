@@ -34,7 +34,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from imagenetx.errors import ImageNetXError
-from imagenetx.factors import FACTORS, METACLASSES, NUM_CLASSES, class_table
+from imagenetx.classes.imagenet import METACLASSES, NUM_CLASSES, class_table
+from imagenetx.benchmarks.imagenet_x.factors import FACTORS
 from imagenetx.options import CORRECTNESS, REAL_MODES, WHICH
 
 #: factors with fewer images than this get a "few images" flag

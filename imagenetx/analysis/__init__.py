@@ -21,10 +21,11 @@ import numpy as np
 from fiftyone import ViewField as F
 from fiftyone.core.expressions import ViewExpression
 
-from imagenetx.datasets import get_dataset
+from imagenetx.store.datasets import get_dataset
 from imagenetx.errors import ImageNetXError
 from imagenetx.memory import gc_paused
-from imagenetx.factors import FACTORS, METACLASSES, class_table
+from imagenetx.classes.imagenet import METACLASSES, class_table
+from imagenetx.benchmarks.imagenet_x.factors import FACTORS
 from imagenetx import metrics
 from imagenetx.metrics import (
     CORRECTNESS,
@@ -35,7 +36,7 @@ from imagenetx.metrics import (
     check_modes,
     factor_table,
 )
-from imagenetx.tagging import DEFAULT_FIELD
+from imagenetx.benchmarks.imagenet_x.tagging import DEFAULT_FIELD
 
 __all__ = [
     "CORRECTNESS",

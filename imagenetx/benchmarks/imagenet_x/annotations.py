@@ -3,7 +3,7 @@
 Each split (``val``, ``train``) becomes a :class:`SplitAnnotations`: one row
 per annotated image, keyed by image file name, with the top-factor and
 multi-factor labels as boolean matrices whose columns follow
-:data:`imagenetx.factors.FACTORS`.
+:data:`imagenetx.classes.imagenet.FACTORS`.
 """
 
 import csv
@@ -17,8 +17,8 @@ import numpy as np
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.memory import gc_paused
-from imagenetx.factors import (
-    FACTORS,
+from imagenetx.benchmarks.imagenet_x.factors import FACTORS
+from imagenetx.classes.imagenet import (
     NUM_CLASSES,
     REINSTALL_HINT,
     annotation_file,

@@ -1,4 +1,4 @@
-"""End-to-end images/s of ``imagenetx.inference.predict`` against a plain
+"""End-to-end images/s of ``imagenetx.models.inference.predict`` against a plain
 PyTorch loop (target: at least 0.9 of the loop).
 
 Both run the same model on the same synthetic ImageNet-sized JPEGs
@@ -32,14 +32,14 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from imagenetx.factors import class_table  # noqa: E402
-from imagenetx.inference import (  # noqa: E402
+from imagenetx.classes.imagenet import class_table  # noqa: E402
+from imagenetx.models.inference import (  # noqa: E402
     DEFAULT_BATCH_SIZE,
     _amp_dtype,
     _device,
     predict,
 )
-from imagenetx.models import load_model  # noqa: E402
+from imagenetx.models.specs import load_model  # noqa: E402
 
 
 def make_images(n: int) -> list:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from imagenetx.errors import ImageNetXError
-from imagenetx.factors import NUM_CLASSES
+from imagenetx.classes.imagenet import NUM_CLASSES
 
 SCHEMES = ("timm", "torchvision", "checkpoint")
 

@@ -4,7 +4,8 @@ results (what ``imagenetx ratios`` prints)."""
 import csv
 import io
 
-from imagenetx.factors import FACTORS, METACLASSES
+from imagenetx.classes.imagenet import METACLASSES
+from imagenetx.benchmarks.imagenet_x.factors import FACTORS
 
 CSV_COLUMNS = (
     "model", "metaclass", "factor", "n", "correct", "accuracy",

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from PIL import Image, ImageDraw, ImageFont
 
-from imagenetx.factors import METACLASSES
+from imagenetx.classes.imagenet import METACLASSES
 
 SIZE = 192
 

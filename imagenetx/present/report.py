@@ -13,12 +13,12 @@ import os
 from dataclasses import dataclass
 
 
-from imagenetx import annotations as anno
+from imagenetx.benchmarks.imagenet_x import annotations as anno
 from imagenetx import metrics
 from imagenetx.errors import ImageNetXError
-from imagenetx.factors import FACTORS
-from imagenetx.figures import error_ratio_chart
-from imagenetx.formatting import ratios_rows
+from imagenetx.benchmarks.imagenet_x.factors import FACTORS
+from imagenetx.present.figures import error_ratio_chart
+from imagenetx.present.formatting import ratios_rows
 
 #: factors listed per meta-class as robust / susceptible in Table 4
 TABLE4_K = 3

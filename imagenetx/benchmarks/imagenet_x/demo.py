@@ -12,14 +12,15 @@ from dataclasses import dataclass, field
 
 import fiftyone as fo
 
-from imagenetx import annotations as anno
+from imagenetx.benchmarks.imagenet_x import annotations as anno
 from imagenetx.analysis import factor_accuracies
-from imagenetx.datasets import check_new_dataset_name, make_dataset
-from imagenetx.factors import class_table
+from imagenetx.store.datasets import check_new_dataset_name, make_dataset
+from imagenetx.classes.imagenet import class_table
 from imagenetx.metrics import FactorTable
-from imagenetx.placeholders import SIZE, write_placeholders
-from imagenetx.sources import add_images, find_imagenet_files, write_classifications
-from imagenetx.tagging import TagSummary, tag_dataset
+from imagenetx.benchmarks.imagenet_x.placeholders import SIZE, write_placeholders
+from imagenetx.benchmarks.imagenet_x.sources import add_images, find_imagenet_files
+from imagenetx.store.classifications import write_classifications
+from imagenetx.benchmarks.imagenet_x.tagging import TagSummary, tag_dataset
 
 DEFAULT_NAME = "imagenet-x-demo"
 

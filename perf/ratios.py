@@ -23,9 +23,9 @@ import fiftyone as fo  # noqa: E402
 import numpy as np  # noqa: E402
 
 from imagenetx.analysis import compute_ratios  # noqa: E402
-from imagenetx.factors import FACTORS  # noqa: E402
-from imagenetx.sources import write_classifications  # noqa: E402
-from imagenetx.tagging import tag_dataset  # noqa: E402
+from imagenetx.benchmarks.imagenet_x.factors import FACTORS  # noqa: E402
+from imagenetx.store.classifications import write_classifications  # noqa: E402
+from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset  # noqa: E402
 
 SHARED = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),

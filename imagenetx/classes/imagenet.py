@@ -1,4 +1,4 @@
-"""The 16 factors, the 17 meta-classes and the 1000 ImageNet classes.
+"""The 1000 ImageNet classes and their 17 ImageNet-X meta-classes.
 
 Everything is read from the files that the ``imagenet-x`` registry package
 ships, so that class indices, names and meta-classes match the original
@@ -14,26 +14,6 @@ from pathlib import Path
 import numpy as np
 
 from imagenetx.errors import ImageNetXError
-
-#: the 16 factors of variation, in the original toolkit's order
-FACTORS = (
-    "pose",
-    "background",
-    "pattern",
-    "color",
-    "smaller",
-    "shape",
-    "partial_view",
-    "subcategory",
-    "texture",
-    "larger",
-    "darker",
-    "object_blocking",
-    "person_blocking",
-    "style",
-    "brighter",
-    "multiple_objects",
-)
 
 #: the 17 meta-classes of the paper; every other WordNet group is "other"
 METACLASSES = (

@@ -16,9 +16,10 @@ import _env  # noqa: E402,F401
 
 import fiftyone as fo  # noqa: E402
 
-from imagenetx import annotations as anno  # noqa: E402
-from imagenetx.factors import FACTORS, class_table  # noqa: E402
-from imagenetx.tagging import tag_dataset  # noqa: E402
+from imagenetx.benchmarks.imagenet_x import annotations as anno  # noqa: E402
+from imagenetx.classes.imagenet import class_table  # noqa: E402
+from imagenetx.benchmarks.imagenet_x.factors import FACTORS  # noqa: E402
+from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset  # noqa: E402
 
 N = 50000
 

@@ -1,0 +1,2 @@
+"""Robustness benchmarks: each module or folder says how to load its data
+and which slicings and label spaces it offers."""

@@ -1,0 +1,2 @@
+"""Models: specs (``timm:``, ``torchvision:``, ``checkpoint:``), batched
+inference, and prediction files."""

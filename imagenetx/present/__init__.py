@@ -1,0 +1,1 @@
+"""Presentation: text tables, plotly figures and the HTML report."""
