@@ -4,12 +4,60 @@ import argparse
 import os
 import sys
 
-from imagenetx.options import AMPS, CORRECTNESS, REAL_MODES, ROW_ORDERS, WHICH
+from imagenetx.options import AMPS, REAL_MODES, ROW_ORDERS, WHICH
 
 
 def _add_common(p):
     p.add_argument("--gt-field", default="ground_truth",
                    help="ground truth fo.Classification field (default: ground_truth)")
+
+
+def _add_analysis(p):
+    """The analysis settings (:class:`imagenetx.analysis.Settings`)."""
+    p.add_argument("--slicing", metavar="NAME",
+                   help="what to slice by: a slicing of the dataset's benchmark (ImageNet-X: "
+                        "top_factor (default), factors, metaclass; ImageNet-D: nuisance "
+                        "(default), nuisance_value, class) or any categorical field, e.g. tags")
+    p.add_argument("--which", choices=WHICH,
+                   help="ImageNet-X: count images under their top factor (--slicing "
+                        "top_factor) or all their factors (--slicing factors)")
+    p.add_argument("--correct", metavar="NAME",
+                   help="correctness, a label space of the benchmark: ImageNet-X: class "
+                        "(default), metaclass, real; ImageNet-D: class (any of its "
+                        "ImageNet-1k indices)")
+    p.add_argument("--real-mode", choices=REAL_MODES, default="clean",
+                   help="--correct real: leave out images with an empty ReaL set (clean, "
+                        "default) or count them wrong like the original toolkit (paper)")
+    p.add_argument("--within", metavar="SLICING=VALUE",
+                   help="only the images of one slice, e.g. metaclass=dog")
+    p.add_argument("--metaclass", help="ImageNet-X: only this meta-class (--within metaclass=M)")
+    p.add_argument("--by", metavar="SLICING",
+                   help="add a group x slice table per model, e.g. --by metaclass")
+    p.add_argument("--by-metaclass", action="store_true", help="same as --by metaclass")
+    p.add_argument("--include-prototypes", action="store_true",
+                   help="ImageNet-X: keep the 3,000 prototype images the paper leaves out")
+
+
+def _settings(args) -> dict:
+    """The analysis keywords of parsed arguments."""
+    from imagenetx.errors import ImageNetXError
+
+    within = None
+    if args.within:
+        key, sep, value = args.within.partition("=")
+        if not sep or not key or not value:
+            raise ImageNetXError(
+                f"--within '{args.within}' is not SLICING=VALUE: write e.g. "
+                "--within metaclass=dog")
+        within = (key, value)
+    if args.slicing and args.which:
+        raise ImageNetXError("Pass --slicing or --which, not both")
+    return dict(
+        slicing=args.slicing, which=args.which, correct=args.correct,
+        real_mode=args.real_mode, include_prototypes=args.include_prototypes,
+        gt_field=args.gt_field, within=within, metaclass=args.metaclass,
+        by="metaclass" if args.by_metaclass else args.by,
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -71,22 +119,11 @@ def _parser() -> argparse.ArgumentParser:
                         "order (default) or in file-number order")
     _add_common(p)
 
-    p = sub.add_parser("ratios", help="per-factor accuracy and error ratios of prediction fields")
+    p = sub.add_parser("ratios", help="per-slice accuracy and error ratios of prediction fields")
     p.add_argument("--dataset", required=True)
     p.add_argument("--pred-field", dest="pred_fields", nargs="+", required=True, metavar="F",
                    help="one or more fo.Classification prediction fields")
-    p.add_argument("--which", choices=WHICH, default="top",
-                   help="count images under their top factor (default) or all their factors")
-    p.add_argument("--correct", choices=CORRECTNESS, default="class",
-                   help="correctness: exact class (default), same meta-class, or in the ReaL set")
-    p.add_argument("--real-mode", choices=REAL_MODES, default="clean",
-                   help="--correct real: leave out images with an empty ReaL set (clean, "
-                        "default) or count them wrong like the original toolkit (paper)")
-    p.add_argument("--by-metaclass", action="store_true",
-                   help="add the meta-class x factor table of each model")
-    p.add_argument("--metaclass", help="only the images of this meta-class")
-    p.add_argument("--include-prototypes", action="store_true",
-                   help="keep the 3,000 prototype images the paper leaves out")
+    _add_analysis(p)
     p.add_argument("--no-intervals", action="store_true", help="skip the bootstrap intervals")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print one JSON object")
@@ -97,9 +134,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", required=True)
     p.add_argument("--pred-field", dest="pred_fields", nargs="+", required=True, metavar="F")
     p.add_argument("--out", required=True, help="the HTML page, e.g. report.html")
-    p.add_argument("--which", choices=WHICH, default="top")
-    p.add_argument("--correct", choices=CORRECTNESS, default="class")
-    p.add_argument("--real-mode", choices=REAL_MODES, default="clean")
+    _add_analysis(p)
     _add_common(p)
 
     p = sub.add_parser("app", help="open the FiftyOne App with this plugin")
@@ -197,11 +232,9 @@ def _run(args) -> int:
         from imagenetx.analysis import compute_ratios
         from imagenetx.present.formatting import format_ratios, ratios_csv
 
-        result = compute_ratios(
-            args.dataset, args.pred_fields, which=args.which, correct=args.correct,
-            real_mode=args.real_mode, include_prototypes=args.include_prototypes,
-            gt_field=args.gt_field, metaclass=args.metaclass,
-            by_metaclass=args.by_metaclass, intervals=not args.no_intervals)
+        result = compute_ratios(args.dataset, args.pred_fields,
+                                intervals=not args.no_intervals,
+                                **_settings(args)).to_dict()
         if args.json:
             print(json.dumps(result, allow_nan=False))
         elif args.csv:
@@ -213,10 +246,8 @@ def _run(args) -> int:
     if args.command == "report":
         from imagenetx.present.report import write_report
 
-        print(write_report(
-            args.dataset, args.pred_fields, args.out, which=args.which,
-            correct=args.correct, real_mode=args.real_mode,
-            gt_field=args.gt_field))
+        print(write_report(args.dataset, args.pred_fields, args.out,
+                           **_settings(args)))
         return 0
 
     if args.command == "app":

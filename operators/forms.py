@@ -2,7 +2,7 @@
 
 import fiftyone.operators.types as types
 
-from imagenetx.options import CORRECTNESS, REAL_MODES, WHICH
+from imagenetx.options import REAL_MODES
 
 
 def prediction_fields_or_warning(ctx, inputs) -> list:
@@ -18,21 +18,29 @@ def prediction_fields_or_warning(ctx, inputs) -> list:
     return fields
 
 
-def add_mode_inputs(inputs):
-    """The factor labels and correctness of the error-ratio engine."""
-    inputs.enum("which", list(WHICH), default="top",
-                label="Factor labels", view=types.RadioGroup())
-    inputs.enum("correct", list(CORRECTNESS),
-                default="class", label="Correct if", view=types.RadioGroup())
-    inputs.enum("real_mode", list(REAL_MODES), default="clean",
-                label="Empty ReaL sets (correct = real)",
+def add_mode_inputs(ctx, inputs) -> dict:
+    """The slicing and correctness of the analysis engine, as the dataset's
+    benchmark offers them; returns :func:`imagenetx.analysis.analysis_options`."""
+    from imagenetx.analysis import analysis_options
+
+    options = analysis_options(ctx.dataset)
+    slicings = list(options["slicings"])
+    inputs.enum("slicing", slicings, default=options["default_slicing"],
+                label="Slice by", view=types.DropdownView())
+    inputs.enum("correct", options["label_spaces"],
+                default=options["default_correct"], label="Correct if",
                 view=types.RadioGroup())
+    if "real" in options["label_spaces"]:
+        inputs.enum("real_mode", list(REAL_MODES), default="clean",
+                    label="Empty ReaL sets (correct = real)",
+                    view=types.RadioGroup())
+    return options
 
 
 def mode_params(ctx) -> dict:
     """The values of :func:`add_mode_inputs`, as library keyword args."""
     return {
-        "which": ctx.params.get("which", "top"),
-        "correct": ctx.params.get("correct", "class"),
-        "real_mode": ctx.params.get("real_mode", "clean"),
+        "slicing": ctx.params.get("slicing") or None,
+        "correct": ctx.params.get("correct") or None,
+        "real_mode": ctx.params.get("real_mode") or "clean",
     }

@@ -29,7 +29,7 @@ class ExportReport(foo.Operator):
                         types.Choice(f, label=f) for f in fields]))
         inputs.str("out", required=True, label="HTML file",
                    description="path of the page; CSV tables go beside it")
-        add_mode_inputs(inputs)
+        add_mode_inputs(ctx, inputs)
         return types.Property(inputs, view=types.View(label="Export report"))
 
     def execute(self, ctx):

@@ -1,4 +1,4 @@
-"""The "Show mistakes" operator: one model's errors on one factor."""
+"""The "Show mistakes" operator: one model's errors in one slice."""
 
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
@@ -7,39 +7,37 @@ from .forms import add_mode_inputs, mode_params, prediction_fields_or_warning
 
 
 class ShowMistakes(foo.Operator):
-    """Sets the App view to the samples with a factor that a prediction
-    field gets wrong, as the panel does when a bar is clicked."""
+    """Sets the App view to the samples of a slice (an ImageNet-X factor, an
+    ImageNet-D nuisance, ...) that a prediction field gets wrong, as the
+    panel does when a bar is clicked."""
 
     @property
     def config(self):
         return foo.OperatorConfig(
             name="show_mistakes",
-            label="ImageNet-X: show a model's mistakes on a factor",
+            label="ImageNet-X: show a model's mistakes in a slice",
             dynamic=True,
         )
 
     def resolve_input(self, ctx):
-        from imagenetx.benchmarks.imagenet_x.factors import FACTORS
-
         inputs = types.Object()
         fields = prediction_fields_or_warning(ctx, inputs)
         if not fields:
             return types.Property(inputs)
         inputs.enum("pred_field", fields, required=True, default=fields[0],
                     label="Prediction field", view=types.DropdownView())
-        inputs.enum("factor", list(FACTORS), required=True, label="Factor",
+        options = add_mode_inputs(ctx, inputs)
+        slicing = ctx.params.get("slicing") or options["default_slicing"]
+        values = [str(v) for v in options["slicings"].get(slicing, [])]
+        inputs.enum("slice", values, required=True,
+                    label=options["slice_titles"].get(slicing, "Slice").capitalize(),
                     view=types.DropdownView())
-        add_mode_inputs(inputs)
         return types.Property(inputs, view=types.View(label="Show mistakes"))
 
     def execute(self, ctx):
         from imagenetx.analysis import mistakes_view
 
-        view = mistakes_view(
-            ctx.view,
-            ctx.params["pred_field"],
-            ctx.params["factor"],
-            **mode_params(ctx),
-        )
+        view = mistakes_view(ctx.view, ctx.params["pred_field"],
+                             ctx.params["slice"], **mode_params(ctx))
         ctx.ops.set_view(view)
         return {"count": view.count()}

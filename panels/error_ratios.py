@@ -1,12 +1,13 @@
-"""The "ImageNet-X" panel: error ratios per factor over the current view;
-a click on a bar shows that model's mistakes with that factor."""
+"""The "ImageNet-X" panel: error ratios per slice (ImageNet-X factor,
+ImageNet-D nuisance, any categorical field) over the current view; a click
+on a bar shows that model's mistakes in that slice."""
 
 import json
 
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
-from imagenetx.options import CORRECTNESS, REAL_MODES, WHICH
+from imagenetx.options import REAL_MODES
 
 PLUGIN = "@imagenet-x/imagenet-x"
 ALL = "all"
@@ -17,7 +18,7 @@ CONTROLS = "controls."
 
 
 class ImageNetXPanel(foo.Panel):
-    """Grouped bars of error ratio per factor and prediction field, with
+    """Grouped bars of error ratio per slice and prediction field, with
     intervals and the 1.0 line, computed over the current view."""
 
     @property
@@ -28,9 +29,10 @@ class ImageNetXPanel(foo.Panel):
             icon="bar_chart",
             surfaces="grid",
             help_markdown=(
-                "Error ratio = (1 - accuracy on a factor) / (1 - accuracy "
+                "Error ratio = (1 - accuracy on a slice) / (1 - accuracy "
                 "overall): above 1, the model fails more often on images "
-                "with that factor. Click a bar to see those mistakes."
+                "of that slice (an ImageNet-X factor, an ImageNet-D "
+                "nuisance, ...). Click a bar to see those mistakes."
             ),
         )
 
@@ -61,15 +63,16 @@ class ImageNetXPanel(foo.Panel):
     def on_click_bar(self, ctx):
         from imagenetx.analysis import mistakes_view
 
-        field, factor = ctx.params.get("trace"), ctx.params.get("x")
-        if not field or not factor:
+        field, value = ctx.params.get("trace"), ctx.params.get("x")
+        if not field or value is None:
             return
         drill = ctx.panel.state.drill
         base = _rebuild(ctx, drill["base"]) if drill else ctx.view
-        view = mistakes_view(base, field, factor, **_settings(ctx))
+        view = mistakes_view(base, field, value, **_settings(ctx))
         ctx.panel.state.drill = {
             "field": field,
-            "factor": factor,
+            "slice": value,
+            "title": ctx.panel.state.get("slice_title") or "slice",
             "count": view.count(),
             "base": base._serialize(),
             "signature": _signature(view),
@@ -85,7 +88,7 @@ class ImageNetXPanel(foo.Panel):
     def _refresh(self, ctx):
         """Computes the chart of the current settings over the current
         view into the panel's state and data."""
-        from imagenetx.analysis import compute_ratios
+        from imagenetx.analysis import analysis_options, compute_ratios
         from imagenetx.errors import ImageNetXError
         from imagenetx.present.figures import error_ratio_chart
         from imagenetx.store.schema import prediction_fields
@@ -95,8 +98,13 @@ class ImageNetXPanel(foo.Panel):
         if view is None:
             state.set({"status": "error", "message": "Open a dataset first."})
             return
-        _init_settings(ctx)
-        if not view.has_field("imagenetx.top_factor"):
+        options = state.get("options")
+        if not options or options.get("dataset") != ctx.dataset.name:
+            options = analysis_options(ctx.dataset)
+            options["dataset"] = ctx.dataset.name
+            state.set("options", options)
+        _init_settings(ctx, options)
+        if options["benchmark"] == "generic" and not options["has_ground_truth"]:
             state.status = "no_annotations"
             return
         fields = prediction_fields(view)
@@ -119,7 +127,7 @@ class ImageNetXPanel(foo.Panel):
         if state.status == "ok" and state.get("computed_for") == key:
             return
         try:
-            ratios = compute_ratios(view, chosen, **_settings(ctx))
+            ratios = compute_ratios(view, chosen, **_settings(ctx)).to_dict()
         except ImageNetXError as e:
             state.set({"status": "error", "message": str(e)})
             return
@@ -129,6 +137,7 @@ class ImageNetXPanel(foo.Panel):
             "status": "ok",
             "layout": layout,
             "summary": _summary(ratios),
+            "slice_title": ratios["slice_title"],
             "computed_for": key,
         })
 
@@ -175,20 +184,25 @@ class ImageNetXPanel(foo.Panel):
             fields.bool(f, label=f, default=True,
                         on_change=self.on_change_controls)
         modes = panel.h_stack("controls", gap=2)
-        from imagenetx.classes.imagenet import METACLASSES
-
+        options = state.get("options") or {}
+        group = options.get("group_slicing")
         dropdowns = [
-            ("which", WHICH, "Factors"),
-            ("correct", CORRECTNESS, "Correct if"),
+            ("slicing", tuple(options.get("slicings") or ()), "Slice by"),
+            ("correct", tuple(options.get("label_spaces") or ()), "Correct if"),
             ("real_mode", REAL_MODES, "Empty ReaL sets"),
-            ("metaclass", (ALL, *METACLASSES), "Meta-class"),
         ]
+        if group:
+            values = tuple(str(v) for v in options["slicings"].get(group, ()))
+            dropdowns.append(("within", (ALL, *values),
+                              options["slice_titles"][group].capitalize()))
         for name, values, label in dropdowns:
             if name == "real_mode" and state.get(CONTROLS + "correct") != "real":
                 continue
             choices = types.DropdownView(label=label)
             for value in values:
                 choices.add_choice(value, label=value)
+            if not values:
+                continue
             modes.enum(name, list(values), view=choices,
                        default=state.get(CONTROLS + name) or values[0],
                        on_change=self.on_change_controls)
@@ -201,15 +215,16 @@ class ImageNetXPanel(foo.Panel):
         if drill:
             row = panel.h_stack("drill", gap=2, align_y="center")
             row.md(
-                f"Showing the **{drill['count']:,}** samples with factor "
-                f"**{drill['factor']}** that **{drill['field']}** gets wrong.",
+                f"Showing the **{drill['count']:,}** samples of "
+                f"{drill.get('title', 'slice')} **{drill['slice']}** that "
+                f"**{drill['field']}** gets wrong.",
                 name="text",
             )
             row.btn("back", label="Back to the previous view", icon="undo",
                     on_click=self.back)
         else:
-            panel.md("Click a bar to show that model's mistakes with that "
-                     "factor.", name="hint")
+            panel.md("Click a bar to show that model's mistakes in that "
+                     f"{state.get('slice_title') or 'slice'}.", name="hint")
         panel.plot(
             "chart",
             layout=state.layout,
@@ -219,30 +234,37 @@ class ImageNetXPanel(foo.Panel):
         panel.md(state.summary or "", name="summary")
 
 
-def _init_settings(ctx):
+def _init_settings(ctx, options):
     state = ctx.panel.state
-    defaults = {"which": "top", "correct": _default_correct(ctx),
-                "real_mode": "clean", "metaclass": ALL}
-    for key, value in defaults.items():
+    slicing = state.get(CONTROLS + "slicing")
+    if slicing not in options["slicings"]:
+        state.set(CONTROLS + "slicing", options["default_slicing"])
+    correct = state.get(CONTROLS + "correct")
+    if correct not in options["label_spaces"]:
+        state.set(CONTROLS + "correct", _default_correct(ctx, options))
+    for key, value in {"real_mode": "clean", "within": ALL}.items():
         if state.get(CONTROLS + key) is None:
             state.set(CONTROLS + key, value)
 
 
-def _default_correct(ctx) -> str:
-    """"class", unless the dataset says otherwise: the demo asks for "real",
-    since its prediction field is ImageNet's own labels."""
+def _default_correct(ctx, options) -> str:
+    """The benchmark's default, unless the dataset says otherwise: the demo
+    asks for "real", since its prediction field is ImageNet's own labels."""
     info = ctx.dataset.info.get("imagenetx", {}) if ctx.dataset else {}
-    return info.get("panel_correct", "class")
+    wanted = info.get("panel_correct") if isinstance(info, dict) else None
+    return wanted if wanted in options["label_spaces"] else options["default_correct"]
 
 
 def _settings(ctx) -> dict:
     state = ctx.panel.state
-    metaclass = state.get(CONTROLS + "metaclass", ALL)
+    options = state.get("options") or {}
+    within = state.get(CONTROLS + "within", ALL)
+    group = options.get("group_slicing")
     return {
-        "which": state.get(CONTROLS + "which", "top"),
-        "correct": state.get(CONTROLS + "correct", "class"),
+        "slicing": state.get(CONTROLS + "slicing"),
+        "correct": state.get(CONTROLS + "correct"),
         "real_mode": state.get(CONTROLS + "real_mode", "clean"),
-        "metaclass": None if metaclass in (None, ALL) else metaclass,
+        "within": None if within in (None, ALL) or not group else (group, within),
     }
 
 
@@ -253,7 +275,8 @@ def _summary(ratios: dict) -> str:
         acc = "n/a" if acc is None else f"{acc:.1%}"
         lines.append(
             f"- **{field}**: accuracy {acc} on {model['n']:,} images; worst "
-            f"factor {model.get('worst_reliable_factor') or model['worst_factor']}"
+            f"{ratios['slice_title']} "
+            f"{model.get('worst_reliable_slice') or model['worst_slice']}"
         )
     return "\n".join(lines)
 

@@ -16,6 +16,10 @@ from authors_tables import (
     val_arrays,
 )
 from imagenetx import metrics
+from imagenetx.analysis.settings import Settings
+from imagenetx.benchmarks.imagenet_d import ImageNetD
+from imagenetx.benchmarks.imagenet_x.benchmark import ImageNetX
+from imagenetx.classes.spaces import ClassSubset, ExactClass
 from imagenetx.errors import ImageNetXError
 from imagenetx.classes.imagenet import METACLASSES, class_table
 from imagenetx.benchmarks.imagenet_x.factors import FACTORS
@@ -36,23 +40,20 @@ def _summaries(which, correct):
     """Our summary of the models of one authors' table (paper mode)."""
     v = val_arrays()
     models = list(MODELS) + (["human"] if correct == "real" else [])
-    corrects, confs = {}, {}
+    space = ImageNetX().label_spaces(Settings(real_mode="paper"))[correct]
+    columns = {"ground_truth.class_index": list(v["classes"]),
+               "imagenetx.real_labels": [list(r) for r in v["real"]]}
+    mc = class_table().metaclass_index[v["classes"]]
+    scored = {}
     for m in models:
         predicted, confidence = model_arrays(m)
-        corrects[m], counted = metrics.correctness(
-            predicted, v["classes"], correct, v["real"], real_mode="paper")
+        columns[f"{m}.class_index"] = list(predicted)
+        is_correct, counted = space.score(m, columns)
         assert counted.all()
-        confs[m] = confidence
-    mc = class_table().metaclass_index[v["classes"]]
-    return metrics.summarize_models(
-        corrects,
-        {m: v[which] for m in models},
-        {m: v["classes"] for m in models},
-        {m: mc for m in models},
-        confs,
-        intervals=False,
-        by_metaclass=True,
-    )
+        scored[m] = metrics.Scored(is_correct, v[which], v["classes"],
+                                   confidence, mc)
+    out = metrics.ErrorRatios(intervals=False).reduce(scored, FACTORS, METACLASSES)
+    return {m: s.to_dict("factor", "metaclasses") for m, s in out.items()}
 
 
 @needs_shared_data
@@ -135,7 +136,7 @@ def test_calibration_and_prevalence_shift_equal_the_toolkit():
     predicted, conf = model_arrays("ResNet50")
     correct = predicted == v["classes"]
     for which in ("top", "multi"):
-        ours = metrics.factor_calibration_errors(correct, conf, v[which])
+        ours = metrics.slice_calibration_errors(correct, conf, v[which])
         for i, f in enumerate(FACTORS):
             rows = v[which][:, i]
             theirs = estimated_calibration_error(correct[rows], conf[rows])
@@ -154,32 +155,55 @@ def test_calibration_and_prevalence_shift_equal_the_toolkit():
     assert np.allclose(shift, theirs["shift"].to_numpy(), rtol=0, atol=TOL)
 
 
-def test_real_correctness_modes():
-    predicted = np.array([1, 2, 3, 4])
-    real = [[1, 5], [], [7], [4]]
-    correct, counted = metrics.correctness(predicted, None, "real", real, "paper")
+def test_label_spaces_score_exact_set_and_group_correctness():
+    """The label spaces behind every correctness mode, on small columns."""
+    cols = {"m.class_index": [1, 2, 3, 4], "imagenetx.real_labels": [[1, 5], [], [7], [4]]}
+    spaces = ImageNetX().label_spaces(Settings(real_mode="paper"))
+    correct, counted = spaces["real"].score("m", cols)
     assert list(correct) == [True, False, False, True] and counted.all()
-    correct, counted = metrics.correctness(predicted, None, "real", real, "clean")
+    spaces = ImageNetX().label_spaces(Settings(real_mode="clean"))
+    correct, counted = spaces["real"].score("m", cols)
     assert list(counted) == [True, False, True, True]
-    assert list(metrics.real_correct(predicted, real)) == list(correct)
-    sets = metrics.RealSets.from_lists(real).subset(np.array([0, 1, 0, 1], bool))
-    assert list(sets.contains(np.array([2, 4]))) == [False, True]
+    assert list(metrics.real_correct(np.array([1, 2, 3, 4]), cols["imagenetx.real_labels"])) == [True, False, False, True]
+    sets = metrics.RealSets.from_lists(cols["imagenetx.real_labels"])
+    assert list(sets.contains(np.array([5, 4, 7, 1]))) == [True, False, True, False]
+    # a missing set (a training image) is one clear error
+    with pytest.raises(ImageNetXError, match="ReaL labels exist only for validation"):
+        spaces["real"].score("m", {**cols, "imagenetx.real_labels": [[1], None, [3], [4]]})
 
     # meta-class: two "other" classes count as the same meta-class
     mc = class_table().metaclass
     others = [i for i, m in enumerate(mc) if m == "other"][:2]
     dogs = [i for i, m in enumerate(mc) if m == "dog"][:2]
-    correct, _ = metrics.correctness(
-        np.array([others[0], dogs[0], dogs[1]]),
-        np.array([others[1], dogs[1], others[0]]), "metaclass")
-    assert list(correct) == [True, True, False]
+    cols = {"m.class_index": [others[0], dogs[0], dogs[1], None],
+            "ground_truth.class_index": [others[1], dogs[1], others[0], 3]}
+    correct, counted = spaces["metaclass"].score("m", cols)
+    assert list(correct) == [True, True, False, False]
+    assert list(counted) == [True, True, True, False]
+    correct, _ = spaces["class"].score("m", cols)
+    assert list(correct) == [False, False, False, False]
 
-    with pytest.raises(ImageNetXError, match="Unknown correctness 'top5'"):
-        metrics.correctness(predicted, predicted, "top5")
-    with pytest.raises(ImageNetXError, match="Unknown ReaL mode"):
-        metrics.correctness(predicted, None, "real", real, "strict")
+    # ImageNet-D: right when the top-1 index is any index of the class
+    space = ImageNetD().label_spaces(Settings())["class"]
+    cols = {"m.class_index": [423, 765, 1, 2],
+            "ground_truth.imagenet_indices": [[423, 559, 765], [423, 559, 765], [2], [2]]}
+    assert list(space.score("m", cols)[0]) == [True, True, False, True]
+
+    # argmax over a class subset (ImageNet-A/R): the stored logits decide
+    subset = ClassSubset(ExactClass(), [1, 3], "subset")
+    logits = [np.array([0.0, 1.0, 9.0, 2.0]), np.array([0.0, 3.0, 9.0, 2.0])]
+    cols = {"m.class_index": [2, 2], "m.logits": logits,
+            "ground_truth.class_index": [3, 3]}
+    subset.num_outputs = 4
+    assert list(subset.score("m", cols)[0]) == [True, False]
+    with pytest.raises(ImageNetXError, match="--logits"):
+        subset.score("m", {**cols, "m.logits": [None, None]})
+
     with pytest.raises(ImageNetXError, match="0-999"):
-        metrics.correctness(np.array([1000]), np.array([1]))
+        spaces["class"].score("m", {"m.class_index": [1000],
+                                    "ground_truth.class_index": [1]})
+    with pytest.raises(ImageNetXError, match="Unknown ReaL mode"):
+        Settings.create(real_mode="strict")
 
 
 def _toy(seed=0, n=20000):
@@ -196,7 +220,7 @@ def _toy(seed=0, n=20000):
 
 def test_bootstrap_intervals():
     correct, factors = _toy()
-    table = metrics.factor_table(correct, factors, intervals=True)
+    table = metrics.slice_table(correct, factors, FACTORS, intervals=True)
     ok = table.n >= metrics.MIN_RELIABLE_N
     ratio = table.error_ratio
     assert np.all(table.ci_low[ok] < ratio[ok]) and np.all(ratio[ok] < table.ci_high[ok])
@@ -205,17 +229,17 @@ def test_bootstrap_intervals():
     assert list(table.few_images) == list(table.n < 50)
 
     # seeded: the same numbers again; another seed moves them a little
-    again = metrics.factor_table(correct, factors, intervals=True)
+    again = metrics.slice_table(correct, factors, FACTORS, intervals=True)
     assert np.array_equal(again.ci_low, table.ci_low, equal_nan=True)
-    other = metrics.factor_table(correct, factors, intervals=True, seed=1)
+    other = metrics.slice_table(correct, factors, FACTORS, intervals=True, seed=1)
     assert not np.array_equal(other.ci_low[ok], table.ci_low[ok])
     assert np.allclose(other.ci_low[ok], table.ci_low[ok], rtol=0.05)
     # independent of the order of the images
     perm = np.random.default_rng(9).permutation(len(correct))
-    shuffled = metrics.factor_table(correct[perm], factors[perm], intervals=True)
+    shuffled = metrics.slice_table(correct[perm], factors[perm], FACTORS, intervals=True)
     assert np.array_equal(shuffled.ci_high, table.ci_high, equal_nan=True)
     # a wider level gives a wider interval
-    wide = metrics.factor_table(correct, factors, intervals=True, level=0.99)
+    wide = metrics.slice_table(correct, factors, FACTORS, intervals=True, level=0.99)
     assert np.all(wide.ci_low[ok] <= table.ci_low[ok])
     assert np.all(wide.ci_high[ok] >= table.ci_high[ok])
 
@@ -224,12 +248,12 @@ def test_bootstrap_matches_resampling_image_indices():
     """The four-cell multinomial draw is the image bootstrap: compare with
     literally resampling image indices (2,000 times)."""
     correct, factors = _toy(seed=1, n=5000)
-    ours = metrics.factor_table(correct, factors, intervals=True, resamples=4000)
+    ours = metrics.slice_table(correct, factors, FACTORS, intervals=True, resamples=4000)
     rng = np.random.default_rng(5)
     ratios = []
     for _ in range(2000):
         idx = rng.integers(0, len(correct), len(correct))
-        ratios.append(metrics.factor_table(correct[idx], factors[idx]).error_ratio)
+        ratios.append(metrics.slice_table(correct[idx], factors[idx], FACTORS).error_ratio)
     with np.errstate(invalid="ignore"):
         low, high = np.nanpercentile(np.array(ratios), [2.5, 97.5], axis=0)
     big = ours.n >= 200
@@ -239,7 +263,7 @@ def test_bootstrap_matches_resampling_image_indices():
 
 def test_mcnemar_and_holm():
     correct, factors = _toy()
-    same = metrics.mcnemar(correct, correct, factors)
+    same = metrics.mcnemar(correct, correct, factors, FACTORS)
     has = same.n > 0
     assert np.all(same.p[has] == 1.0) and np.all(same.p_holm[has] == 1.0)
     assert same.overall["p"] == 1.0
@@ -261,11 +285,11 @@ def test_mcnemar_and_holm():
     # a model that is right more often on a factor is detected there
     rng = np.random.default_rng(4)
     better = correct | (factors[:, 0] & (rng.random(len(correct)) < 0.5))
-    test = metrics.mcnemar(better, correct, factors)
+    test = metrics.mcnemar(better, correct, factors, FACTORS)
     assert test.p_holm[0] < 1e-6 and test.a_only[0] > 0 and test.b_only[0] == 0
     assert np.all(test.p_holm[1:][test.n[1:] > 0] == 1.0)
     d = test.to_dict()
-    assert set(d["factors"]) == set(FACTORS) and d["overall"]["n"] == len(correct)
+    assert set(d["slices"]) == set(FACTORS) and d["overall"]["n"] == len(correct)
 
 
 def test_alexander_govern_is_scipys_per_factor():
@@ -288,10 +312,10 @@ def test_summary_is_json_ready_and_flags_few_images():
 
     correct, factors = _toy()
     classes = np.arange(len(correct)) % 1000
-    out = metrics.summarize_models(
-        {"m": correct}, {"m": factors}, {"m": classes},
-        {"m": classes % len(METACLASSES)}, {"m": np.full(len(correct), 0.8)},
-        by_metaclass=True)
+    scored = metrics.Scored(correct, factors, classes,
+                            np.full(len(correct), 0.8), classes % len(METACLASSES))
+    out = metrics.ErrorRatios().reduce({"m": scored}, FACTORS, METACLASSES)
+    out = {m: s.to_dict("factor", "metaclasses") for m, s in out.items()}
     text = json.dumps(out, allow_nan=False)  # NaN became None
     s = json.loads(text)["m"]
     assert s["factors"]["multiple_objects"]["accuracy"] is None

@@ -34,6 +34,10 @@ from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
 TOL = 1e-9
 NAME = "ratios-val"
 
+
+def _ratios(*args, **kwargs) -> dict:
+    return compute_ratios(*args, **kwargs).to_dict()
+
 pytestmark = needs_shared_data
 
 
@@ -87,7 +91,7 @@ def _check_table(result, which, correct, metaclass=False):
 @pytest.mark.parametrize("which", ["top", "multi"])
 @pytest.mark.parametrize("correct", ["class", "metaclass", "real"])
 def test_compute_ratios_equals_the_authors_tables(val_dataset, which, correct):
-    result = compute_ratios(
+    result = _ratios(
         val_dataset, list(MODELS), which=which, correct=correct,
         real_mode="paper", by_metaclass=True, intervals=False,
     )
@@ -99,9 +103,9 @@ def test_compute_ratios_equals_the_authors_tables(val_dataset, which, correct):
 
 
 def test_real_clean_mode_leaves_empty_sets_out(val_dataset):
-    paper = compute_ratios(val_dataset, "ResNet50", correct="real",
+    paper = _ratios(val_dataset, "ResNet50", correct="real",
                            real_mode="paper", intervals=False)
-    clean = compute_ratios(val_dataset, "ResNet50", correct="real",
+    clean = _ratios(val_dataset, "ResNet50", correct="real",
                            intervals=False)
     assert clean["real_mode"] == "clean"
     p, c = paper["models"]["ResNet50"], clean["models"]["ResNet50"]
@@ -111,7 +115,7 @@ def test_real_clean_mode_leaves_empty_sets_out(val_dataset):
 
 
 def test_intervals_flags_and_determinism(val_dataset):
-    result = compute_ratios(val_dataset, ["ResNet50", "DINO"])
+    result = _ratios(val_dataset, ["ResNet50", "DINO"])
     assert result["interval"] == {"method": "bootstrap-percentile",
                                   "resamples": 1000, "seed": 0, "level": 0.95}
     for model in ("ResNet50", "DINO"):
@@ -121,7 +125,7 @@ def test_intervals_flags_and_determinism(val_dataset):
                 assert e["ci_low"] < e["error_ratio"] < e["ci_high"], (model, f)
     few = {f for f, e in result["models"]["DINO"]["factors"].items() if e["few_images"]}
     assert {"style", "brighter", "multiple_objects"} <= few
-    again = compute_ratios(val_dataset, ["DINO", "ResNet50"])
+    again = _ratios(val_dataset, ["DINO", "ResNet50"])
     assert again["models"]["ResNet50"] == result["models"]["ResNet50"]
     json.dumps(result, allow_nan=False)
 
@@ -130,7 +134,7 @@ def test_mistakes_view_counts_equal_the_metrics_in_every_mode(val_dataset):
     for which in ("top", "multi"):
         for correct, real_mode in (("class", "clean"), ("metaclass", "clean"),
                                    ("real", "clean"), ("real", "paper")):
-            result = compute_ratios(val_dataset, "DINO", which=which,
+            result = _ratios(val_dataset, "DINO", which=which,
                                     correct=correct, real_mode=real_mode,
                                     intervals=False)
             factors = result["models"]["DINO"]["factors"]
@@ -141,7 +145,7 @@ def test_mistakes_view_counts_equal_the_metrics_in_every_mode(val_dataset):
                     which, correct, real_mode, f)
 
     # one meta-class, and the prototypes kept
-    result = compute_ratios(val_dataset, "DINO", by_metaclass=True,
+    result = _ratios(val_dataset, "DINO", by_metaclass=True,
                             include_prototypes=True, intervals=False)
     dog = result["models"]["DINO"]["metaclasses"]["dog"]["factors"]["pose"]
     view = mistakes_view(val_dataset, "DINO", "pose", metaclass="dog",
@@ -153,8 +157,8 @@ def test_mistakes_view_counts_equal_the_metrics_in_every_mode(val_dataset):
 
 
 def test_metaclass_filter_equals_the_by_metaclass_table(val_dataset):
-    whole = compute_ratios(val_dataset, "ResNet50", by_metaclass=True)
-    dog = compute_ratios(val_dataset, "ResNet50", metaclass="dog")
+    whole = _ratios(val_dataset, "ResNet50", by_metaclass=True)
+    dog = _ratios(val_dataset, "ResNet50", metaclass="dog")
     a = whole["models"]["ResNet50"]["metaclasses"]["dog"]
     b = dog["models"]["ResNet50"]
     for f in FACTORS:
@@ -165,19 +169,44 @@ def test_metaclass_filter_equals_the_by_metaclass_table(val_dataset):
 def test_factor_accuracies_matches_compute_ratios(val_dataset):
     table = factor_accuracies(val_dataset, "ResNet50", correct="metaclass",
                               which="multi")
-    result = compute_ratios(val_dataset, "ResNet50", correct="metaclass",
+    result = _ratios(val_dataset, "ResNet50", correct="metaclass",
                             which="multi", intervals=False)
     assert table.accuracy == result["models"]["ResNet50"]["accuracy"]
     assert [r["n"] for r in table.rows()] == [
         result["models"]["ResNet50"]["factors"][f]["n"] for f in FACTORS]
 
 
-def test_statistics_between_models(val_dataset):
+def _discordant(a, b, membership):
+    """Per slice, images A gets right and B wrong, and the reverse."""
+    return membership[a & ~b].sum(axis=0), membership[b & ~a].sum(axis=0)
+
+
+def test_statistics_between_models_equal_scipy(val_dataset):
+    """compare_models and compare_groups against scipy, run on arrays read
+    here straight from the prediction files and the annotations."""
+    from scipy import stats
+
+    from authors_tables import model_arrays, val_arrays
+
+    v = val_arrays()  # the paper's 46,110 images
+    correct = {m: model_arrays(m)[0] == v["classes"] for m in MODELS}
+    top = v["top"]
+
     test = compare_models(val_dataset, "ResNet50", "DINO")
-    assert test["n"] == 46110 and set(test["factors"]) == set(FACTORS)
-    for f, e in test["factors"].items():
-        assert 0 <= e["p"] <= e["p_holm"] <= 1
-        assert e["method"] == ("exact" if e["a_only"] + e["b_only"] < 25 else "chi2")
+    assert test["n"] == 46110 and set(test["slices"]) == set(FACTORS)
+    a_only, b_only = _discordant(correct["ResNet50"], correct["DINO"], top)
+    for i, f in enumerate(FACTORS):
+        e = test["slices"][f]
+        assert (e["a_only"], e["b_only"]) == (a_only[i], b_only[i])
+        d = a_only[i] + b_only[i]
+        if d >= 25:
+            chi = (abs(int(a_only[i]) - int(b_only[i])) - 1) ** 2 / d
+            assert e["method"] == "chi2" and e["statistic"] == pytest.approx(chi)
+            assert e["p"] == pytest.approx(stats.chi2.sf(chi, 1), rel=1e-12)
+        else:
+            ref = stats.binomtest(int(min(a_only[i], b_only[i])), int(d), 0.5)
+            assert e["method"] == "exact" and e["p"] == pytest.approx(ref.pvalue, rel=1e-9)
+        assert e["p"] <= e["p_holm"] <= 1
 
     # a field compared with an identical copy: no discordant pair, p = 1
     ds = val_dataset
@@ -185,12 +214,22 @@ def test_statistics_between_models(val_dataset):
     write_classifications(ds, "DINO_copy", ids, ds.values("DINO.class_index"))
     same = compare_models(ds, "DINO", "DINO_copy", which="multi")
     assert same["overall"]["p"] == 1.0
-    assert all(e["p"] == 1.0 and e["p_holm"] == 1.0 for e in same["factors"].values())
+    assert all(e["p"] == 1.0 and e["p_holm"] == 1.0 for e in same["slices"].values())
 
-    groups = compare_groups(ds, {"resnet": ["ResNet50", "ResNet50_b"],
-                                 "dino": ["DINO", "DINO_b"]})
-    assert set(groups["factors"]) == set(FACTORS)
-    assert all(e["p"] is None or 0 <= e["p"] <= 1 for e in groups["factors"].values())
+    groups = {"resnet": ["ResNet50", "ResNet50_b"], "dino": ["DINO", "DINO_b"]}
+    result = compare_groups(ds, groups)
+    assert set(result["slices"]) == set(FACTORS)
+    tables = _ratios(ds, [f for g in groups.values() for f in g], intervals=False)
+    for i, f in enumerate(FACTORS):
+        samples = [[tables["models"][m]["slices"][f]["error_ratio"] for m in g]
+                   for g in groups.values()]
+        with np.errstate(all="ignore"):
+            ref = stats.alexandergovern(*samples)
+        if np.isnan(ref.pvalue):
+            assert result["slices"][f]["p"] is None
+        else:
+            assert result["slices"][f]["p"] == pytest.approx(ref.pvalue, rel=1e-9)
+            assert result["slices"][f]["statistic"] == pytest.approx(ref.statistic, rel=1e-9)
     with pytest.raises(ImageNetXError, match="at least two groups"):
         compare_groups(ds, {"resnet": ["ResNet50"], "dino": ["DINO", "DINO_b"]})
 
@@ -213,7 +252,7 @@ def test_ratios_command(val_dataset, capsys):
                  "paper", "--by-metaclass", "--csv", "--no-intervals"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert len(rows) == (1 + len(METACLASSES)) * (1 + len(FACTORS))
-    overall = next(r for r in rows if r["metaclass"] == "all" and r["factor"] == "all")
+    overall = next(r for r in rows if r["group"] == "all" and r["slice"] == "all")
     assert float(overall["accuracy"]) == float(
         next(r for r in read_table("multi", "real") if r["model"] == "ResNet50")["average"])
 
@@ -225,30 +264,44 @@ def test_ratios_command(val_dataset, capsys):
 
     assert main(["ratios", "--dataset", NAME, "--pred-field", "nope"]) == 2
     assert "no prediction field 'nope'" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main(["ratios", "--dataset", NAME, "--pred-field", "DINO",
-              "--correct", "top5"])
+    # label spaces depend on the benchmark: the library names the choices
+    assert main(["ratios", "--dataset", NAME, "--pred-field", "DINO",
+                 "--correct", "top5"]) == 2
+    err = capsys.readouterr().err
+    assert "Unknown correctness 'top5' for ImageNet-X: use one of class, metaclass, real" in err
+    assert main(["ratios", "--dataset", NAME, "--pred-field", "DINO",
+                 "--within", "metaclass"]) == 2
+    assert "is not SLICING=VALUE" in capsys.readouterr().err
+    # the general flags give the first release's numbers
+    assert main(["ratios", "--dataset", NAME, "--pred-field", "DINO", "--json",
+                 "--slicing", "factors", "--within", "metaclass=dog",
+                 "--no-intervals"]) == 0
+    general = json.loads(capsys.readouterr().out)
+    assert main(["ratios", "--dataset", NAME, "--pred-field", "DINO", "--json",
+                 "--which", "multi", "--metaclass", "dog", "--no-intervals"]) == 0
+    legacy = json.loads(capsys.readouterr().out)
+    assert general == legacy and general["models"]["DINO"]["slices"]["pose"]["n"] > 0
 
 
 def test_clear_errors(val_dataset, tmp_path):
     with pytest.raises(ImageNetXError, match="no prediction field 'nope'"):
-        compute_ratios(val_dataset, ["DINO", "nope"])
+        _ratios(val_dataset, ["DINO", "nope"])
     with pytest.raises(ImageNetXError, match="Unknown correctness"):
-        compute_ratios(val_dataset, "DINO", correct="top5")
+        _ratios(val_dataset, "DINO", correct="top5")
     with pytest.raises(ImageNetXError, match="Unknown ReaL mode"):
         mistakes_view(val_dataset, "DINO", "pose", correct="real", real_mode="x")
     with pytest.raises(ImageNetXError, match="Unknown factor"):
         mistakes_view(val_dataset, "DINO", "posture")
     with pytest.raises(ImageNetXError, match="Unknown meta-class"):
-        compute_ratios(val_dataset, "DINO", metaclass="cat")
-    with pytest.raises(ImageNetXError, match="No ImageNet-X annotated samples"):
-        compute_ratios(val_dataset.match({"imagenetx.split": "train"}), "DINO")
+        _ratios(val_dataset, "DINO", metaclass="cat")
+    with pytest.raises(ImageNetXError, match="No ImageNet-X samples"):
+        _ratios(val_dataset.match({"imagenetx.split": "train"}), "DINO")
 
     # a prediction field without class_index
     val_dataset.add_sample_field("labels_only", fo.EmbeddedDocumentField,
                                  embedded_doc_type=fo.Classification)
     with pytest.raises(ImageNetXError, match="no class_index"):
-        compute_ratios(val_dataset, "labels_only")
+        _ratios(val_dataset, "labels_only")
 
     # training images have no ReaL labels
     ds = fo.Dataset("ratios-train")
@@ -257,15 +310,15 @@ def test_clear_errors(val_dataset, tmp_path):
     tag_dataset(ds)
     write_classifications(ds, "pred", ds.values("id"), [618, 970],
                           confidence=[0.9, 0.9])
-    assert compute_ratios(ds, "pred", intervals=False)["models"]["pred"]["accuracy"] == 1.0
+    assert _ratios(ds, "pred", intervals=False)["models"]["pred"]["accuracy"] == 1.0
     with pytest.raises(ImageNetXError, match="only for validation images"):
-        compute_ratios(ds, "pred", correct="real")
+        _ratios(ds, "pred", correct="real")
     with pytest.raises(ImageNetXError, match="only for validation images"):
         mistakes_view(ds, "pred", "background", correct="real")
     # a dataset that was never tagged
     plain = fo.Dataset("ratios-plain")
     plain.add_sample(fo.Sample(filepath="/data/x.jpg"))
     with pytest.raises(ImageNetXError, match="run `imagenetx tag`"):
-        compute_ratios(plain, "pred")
+        _ratios(plain, "pred")
     ds.delete()
     plain.delete()

@@ -2,7 +2,7 @@
 
 The App panel hands these dicts to its plot and the HTML report to
 ``plotly.graph_objects.Figure``, so both draw the same chart. Input is the
-dict that :func:`imagenetx.analysis.compute_ratios` returns.
+dict of a :func:`imagenetx.analysis.compute_ratios` result (``.to_dict()``).
 """
 
 import math
@@ -11,46 +11,48 @@ import math
 COLORS = ("#FF6D04", "#499CEF", "#6D04FF", "#2BA02B", "#E6194B", "#8C564B")
 
 
-def factor_order(ratios: dict) -> list:
-    """The factors sorted by their mean error ratio over the models, worst
-    first; factors without images go last."""
+def slice_order(ratios: dict) -> list:
+    """The slices sorted by their mean error ratio over the models, worst
+    first; slices without images go last."""
     models = list(ratios["models"].values())
 
-    def mean_ratio(factor):
+    def mean_ratio(value):
         values = [
-            m["factors"][factor]["error_ratio"]
+            m["slices"][value]["error_ratio"]
             for m in models
-            if m["factors"][factor]["error_ratio"] is not None
+            if m["slices"][value]["error_ratio"] is not None
         ]
         return sum(values) / len(values) if values else -math.inf
 
-    return sorted(ratios["factors"], key=mean_ratio, reverse=True)
+    return sorted(ratios["slices"], key=mean_ratio, reverse=True)
 
 
 def error_ratio_chart(ratios: dict) -> tuple:
-    """The paper's Figure 1: a grouped bar chart of error ratio per factor and
-    model, with interval whiskers, the 1.0 line, and factors with too few
-    images hatched and marked in their tick label.
+    """The ImageNet-X paper's Figure 1, for any slicing: a grouped bar chart
+    of error ratio per slice and model, with interval whiskers, the 1.0
+    line, and slices with too few images hatched and marked in their tick
+    label.
 
     Each trace is named after its prediction field and each bar's ``x`` is
-    the factor name, so a click tells which model and factor it was.
+    the slice value, so a click tells which model and slice it was.
 
     Args:
-        ratios: a :func:`imagenetx.analysis.compute_ratios` result
+        ratios: a :func:`imagenetx.analysis.compute_ratios` result, as
+            ``.to_dict()``
 
     Returns:
         ``(traces, layout)``: a list of plotly trace dicts and a layout dict
     """
-    order = factor_order(ratios)
+    order = slice_order(ratios)
     few = {
         f
         for m in ratios["models"].values()
-        for f, row in m["factors"].items()
+        for f, row in m["slices"].items()
         if row["few_images"]
     }
     traces = []
     for k, (field, model) in enumerate(ratios["models"].items()):
-        rows = [model["factors"][f] for f in order]
+        rows = [model["slices"][f] for f in order]
         ys = [r["error_ratio"] for r in rows]
         traces.append(
             {
@@ -139,18 +141,16 @@ def error_ratio_chart(ratios: dict) -> tuple:
 
 
 def _title(ratios: dict) -> str:
-    correct = {
-        "class": "class",
-        "metaclass": "meta-class",
-        "real": f"ReaL ({ratios['real_mode']})",
-    }[ratios["correct"]]
-    parts = [f"{ratios['which']} factor", f"correct = {correct}"]
-    if ratios.get("metaclass"):
-        parts.append(f"meta-class {ratios['metaclass']}")
+    correct = ratios["correct"]
+    correct = {"metaclass": "meta-class",
+               "real": f"ReaL ({ratios['real_mode']})"}.get(correct, correct)
+    parts = [f"by {ratios['slicing']}", f"correct = {correct}"]
+    if ratios.get("within"):
+        parts.append("only {} {}".format(*ratios["within"]))
     if ratios.get("interval"):
         level = ratios["interval"]["level"]
         parts.append(f"{level:.0%} bootstrap intervals")
-    return "Error ratio per factor: " + ", ".join(parts)
+    return f"Error ratio per {ratios['slice_title']}: " + ", ".join(parts)
 
 
 def _gap(high, low):

@@ -1,14 +1,12 @@
 """Readable text and CSV of :func:`imagenetx.analysis.compute_ratios`
-results (what ``imagenetx ratios`` prints)."""
+results (what ``imagenetx ratios`` prints). Input is the result's
+``.to_dict()``."""
 
 import csv
 import io
 
-from imagenetx.classes.imagenet import METACLASSES
-from imagenetx.benchmarks.imagenet_x.factors import FACTORS
-
 CSV_COLUMNS = (
-    "model", "metaclass", "factor", "n", "correct", "accuracy",
+    "model", "group", "slice", "n", "correct", "accuracy",
     "error_ratio", "ci_low", "ci_high", "few_images",
 )
 
@@ -26,13 +24,15 @@ def _interval(entry) -> str:
 def describe_settings(result: dict) -> str:
     """One line naming the settings of a result."""
     parts = [
-        f"{result['which']} factor",
+        f"{result['benchmark']}, by {result['slicing']}",
         f"correct = {result['correct']}"
         + (f" ({result['real_mode']})" if result["correct"] == "real" else ""),
-        "prototypes kept" if result["include_prototypes"] else "prototypes left out",
     ]
-    if result.get("metaclass"):
-        parts.append(f"meta-class {result['metaclass']}")
+    if result["benchmark"] == "imagenet_x":
+        parts.append("prototypes kept" if result["include_prototypes"]
+                     else "prototypes left out")
+    if result.get("within"):
+        parts.append("only {} {}".format(*result["within"]))
     interval = result.get("interval")
     if interval:
         parts.append(
@@ -43,46 +43,50 @@ def describe_settings(result: dict) -> str:
 
 
 def format_ratios(result: dict) -> str:
-    """A readable table: one row per factor (sorted by the first model's
+    """A readable table: one row per slice (sorted by the first model's
     error ratio), per model its error ratio and interval; then accuracy,
-    worst factor and worst-100-classes accuracy. With meta-classes, one
-    meta-class x factor matrix of error ratios per model follows."""
+    worst slice and worst-100-classes accuracy. With groups (``by``), one
+    group x slice matrix of error ratios per model follows."""
     models = result["models"]
     names = list(models)
     first = models[names[0]]
+    title = result["slice_title"]
+    width = max([18, *(len(str(v)) + 2 for v in result["slices"])])
     col = 24
     lines = [describe_settings(result), ""]
-    header = f"{'factor':<18}{'images':>8}   " + "".join(
+    header = f"{title:<{width}}{'images':>8}   " + "".join(
         f"{name[:col - 2]:<{col}}" for name in names
     )
-    lines += [header, f"{'':<29}" + f"{'error ratio  interval':<{col}}" * len(names)]
+    lines += [header,
+              f"{'':<{width + 11}}" + f"{'error ratio  interval':<{col}}" * len(names)]
 
-    def key(factor):
-        ratio = first["factors"][factor]["error_ratio"]
+    def key(value):
+        ratio = first["slices"][value]["error_ratio"]
         return -(ratio if ratio is not None else float("-inf"))
 
-    for factor in sorted(FACTORS, key=key):
-        entry = first["factors"][factor]
+    for value in sorted(result["slices"], key=key):
+        entry = first["slices"][value]
         cells = []
         for name in names:
-            e = models[name]["factors"][factor]
+            e = models[name]["slices"][value]
             flag = "*" if e["few_images"] else " "
             cells.append(
                 f"{_num(e['error_ratio'], '.2f'):>6}{flag} {_interval(e):<{col - 8}}"
             )
-        lines.append(f"{factor:<18}{entry['n']:>8,}   " + "".join(cells))
+        lines.append(f"{str(value):<{width}}{entry['n']:>8,}   " + "".join(cells))
     lines.append("")
-    lines.append(f"{'all images':<18}{first['n']:>8,}   " + "".join(
+    label = width + 11
+    lines.append(f"{'all images':<{width}}{first['n']:>8,}   " + "".join(
         f"{'accuracy ' + _num(models[n]['accuracy'], '.4f'):<{col}}" for n in names
     ))
-    lines.append(f"{'worst factor':<29}" + "".join(
-        f"{(models[n]['worst_factor'] or '-') + ' ' + _num(models[n]['worst_factor_accuracy'], '.3f'):<{col}}"
+    lines.append(f"{'worst ' + title:<{label}}" + "".join(
+        f"{str(models[n]['worst_slice'] or '-') + ' ' + _num(models[n]['worst_slice_accuracy'], '.3f'):<{col}}"
         for n in names
     ))
-    lines.append(f"{'worst 100 classes':<29}" + "".join(
+    lines.append(f"{'worst 100 classes':<{label}}" + "".join(
         f"{_num(models[n].get('worst_100_classes'), '.4f'):<{col}}" for n in names
     ))
-    lines.append(f"{'calibration (ECE)':<29}" + "".join(
+    lines.append(f"{'calibration (ECE)':<{label}}" + "".join(
         f"{_num(models[n].get('ece'), '.4f'):<{col}}" for n in names
     ))
     if len({models[n]["n"] for n in names}) > 1:
@@ -93,61 +97,59 @@ def format_ratios(result: dict) -> str:
     lines.append(
         f"* fewer than {result['min_reliable_n']} images: do not trust this ratio"
     )
-
     for name in names:
-        if "metaclasses" in models[name]:
-            lines += ["", *_metaclass_matrix(name, models[name]["metaclasses"])]
+        if models[name].get("groups") is not None:
+            lines += ["", *_group_matrix(name, result, models[name]["groups"])]
     return "\n".join(lines)
 
 
-def _metaclass_matrix(name: str, metaclasses: dict) -> list:
+def _group_matrix(name: str, result: dict, groups: dict) -> list:
     width = 7
     lines = [
-        f"{name}: error ratio per meta-class and factor "
-        "(* fewer than 50 images, - none)",
-        f"{'meta-class':<16}{'images':>7}{'acc':>7} "
-        + "".join(f"{f[:width - 1]:>{width}}" for f in FACTORS),
+        f"{name}: error ratio per {result['group_title']} and {result['slice_title']} "
+        f"(* fewer than {result['min_reliable_n']} images, - none)",
+        f"{result['group_title']:<16}{'images':>7}{'acc':>7} "
+        + "".join(f"{str(v)[:width - 1]:>{width}}" for v in result["slices"]),
     ]
-    for mc in METACLASSES:
-        t = metaclasses[mc]
+    for group, t in groups.items():
         cells = []
-        for f in FACTORS:
-            e = t["factors"][f]
+        for v in result["slices"]:
+            e = t["slices"][v]
             if e["error_ratio"] is None:
                 cells.append(f"{'-':>{width}}")
             else:
                 flag = "*" if e["few_images"] else ""
                 cells.append(f"{format(e['error_ratio'], '.2f') + flag:>{width}}")
         lines.append(
-            f"{mc:<16}{t['n']:>7,}{_num(t['accuracy'], '.3f'):>7} " + "".join(cells)
+            f"{str(group):<16}{t['n']:>7,}{_num(t['accuracy'], '.3f'):>7} " + "".join(cells)
         )
     return lines
 
 
 def ratios_rows(result: dict) -> list:
     """Long-format rows (dicts with :data:`CSV_COLUMNS`): per model, one
-    ``factor="all"`` row and one row per factor, overall
-    (``metaclass="all"``) and per meta-class when present."""
+    ``slice="all"`` row and one row per slice, over all images
+    (``group="all"``) and per group when present."""
     rows = []
 
     def add(model, scope, table):
         wrong = table["n"] - table["correct"]
         rows.append({
-            "model": model, "metaclass": scope, "factor": "all",
+            "model": model, "group": scope, "slice": "all",
             "n": table["n"], "correct": table["correct"],
             "accuracy": table["accuracy"], "error_ratio": 1.0 if wrong else None,
             "ci_low": None, "ci_high": None,
             "few_images": table["n"] < result["min_reliable_n"],
         })
-        for f in FACTORS:
-            e = table["factors"][f]
-            rows.append({"model": model, "metaclass": scope, "factor": f,
+        for v in result["slices"]:
+            e = table["slices"][v]
+            rows.append({"model": model, "group": scope, "slice": v,
                          **{k: e[k] for k in CSV_COLUMNS[3:]}})
 
     for model, table in result["models"].items():
         add(model, "all", table)
-        for mc, sub in table.get("metaclasses", {}).items():
-            add(model, mc, sub)
+        for group, sub in (table.get("groups") or {}).items():
+            add(model, group, sub)
     return rows
 
 

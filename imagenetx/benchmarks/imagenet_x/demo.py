@@ -16,7 +16,7 @@ from imagenetx.benchmarks.imagenet_x import annotations as anno
 from imagenetx.analysis import factor_accuracies
 from imagenetx.store.datasets import check_new_dataset_name, make_dataset
 from imagenetx.classes.imagenet import class_table
-from imagenetx.metrics import FactorTable
+from imagenetx.metrics import SliceTable
 from imagenetx.benchmarks.imagenet_x.placeholders import SIZE, write_placeholders
 from imagenetx.benchmarks.imagenet_x.sources import add_images, find_imagenet_files
 from imagenetx.store.classifications import write_classifications
@@ -38,7 +38,7 @@ class DemoSummary:
     real_images: int
     placeholders_drawn: int
     tagging: TagSummary
-    label_bias: FactorTable
+    label_bias: SliceTable
     seconds: dict = field(default_factory=dict)
 
     def timing(self) -> str:
@@ -119,7 +119,7 @@ def build_demo(
     )
     # ImageNet's labels are the ground truth, so only ReaL can score them:
     # the App panel opens with that correctness
-    dataset.info["imagenetx"] = {"panel_correct": "real"}
+    dataset.info["imagenetx"] = {"benchmark": "imagenet_x", "panel_correct": "real"}
     dataset.save()
     lap("labels")
 

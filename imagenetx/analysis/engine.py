@@ -1,0 +1,359 @@
+"""The analysis engine: a view -> one query -> scored arrays -> a reducer.
+
+:func:`prepare` resolves the settings against the dataset's benchmark (its
+slicing, label space and the samples that count), reads every column it
+needs with one query, and scores each prediction field through the label
+space. Everything else (:func:`compute_ratios`, :func:`mistakes_view`,
+:func:`slice_accuracies`, the comparisons) starts from its result, so the
+images and the correctness are the same everywhere: a mistake view's count
+is always ``n - correct`` of its slice.
+"""
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from imagenetx.analysis.columns import float_column, read_columns
+from imagenetx.analysis.results import SliceResults
+from imagenetx.analysis.settings import Settings
+from imagenetx.benchmarks import get_benchmark
+from imagenetx.benchmarks.base import Benchmark, field_slicing
+from imagenetx.classes.spaces import LabelSpace, int_column
+from imagenetx.errors import ImageNetXError
+from imagenetx.metrics.slices import SliceTable, slice_table
+from imagenetx.metrics.slicing import Slicing
+from imagenetx.metrics.summary import ErrorRatios, Scored
+from imagenetx.store.datasets import get_dataset
+
+
+@dataclass
+class Prepared:
+    """A view's columns, resolved and scored.
+
+    Attributes:
+        dataset_name: the dataset's name
+        settings: the settings
+        benchmark: the benchmark
+        slicing: the slicing
+        label_space: the label space
+        group: the ``by`` slicing, or None
+        view: the samples that count (before per-model filtering)
+        membership: ``(n, k)`` image x slice
+        classes: ``(n,)`` ground truth class index (-1 where none)
+        group_ids: ``(n,)`` group index, or None
+        correct, counted, confidence: per prediction field, ``(n,)``
+        ids: the sample ids, when asked for
+    """
+
+    dataset_name: str
+    settings: Settings
+    benchmark: Benchmark
+    slicing: Slicing
+    label_space: LabelSpace
+    group: Optional[Slicing]
+    view: object
+    membership: np.ndarray
+    classes: np.ndarray
+    group_ids: Optional[np.ndarray]
+    correct: Dict[str, np.ndarray] = field(default_factory=dict)
+    counted: Dict[str, np.ndarray] = field(default_factory=dict)
+    confidence: Dict[str, np.ndarray] = field(default_factory=dict)
+    ids: Optional[List[str]] = None
+
+    def scored(self, field: str, mask: np.ndarray = None) -> Scored:
+        """One field's images as a reducer's input (its counted images,
+        intersected with ``mask``)."""
+        keep = self.counted[field] if mask is None else self.counted[field] & mask
+        return Scored(
+            correct=self.correct[field][keep],
+            membership=self.membership[keep],
+            classes=self.classes[keep],
+            confidence=self.confidence[field][keep],
+            group_ids=None if self.group_ids is None else self.group_ids[keep],
+        )
+
+
+def _resolve_slicing(samples, benchmark, settings, name) -> Slicing:
+    known = benchmark.slicings(samples, settings)
+    if name in known:
+        return known[name]
+    if not samples.has_field(name):
+        offered = ", ".join(known) or "none"
+        raise ImageNetXError(
+            f"Unknown slicing '{name}': the {benchmark.title} slicings are "
+            f"{offered}; or pass a categorical field of dataset "
+            f"'{samples._dataset.name}' (e.g. tags)"
+        )
+    return field_slicing(samples, name)
+
+
+def _check_pred_fields(samples, pred_fields) -> list:
+    if isinstance(pred_fields, str):
+        pred_fields = [pred_fields]
+    pred_fields = list(pred_fields or [])
+    if not pred_fields:
+        raise ImageNetXError("Pass at least one prediction field")
+    if len(set(pred_fields)) != len(pred_fields):
+        raise ImageNetXError(f"Prediction fields repeat: {', '.join(pred_fields)}")
+    name = samples._dataset.name
+    for f in pred_fields:
+        if not samples.has_field(f):
+            raise ImageNetXError(
+                f"Dataset '{name}' has no prediction field '{f}': run "
+                "`imagenetx predict`, import predictions with `imagenetx "
+                "import-predictions`, or pass an existing field")
+        if not samples.has_field(f"{f}.class_index"):
+            raise ImageNetXError(
+                f"Field '{f}' of dataset '{name}' has no class_index: it must "
+                "be a fo.Classification written by `imagenetx predict` or "
+                "`imagenetx import-predictions` (or with a class_index "
+                "attribute, 0-999)")
+    return pred_fields
+
+
+def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
+            **kwargs) -> Prepared:
+    """Resolves the settings, reads the view once and scores each field.
+
+    Args:
+        samples: a dataset, view, or dataset name
+        pred_fields: one prediction field or a list of them
+        settings (None): a :class:`Settings`; ``kwargs`` override it
+        ids (False): also read the sample ids
+
+    Raises:
+        ImageNetXError: for an unknown slicing, label space, value or field,
+            or a view without the benchmark's samples
+    """
+    s = Settings.create(settings, **kwargs)
+    samples = get_dataset(samples)
+    name = samples._dataset.name
+    benchmark = get_benchmark(samples, s.benchmark)
+    benchmark.check_fields(samples, s)
+    pred_fields = _check_pred_fields(samples, pred_fields)
+
+    slicing_name = s.slicing or benchmark.default_slicing
+    if slicing_name is None:
+        raise ImageNetXError(
+            f"Dataset '{name}' is not a known benchmark's: name a slicing, "
+            "a categorical field such as --slicing tags")
+    slicing = _resolve_slicing(samples, benchmark, s, slicing_name)
+    spaces = benchmark.label_spaces(s)
+    correct = s.correct or benchmark.default_label_space
+    if correct not in spaces:
+        raise ImageNetXError(
+            f"Unknown correctness '{correct}' for {benchmark.title}: use one of "
+            f"{', '.join(spaces)}")
+    space = spaces[correct]
+
+    view = benchmark.base_view(samples, s)
+    if s.within is not None:
+        within = _resolve_slicing(samples, benchmark, s, s.within[0])
+        if s.within[1] not in within.values:
+            raise ImageNetXError(
+                f"Unknown {within.label} '{s.within[1]}': use one of "
+                f"{', '.join(map(str, within.values))}")
+        view = view.match({within.path: s.within[1]})
+    group = None
+    if s.by is not None:
+        group = _resolve_slicing(samples, benchmark, s, s.by)
+        if group.multi:
+            raise ImageNetXError(
+                f"by='{s.by}' is multi-valued: group by a single-valued slicing")
+
+    gt_path = f"{s.gt_field}.class_index"
+    paths = [slicing.path, gt_path, *space.sample_paths()]
+    if group is not None:
+        paths.append(group.path)
+    for f in pred_fields:
+        paths += [*space.model_paths(f), f"{f}.confidence"]
+    columns = read_columns(view, paths, ids=ids)
+    n = len(columns[gt_path])
+    if not n:
+        raise ImageNetXError(
+            f"No {benchmark.title} samples in '{name}' (this view): "
+            + ("run `imagenetx tag` first" if benchmark.name == "imagenet_x"
+               else "load the benchmark with `imagenetx load`"))
+    classes = int_column(columns[gt_path])
+    if not (classes >= 0).any():
+        raise ImageNetXError(
+            f"No sample of '{name}' (this view) has a ground truth "
+            f"'{gt_path}': run `imagenetx tag`")
+    group_ids = None
+    if group is not None:
+        group_ids = group.ids(columns[group.path])
+        if (group_ids < 0).any():
+            raise ImageNetXError(
+                f"Some samples of '{name}' have no valid '{group.path}': "
+                "run `imagenetx tag` again")
+
+    out = Prepared(name, s, benchmark, slicing, space, group, view,
+                   slicing.membership(columns[slicing.path]), classes,
+                   group_ids, ids=columns.get("id"))
+    for f in pred_fields:
+        is_correct, counted = space.score(f, columns)
+        counted &= classes >= 0
+        if not counted.any():
+            raise ImageNetXError(
+                f"Field '{f}' has no prediction on the {benchmark.title} "
+                f"samples of '{name}' (this view)")
+        out.correct[f] = is_correct & counted
+        out.counted[f] = counted
+        out.confidence[f] = float_column(columns[f"{f}.confidence"])
+    return out
+
+
+def compute_ratios(samples, pred_fields, settings: Settings = None,
+                   **kwargs) -> SliceResults:
+    """Per-slice accuracy, error ratio and interval of prediction fields.
+
+    One ``values()`` query reads every field of every model; the statistics
+    are :mod:`imagenetx.metrics`. On ImageNet-X with ``correct="class"``,
+    ``"metaclass"`` or ``"real"`` in ``"paper"`` mode, the numbers equal the
+    original ``imagenet_x`` toolkit's tables.
+
+    Args:
+        samples: a dataset, view, or dataset name
+        pred_fields: one prediction field or a list of them
+            (``fo.Classification`` with ``class_index``)
+        settings (None): a :class:`~imagenetx.analysis.settings.Settings`;
+            keyword arguments override it (``slicing``, ``correct``,
+            ``within``, ``by``, ``intervals``, ...; the first release's
+            ``which``, ``metaclass`` and ``by_metaclass`` work too)
+
+    Returns:
+        a :class:`~imagenetx.analysis.results.SliceResults`
+        (``.to_dict()`` is JSON-ready)
+    """
+    p = prepare(samples, pred_fields, settings, **kwargs)
+    s = p.settings
+    reducer = ErrorRatios(intervals=s.intervals, resamples=s.resamples,
+                          seed=s.seed, level=s.level)
+    models = reducer.reduce(
+        {f: p.scored(f) for f in p.correct}, p.slicing.values,
+        None if p.group is None else p.group.values,
+    )
+    return SliceResults(p.dataset_name, p.benchmark, s, p.slicing,
+                        p.label_space.name, p.group, models)
+
+
+def slice_accuracies(samples, pred_field: str, settings: Settings = None,
+                     **kwargs) -> SliceTable:
+    """Per-slice accuracy of one prediction field as a
+    :class:`~imagenetx.metrics.slices.SliceTable` (same images and
+    correctness as :func:`compute_ratios`; ``intervals`` defaults to False
+    here)."""
+    kwargs.setdefault("intervals", False)
+    p = prepare(samples, [pred_field], settings, **kwargs)
+    s = p.settings
+    keep = p.counted[pred_field]
+    boot = dict(resamples=s.resamples, seed=s.seed, level=s.level)
+    return slice_table(p.correct[pred_field][keep], p.membership[keep],
+                       p.slicing.values, intervals=s.intervals, **boot)
+
+
+#: the first release's name of :func:`slice_accuracies`
+factor_accuracies = slice_accuracies
+
+
+def mistakes_view(samples, pred_field: str, slice_value=None,
+                  settings: Settings = None, **kwargs):
+    """The samples of a slice that ``pred_field`` gets wrong.
+
+    Correctness comes from the same label space as :func:`compute_ratios`
+    with the same settings, so the count is ``n - correct`` of that slice.
+
+    Args:
+        samples: a dataset, view, or dataset name
+        pred_field: the prediction field
+        slice_value (None): a value of the slicing (e.g. ``"texture"``);
+            None: the mistakes of every slice
+        settings (None): as in :func:`compute_ratios`, with keyword overrides
+
+    Returns:
+        a :class:`fiftyone.core.view.DatasetView` (the base view with a
+        ``select`` of the misclassified samples)
+    """
+    kwargs["intervals"] = False
+    p = prepare(samples, [pred_field], settings, ids=True, **kwargs)
+    wrong = p.counted[pred_field] & ~p.correct[pred_field]
+    if slice_value is not None:
+        index = p.slicing.index()
+        # forms send values as text: match a field's ints or booleans too
+        index.update({str(v): i for v, i in list(index.items())})
+        if slice_value not in index:
+            raise ImageNetXError(
+                f"Unknown {p.slicing.label} '{slice_value}': use one of "
+                f"{', '.join(map(str, p.slicing.values))}")
+        wrong &= p.membership[:, index[slice_value]]
+    ids = [i for i, w in zip(p.ids, wrong) if w]
+    return p.view.select(ids)
+
+
+def slice_prevalence(samples, settings: Settings = None,
+                     split_path: str = None, **kwargs) -> dict:
+    """How common each slice is in a view, and how slices co-occur (the
+    ImageNet-X paper's Figures 2 and 8), without any model.
+
+    Args:
+        samples: a dataset, view, or dataset name
+        settings (None): as in :func:`compute_ratios`
+        split_path (None): a field to split the prevalence by (e.g.
+            ``imagenetx.split``)
+
+    Returns:
+        ``{"slicing", "values", "n", "prevalence": {split: [share per
+        slice]}, "cooccurrence": k x k P(column | row)}``
+    """
+    from imagenetx.metrics.slices import cooccurrence, prevalence
+
+    s = Settings.create(settings, **kwargs)
+    samples = get_dataset(samples)
+    benchmark = get_benchmark(samples, s.benchmark)
+    slicing = _resolve_slicing(samples, benchmark, s,
+                               s.slicing or benchmark.default_slicing)
+    view = benchmark.base_view(samples, s)
+    paths = [slicing.path] + ([split_path] if split_path else [])
+    columns = read_columns(view, paths)
+    membership = slicing.membership(columns[slicing.path])
+    splits = {"all": np.ones(len(membership), bool)}
+    if split_path:
+        values = np.array([str(v) for v in columns[split_path]])
+        splits = {v: values == v for v in sorted(set(values))}
+    return {
+        "slicing": slicing.name,
+        "values": list(slicing.values),
+        "n": len(membership),
+        "prevalence": {k: prevalence(membership[m]).tolist()
+                       for k, m in splits.items() if m.any()},
+        "cooccurrence": cooccurrence(membership).round(6).tolist(),
+    }
+
+
+def analysis_options(samples, settings: Settings = None, **kwargs) -> dict:
+    """What the App forms and panel offer for a dataset: its benchmark's
+    slicings (with their values), label spaces and group slicing.
+
+    Returns:
+        ``{"benchmark", "title", "slicings": {name: [values]},
+        "default_slicing", "slice_titles": {name: title}, "label_spaces":
+        [names], "default_correct", "group_slicing", "has_ground_truth"}``
+    """
+    s = Settings.create(settings, **kwargs)
+    samples = get_dataset(samples)
+    benchmark = get_benchmark(samples, s.benchmark)
+    slicings = dict(benchmark.slicings(samples, s))
+    if "tags" not in slicings and samples.has_field("tags"):
+        slicings["tags"] = field_slicing(samples, "tags")
+    return {
+        "benchmark": benchmark.name,
+        "title": benchmark.title,
+        "slicings": {k: list(v.values) for k, v in slicings.items()},
+        "slice_titles": {k: v.label for k, v in slicings.items()},
+        "default_slicing": benchmark.default_slicing or "tags",
+        "label_spaces": list(benchmark.label_spaces(s)),
+        "default_correct": benchmark.default_label_space,
+        "group_slicing": benchmark.group_slicing,
+        "has_ground_truth": samples.has_field(f"{s.gt_field}.class_index"),
+    }

@@ -1,0 +1,104 @@
+"""What a benchmark tells the analysis engine: its slicings, label spaces
+and which samples count.
+
+:class:`Benchmark` is also the generic benchmark: any dataset whose ground
+truth has a ``class_index``, sliced by any categorical field of the user's
+(:func:`field_slicing`), scored by exact class.
+"""
+
+from typing import Dict, Optional
+
+import fiftyone as fo
+
+from imagenetx.classes.spaces import ExactClass, LabelSpace
+from imagenetx.errors import ImageNetXError
+from imagenetx.metrics.slicing import Slicing
+
+#: the most distinct values a field may have to be used as a slicing
+MAX_SLICES = 1000
+
+
+class Benchmark:
+    """A benchmark's analysis spec (the generic one; subclasses add theirs).
+
+    Attributes:
+        name: the benchmark's name, e.g. ``"imagenet_x"``
+        title: its display name
+        default_slicing: the slicing used when none is named (None: the
+            user must name one)
+        default_label_space: the label space used when none is named
+        group_slicing: the single-valued slicing offered for per-group
+            tables and as a filter (e.g. ImageNet-X's meta-classes)
+        slice_alias: the older JSON key of a slice of the default slicings
+            (``"factor"`` for ImageNet-X), kept beside ``slices``
+    """
+
+    name = "generic"
+    title = "Any classification dataset"
+    default_slicing: Optional[str] = None
+    default_label_space = "class"
+    group_slicing: Optional[str] = None
+    slice_alias: Optional[str] = None
+
+    def matches(self, samples) -> bool:
+        """Whether a dataset holds this benchmark's fields."""
+        return True
+
+    def slicings(self, samples, settings) -> Dict[str, Slicing]:
+        """The named slicings this benchmark offers."""
+        return {}
+
+    def label_spaces(self, settings) -> Dict[str, LabelSpace]:
+        """The named label spaces this benchmark offers."""
+        return {"class": ExactClass(f"{settings.gt_field}.class_index")}
+
+    def base_view(self, samples, settings):
+        """The samples that count."""
+        return samples
+
+    def alias_for(self, slicing: str) -> Optional[str]:
+        """The older JSON key of a slice of ``slicing``, if any."""
+        return None
+
+    def check_fields(self, samples, settings) -> None:
+        """Raises ImageNetXError when the dataset lacks this benchmark's
+        fields."""
+        path = f"{settings.gt_field}.class_index"
+        if not samples.has_field(path):
+            raise ImageNetXError(
+                f"Dataset '{samples._dataset.name}' has no ground truth field "
+                f"'{settings.gt_field}' with a class_index: load it with "
+                "`imagenetx load` or `imagenetx tag`, or pass --gt-field"
+            )
+
+
+def field_slicing(samples, path: str) -> Slicing:
+    """A slicing by any categorical field of a dataset: its distinct values,
+    single- or multi-valued as the field is (``tags`` works too).
+
+    Raises:
+        ImageNetXError: when the field does not exist or is not categorical
+    """
+    if not samples.has_field(path):
+        raise ImageNetXError(
+            f"Unknown slicing '{path}': it is neither a slicing of this "
+            "benchmark nor a field of the dataset; pass a field path such "
+            "as 'tags' or 'my_field'"
+        )
+    field = samples.get_field(path)
+    multi = isinstance(field, fo.ListField)
+    inner = field.field if multi else field
+    if not isinstance(inner, (fo.StringField, fo.BooleanField, fo.IntField)):
+        raise ImageNetXError(
+            f"Field '{path}' is a {type(field).__name__}, not a categorical "
+            "field (strings, booleans, integers or lists of them): slice by "
+            "another field"
+        )
+    values = [v for v in samples.distinct(path) if v is not None]
+    if len(values) > MAX_SLICES:
+        raise ImageNetXError(
+            f"Field '{path}' has {len(values):,} distinct values, more than "
+            f"{MAX_SLICES}: slice by a coarser field"
+        )
+    name = path.rsplit(".", 1)[-1]
+    return Slicing(name, path, tuple(values), multi=multi, title=name)
