@@ -176,7 +176,8 @@ def _run(args) -> int:
         print()
         print(s.label_bias.format(
             "Label bias: ImageNet's own labels scored against ReaL "
-            "(top factor, prototypes left out, empty ReaL set = wrong)"))
+            "(top factor, prototypes left out, empty ReaL set = wrong)",
+            label="factor"))
         print(f"\nOpen it in the App:\n  imagenetx app --dataset {s.dataset}")
         return 0
 

@@ -40,7 +40,7 @@ class ImageNetXPanel(foo.Panel):
         self._refresh(ctx)
 
     def on_change_dataset(self, ctx):
-        ctx.panel.state.set({"drill": None, "computed_for": None})
+        ctx.panel.state.set({"drill": None, "computed_for": None, "options": None})
         self._refresh(ctx)
 
     def on_change_view(self, ctx):
@@ -58,6 +58,7 @@ class ImageNetXPanel(foo.Panel):
 
     def refresh(self, ctx):
         ctx.panel.state.computed_for = None
+        ctx.panel.state.options = None  # the dataset may have new fields
         self._refresh(ctx)
 
     def on_click_bar(self, ctx):

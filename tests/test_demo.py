@@ -60,7 +60,7 @@ def test_label_bias_equals_the_authors_human_row_exactly(demo_build):
 
     assert table.n_total == 46110
     assert table.accuracy == float(human["average"])
-    for factor, acc in zip(FACTORS, table.factor_accuracy):
+    for factor, acc in zip(FACTORS, table.slice_accuracy):
         assert acc == float(human[factor]), factor
     assert table.factor_accuracy.min() == float(human["worst_factor"])
     expected_ratio = (1 - np.array([float(human[f]) for f in FACTORS])) / (

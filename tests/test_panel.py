@@ -69,6 +69,7 @@ class PanelSession:
         return data
 
 
+@pytest.mark.slow
 def test_panel_shows_label_bias_and_clicks_through_to_mistakes(demo_build):
     name, _ = demo_build
     panel = PanelSession(name)
@@ -81,7 +82,7 @@ def test_panel_shows_label_bias_and_clicks_through_to_mistakes(demo_build):
     assert panel.state["controls"]["correct"] == "real"
     (trace,) = panel.data(requests)["chart"]
     assert trace["name"] == "imagenet_labels"
-    expected = compute_ratios(name, ["imagenet_labels"], correct="real")
+    expected = compute_ratios(name, ["imagenet_labels"], correct="real").to_dict()
     factors = expected["models"]["imagenet_labels"]["factors"]
     for factor, ratio in zip(trace["x"], trace["y"]):
         assert ratio == factors[factor]["error_ratio"]
@@ -98,7 +99,7 @@ def test_panel_shows_label_bias_and_clicks_through_to_mistakes(demo_build):
 
     # the App reports the view change back: the chart stays as it was
     requests = panel.send("on_change_view")
-    assert panel.state["drill"]["factor"] == "texture"
+    assert panel.state["drill"]["slice"] == "texture"
     assert "chart" not in panel.data(requests)
 
     # a second click, while drilled, counts from the original view
@@ -114,6 +115,7 @@ def test_panel_shows_label_bias_and_clicks_through_to_mistakes(demo_build):
     assert panel.state["drill"] is None
 
 
+@pytest.mark.slow
 def test_panel_follows_the_view_and_the_controls(demo_build):
     name, _ = demo_build
     panel = PanelSession(name)
@@ -124,7 +126,7 @@ def test_panel_follows_the_view_and_the_controls(demo_build):
     panel.view_stages = dogs._serialize()
     requests = panel.send("on_change_view")
     (trace,) = panel.data(requests)["chart"]
-    expected = compute_ratios(dogs, "imagenet_labels", correct="real")
+    expected = compute_ratios(dogs, "imagenet_labels", correct="real").to_dict()
     assert panel.state["summary"].count("images") == 1
     assert f"{expected['models']['imagenet_labels']['n']:,} images" in (
         panel.state["summary"])
@@ -135,12 +137,12 @@ def test_panel_follows_the_view_and_the_controls(demo_build):
     assert "chart" not in panel.data(panel.send("on_change_view"))
 
     # a control changes: multi-factor labels, paper ReaL mode
-    panel.send("on_change_controls", path="controls.which", value="multi")
+    panel.send("on_change_controls", path="controls.slicing", value="factors")
     requests = panel.send("on_change_controls", path="controls.real_mode",
                           value="paper")
     (trace,) = panel.data(requests)["chart"]
     expected = compute_ratios(dogs, "imagenet_labels", which="multi",
-                              correct="real", real_mode="paper")
+                              correct="real", real_mode="paper").to_dict()
     row = expected["models"]["imagenet_labels"]["factors"]
     assert dict(zip(trace["x"], trace["y"])) == {
         f: row[f]["error_ratio"] for f in trace["x"]}
@@ -174,12 +176,13 @@ def test_panel_empty_states_offer_the_next_step(photos_dir):
     assert f"{PLUGIN_NAME}/import_predictions" in output
 
 
+@pytest.mark.slow
 def test_show_mistakes_operator_sets_the_view(demo_build):
     name, _ = demo_build
     result = foo.execute_operator(
         f"{PLUGIN_NAME}/show_mistakes",
         ctx={"dataset": name, "params": {
-            "pred_field": "imagenet_labels", "factor": "texture",
+            "pred_field": "imagenet_labels", "slice": "texture",
             "correct": "real", "real_mode": "paper"}},
     )
     assert result.error is None, result.error_message

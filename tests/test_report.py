@@ -33,15 +33,23 @@ def test_report_command_writes_the_page_and_its_tables(demo_build, tmp_path, tmp
     assert "subcategory" in page
 
     with open(tmp_path / "label-bias_error_ratios.csv") as f:
-        rows = {r["factor"]: r for r in csv.DictReader(f)}
-    expected = compute_ratios(name, "imagenet_labels", correct="real")
-    texture = expected["models"]["imagenet_labels"]["factors"]["texture"]
+        rows = {r["slice"]: r for r in csv.DictReader(f)}
+    expected = compute_ratios(name, "imagenet_labels", correct="real").to_dict()
+    texture = expected["models"]["imagenet_labels"]["slices"]["texture"]
     assert float(rows["texture"]["error_ratio"]) == texture["error_ratio"]
     assert int(rows["texture"]["n"]) == texture["n"]
+    # the correctness mode was applied: ImageNet's labels are exactly right
+    # by class, so only ReaL gives them mistakes, and clean mode leaves the
+    # images with an empty ReaL set out
+    assert "correct = real (clean)" in page
+    by_class = compute_ratios(name, "imagenet_labels", correct="class").to_dict()
+    assert by_class["models"]["imagenet_labels"]["accuracy"] == 1.0
+    assert float(rows["all"]["accuracy"]) == expected["models"]["imagenet_labels"]["accuracy"] < 0.95
+    assert int(rows["all"]["n"]) == expected["models"]["imagenet_labels"]["n"] < 46110
     with open(tmp_path / "label-bias_table4.csv") as f:
         table4 = list(csv.DictReader(f))
     assert len(table4) == 17  # one row per meta-class
-    dog = next(r for r in table4 if r["metaclass"] == "dog")
+    dog = next(r for r in table4 if r["group"] == "dog")
     assert dog["susceptible"].startswith("color")
 
     # bad --out: one clear line, exit 2
