@@ -93,6 +93,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="timm:NAME, torchvision:NAME[:WEIGHTS] or checkpoint:PATH")
     p.add_argument("--field", required=True, help="prediction field to write")
     p.add_argument("--arch", help="architecture of a checkpoint: a timm name or torchvision:NAME")
+    p.add_argument("--remap-by-position", action="store_true",
+                   help="checkpoint only: when its key names differ from --arch's but its "
+                        "tensors line up one to one in order and shape, load them by position")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--num-workers", type=int, help="image decoding processes (default: CPU cores, max 8)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] (default: auto)")
@@ -216,7 +219,8 @@ def _run(args) -> int:
             batch_size=args.batch_size, num_workers=args.num_workers,
             device=args.device, amp=args.amp, compile=args.compile,
             logits=args.logits, limit=args.limit, overwrite=args.overwrite,
-            gt_field=args.gt_field, pretrained=not args.random_weights))
+            gt_field=args.gt_field, pretrained=not args.random_weights,
+            remap_by_position=args.remap_by_position))
         return 0
 
     if args.command == "import-predictions":

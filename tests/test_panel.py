@@ -214,3 +214,37 @@ def test_load_from_hub_operator_opens_the_tagged_dataset(hub_repo):
             f"{PLUGIN_NAME}/load_from_hub",
             ctx={"params": {"repo_id": "no-slash"}},
         )
+
+
+def test_load_from_hub_operator_delegated_loads_without_opening(
+    hub_repo, monkeypatch
+):
+    from fiftyone.operators.delegated import DelegatedOperationService
+    from fiftyone.operators.executor import Executor
+
+    queued = foo.execute_operator(
+        f"{PLUGIN_NAME}/load_from_hub",
+        ctx={"params": {"repo_id": hub_repo, "name": "panel-hub-delegated",
+                        "max_samples": 5},
+             "request_delegation": True},
+    )
+    assert queued.error is None, queued.error_message
+    assert queued.delegated
+    assert not fo.dataset_exists("panel-hub-delegated")
+
+    # a delegated run has no App to open the dataset in: it asks for nothing
+    triggered = []
+    trigger = Executor.trigger
+
+    def record(self, operator_name, params=None):
+        triggered.append(operator_name)
+        return trigger(self, operator_name, params)
+
+    monkeypatch.setattr(Executor, "trigger", record)
+    done = DelegatedOperationService().execute_queued_operations(
+        operator=f"{PLUGIN_NAME}/load_from_hub")
+    assert len(done) == 1 and done[0].error is None, done[0].error
+    assert done[0].result["annotated"] == 3
+    assert not [t for t in triggered if t.endswith("open_dataset")]
+    assert fo.load_dataset("panel-hub-delegated").count_sample_tags() == {
+        "x:background": 2, "x:color": 1}

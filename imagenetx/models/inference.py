@@ -118,6 +118,7 @@ def predict(
     overwrite: bool = False,
     gt_field: str = "ground_truth",
     pretrained: bool = True,
+    remap_by_position: bool = False,
     progress=None,
 ) -> PredictSummary:
     """Predicts the ImageNet class of the samples' images.
@@ -142,6 +143,9 @@ def predict(
         gt_field ("ground_truth"): the ground truth for the evaluation,
             skipped when the dataset has no such field
         pretrained (True): False loads random weights (throughput tests)
+        remap_by_position (False): load a ``checkpoint:`` state dict whose
+            key names differ from ``arch``'s by position, when its tensors
+            line up one to one in order and shape
         progress (None): whether to render a progress bar (True/False), use
             ``fo.config.show_progress_bars`` (None), or a callback that
             receives a ``fiftyone.core.utils.ProgressBar``
@@ -156,10 +160,12 @@ def predict(
     samples = get_dataset(samples)
     dataset = samples._dataset
     _check_options(dataset, field, gt_field, batch_size, num_workers, limit)
-    parse_spec(model, arch)  # syntax, before the slow imports
+    parse_spec(model, arch, remap_by_position)  # syntax, before the slow imports
     dev = _device(device)
     dtype = _amp_dtype(amp, dev)
-    loaded = load_model(model, arch, pretrained=pretrained)
+    loaded = load_model(
+        model, arch, pretrained=pretrained, remap_by_position=remap_by_position
+    )
 
     err_field = error_field(field)
     has_errors = dataset.has_field(err_field)

@@ -8,8 +8,11 @@ Specs:
 -   ``torchvision:NAME[:WEIGHTS]``: a torchvision classification model and
     its weights enum entry (``DEFAULT`` when omitted), e.g.
     ``torchvision:resnet50:IMAGENET1K_V2``
--   ``checkpoint:PATH``: a local state dict, with ``arch`` naming the
-    architecture (a timm name, ``timm:NAME`` or ``torchvision:NAME``)
+-   ``checkpoint:PATH``: a local state dict (``torch.save`` file or
+    ``.safetensors``), with ``arch`` naming the architecture (a timm name,
+    ``timm:NAME`` or ``torchvision:NAME``); its keys must be the
+    architecture's, unless ``remap_by_position`` maps tensors that line up
+    one to one in order and shape
 
 Preprocessing always comes from the model's own pretrained configuration.
 Every mistake raises :class:`ImageNetXError` before any image is read.
@@ -87,9 +90,17 @@ class LoadedModel:
     preprocessing: Preprocessing
 
 
-def parse_spec(spec: str, arch: Optional[str] = None) -> tuple:
+def parse_spec(
+    spec: str, arch: Optional[str] = None, remap_by_position: bool = False
+) -> tuple:
     """Splits a model spec, checking its syntax only (imports no model
     library).
+
+    Args:
+        spec: the model spec
+        arch (None): the architecture of a ``checkpoint:`` spec
+        remap_by_position (False): checked to apply to a ``checkpoint:``
+            spec only
 
     Returns:
         ``(scheme, name, extra)``: ``extra`` is the torchvision weights name
@@ -109,6 +120,11 @@ def parse_spec(spec: str, arch: Optional[str] = None) -> tuple:
                 "--arch efficientnet_lite0"
             )
         return scheme, rest, arch
+    if remap_by_position:
+        raise ImageNetXError(
+            "--remap-by-position (remap_by_position=True) applies to "
+            f"checkpoint:PATH specs only, not '{spec}'"
+        )
     if arch:
         raise ImageNetXError(
             f"--arch applies to checkpoint:PATH specs only, not '{spec}'"
@@ -120,7 +136,10 @@ def parse_spec(spec: str, arch: Optional[str] = None) -> tuple:
 
 
 def load_model(
-    spec: str, arch: Optional[str] = None, pretrained: bool = True
+    spec: str,
+    arch: Optional[str] = None,
+    pretrained: bool = True,
+    remap_by_position: bool = False,
 ) -> LoadedModel:
     """Loads a classifier from a spec and checks it has 1000 outputs.
 
@@ -131,6 +150,10 @@ def load_model(
         pretrained (True): whether to load the pretrained weights of a
             ``timm:`` or ``torchvision:`` spec; False gives random weights,
             for throughput measurements
+        remap_by_position (False): whether a ``checkpoint:`` state dict
+            whose key names differ from ``arch``'s may be loaded by
+            position, when its tensors line up one to one in order and shape
+            (the same network exported under other names)
 
     Returns:
         a :class:`LoadedModel`
@@ -140,13 +163,13 @@ def load_model(
             cannot be fetched, a checkpoint that does not fit ``arch``, or a
             model whose output is not the 1000 ImageNet classes
     """
-    scheme, name, extra = parse_spec(spec, arch)
+    scheme, name, extra = parse_spec(spec, arch, remap_by_position)
     if scheme == "timm":
         model, prep = _timm_model(name, pretrained)
     elif scheme == "torchvision":
         model, prep = _torchvision_model(name, extra, pretrained)
     else:
-        model, prep = _checkpoint_model(name, extra)
+        model, prep = _checkpoint_model(name, extra, remap_by_position)
     model.eval()
     _check_outputs(model, prep, spec)
     return LoadedModel(spec, model, prep)
@@ -259,7 +282,7 @@ def _torchvision_preprocessing(weights) -> Preprocessing:
     )
 
 
-def _checkpoint_model(path: str, arch: str):
+def _checkpoint_model(path: str, arch: str, remap_by_position: bool):
     scheme, _, arch_name = arch.partition(":")
     if scheme == "torchvision" and arch_name:
         model, prep = _torchvision_model(arch_name, None, pretrained=False)
@@ -269,77 +292,117 @@ def _checkpoint_model(path: str, arch: str):
             arch_name, pretrained=False, what=f"architecture '{arch}' (--arch)"
         )
     state = _read_state_dict(path)
-    model.load_state_dict(_fit_state_dict(state, model, path, arch))
+    model.load_state_dict(
+        _fit_state_dict(state, model, path, arch, remap_by_position)
+    )
     return model, prep
 
 
+#: wrappers of a state dict that timm's ``load_state_dict`` leaves on
+_MORE_WRAPPERS = ("model_state_dict", "state_dict_ema", "model_ema")
+
+
 def _read_state_dict(path: str) -> dict:
+    """The checkpoint's tensors, read by timm's ``load_state_dict``:
+    ``.safetensors`` or ``torch.load(weights_only=True)``, unwrapped from
+    ``state_dict``/``model`` (before an EMA copy, as timm's ``validate.py``),
+    else from one of :data:`_MORE_WRAPPERS`, ``module.``/``_orig_mod.``
+    prefixes stripped."""
     import torch
+    from timm.models import clean_state_dict, load_state_dict
 
     if not os.path.isfile(path):
         raise ImageNetXError(
             f"Checkpoint '{path}' does not exist: pass the path of a state "
-            "dict saved with torch.save(model.state_dict(), PATH)"
+            "dict saved with torch.save(model.state_dict(), PATH) or "
+            "safetensors.torch.save_file(model.state_dict(), PATH)"
         )
+    safetensors = path.endswith(".safetensors")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # pickle, zip or weights-only errors
+        state = load_state_dict(path, use_ema=False, weights_only=True)
+    except Exception as e:  # pickle, zip, safetensors or weights-only errors
+        how = "safetensors" if safetensors else "weights_only=True"
+        save = (
+            "safetensors.torch.save_file(model.state_dict(), PATH)"
+            if safetensors
+            else "torch.save(model.state_dict(), PATH)"
+        )
         raise ImageNetXError(
-            f"Cannot load checkpoint '{path}' with weights_only=True "
+            f"Cannot load checkpoint '{path}' with {how} "
             f"({type(e).__name__}: {_first_line(e)}): save a plain state "
-            "dict with torch.save(model.state_dict(), PATH)"
+            f"dict with {save}"
         ) from e
-    # training scripts often wrap the state dict
-    for key in ("state_dict", "model_state_dict", "model", "state_dict_ema"):
-        if isinstance(state, dict) and isinstance(state.get(key), dict):
-            state = state[key]
+    for key in _MORE_WRAPPERS:
+        if isinstance(state.get(key), dict):
+            state = clean_state_dict(state[key])
             break
-    if not isinstance(state, dict) or not all(
-        isinstance(v, torch.Tensor) for v in state.values()
-    ):
+    if not state or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise ImageNetXError(
             f"Checkpoint '{path}' holds no state dict of tensors: save one "
             "with torch.save(model.state_dict(), PATH)"
         )
-    return {
-        (k[len("module.") :] if k.startswith("module.") else k): v
-        for k, v in state.items()
-    }
+    return state
 
 
-def _fit_state_dict(state: dict, model, path: str, arch: str) -> dict:
+def _fit_state_dict(
+    state: dict, model, path: str, arch: str, remap_by_position: bool
+) -> dict:
     """The checkpoint's tensors under the model's key names.
 
-    Keys that match are used as they are; otherwise tensors that line up one
-    to one, in order and shape, are mapped by position (the same network
-    exported under other names, like the efficientnet-lite0 package's
-    weights for timm's ``efficientnet_lite0``).
+    Keys that match are used as they are. Otherwise, with
+    ``remap_by_position``, tensors that line up one to one, in order and
+    shape, are mapped by position (timm's ``remap_state_dict``): the same
+    network exported under other names, like the efficientnet-lite0
+    package's weights for timm's ``efficientnet_lite0``.
     """
+    from timm.models import remap_state_dict
+
     target = model.state_dict()
-    shapes = [tuple(v.shape) for v in target.values()]
+    where = f"Checkpoint '{path}' does not fit architecture '{arch}'"
     if set(state) == set(target):
         bad = [k for k in target if tuple(state[k].shape) != tuple(target[k].shape)]
         if not bad:
             return state
         k = bad[0]
-        detail = (
-            f"{len(bad)} tensors differ in shape, e.g. '{k}' is "
+        raise ImageNetXError(
+            f"{where}: {len(bad)} tensors differ in shape, e.g. '{k}' is "
             f"{tuple(state[k].shape)} in the checkpoint and "
-            f"{tuple(target[k].shape)} in the model"
+            f"{tuple(target[k].shape)} in the model. Pass the --arch it was "
+            "trained with (a 1000-class ImageNet head)"
         )
-    elif [tuple(v.shape) for v in state.values()] == shapes:
-        return dict(zip(target, state.values()))
-    else:
-        missing = [k for k in target if k not in state]
-        detail = (
-            f"it has {len(state)} tensors where the model has {len(target)}"
-            + (f", e.g. no '{missing[0]}'" if missing else "")
-            + _first_shape_difference(list(state.items()), list(target.items()))
+    lined_up = [tuple(v.shape) for v in state.values()] == [
+        tuple(v.shape) for v in target.values()
+    ]
+    if lined_up and remap_by_position:
+        return remap_state_dict(state, model, allow_reshape=False)
+    if lined_up:
+        pairs = [(a, b) for a, b in zip(state, target) if a != b][:2]
+        raise ImageNetXError(
+            f"{where} by key names: its keys differ from the model's (e.g. "
+            + ", ".join(f"'{a}' where the model has '{b}'" for a, b in pairs)
+            + f"), though its {len(state)} tensors line up one to one with "
+            "the model's in order and shape. If it is the same network "
+            "under other names, pass --remap-by-position "
+            "(remap_by_position=True) to load them by position"
         )
-    raise ImageNetXError(
-        f"Checkpoint '{path}' does not fit architecture '{arch}': {detail}."
-        " Pass the --arch it was trained with (a 1000-class ImageNet head)"
+    extra = [k for k in state if k not in target][:2]
+    missing = [k for k in target if k not in state][:2]
+    keys = "; ".join(
+        [f"its {_quoted(extra)} not in the model"] * bool(extra)
+        + [f"the model's {_quoted(missing)} not in it"] * bool(missing)
     )
+    raise ImageNetXError(
+        f"{where}: its keys differ from the model's (e.g. {keys}), and its "
+        f"tensors do not line up by position either (it has {len(state)} "
+        f"tensors where the model has {len(target)}"
+        + _first_shape_difference(list(state.items()), list(target.items()))
+        + "), so --remap-by-position cannot load it. Pass the --arch it was "
+        "trained with (a 1000-class ImageNet head)"
+    )
+
+
+def _quoted(keys: list) -> str:
+    return ", ".join(f"'{k}'" for k in keys)
 
 
 def _first_shape_difference(state: list, target: list) -> str:
