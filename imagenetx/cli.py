@@ -77,10 +77,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tag-prefix", default="x:")
     _add_common(p)
 
-    p = sub.add_parser("load", help="build a dataset from a local folder or the Hub, then tag it")
+    p = sub.add_parser("load", help="build a dataset from a local folder or the Hub, then tag it "
+                                    "(ImageNet-D: its own contract)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--imagenet-dir", help="a local ImageNet folder")
-    src.add_argument("--hub", metavar="REPO_ID", help="a Hugging Face Hub dataset, ORG/NAME")
+    src.add_argument("--hub", metavar="REPO_ID",
+                     help="a Hugging Face Hub dataset, ORG/NAME (ImageNet-D repos are converted)")
+    src.add_argument("--imagenet-d-dir", metavar="DIR",
+                     help="the ImageNet-D release folder (background/, texture/, material/)")
     p.add_argument("--split", help="val or train (folder); the repo split (Hub)")
     p.add_argument("--max-samples", type=int, help="Hub only: load at most N samples")
     p.add_argument("--name", help="dataset name")
@@ -194,7 +198,17 @@ def _run(args) -> int:
     if args.command == "load":
         from imagenetx.benchmarks.imagenet_x import sources
 
-        if args.imagenet_dir:
+        if args.imagenet_d_dir:
+            from imagenetx.benchmarks.imagenet_d import load_imagenet_d_dir
+            from imagenetx.errors import ImageNetXError
+
+            if args.max_samples is not None or args.split:
+                raise ImageNetXError(
+                    "--split and --max-samples do not apply to --imagenet-d-dir")
+            dataset, summary = load_imagenet_d_dir(
+                args.imagenet_d_dir, name=args.name, overwrite=args.overwrite,
+                gt_field=args.gt_field)
+        elif args.imagenet_dir:
             if args.max_samples is not None:
                 from imagenetx.errors import ImageNetXError
 

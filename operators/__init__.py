@@ -4,6 +4,7 @@ import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
 from .hub import LoadFromHub
+from .imagenet_d import LoadImageNetD
 from .inference import RunModel
 from .predictions import ImportPredictions
 from .report import ExportReport
@@ -60,5 +61,6 @@ def register_operators(plugin):
     plugin.register(ImportPredictions)
     plugin.register(RunModel)
     plugin.register(LoadFromHub)
+    plugin.register(LoadImageNetD)
     plugin.register(ShowMistakes)
     plugin.register(ExportReport)

@@ -5,8 +5,9 @@ import fiftyone.operators.types as types
 
 
 class LoadFromHub(foo.Operator):
-    """Pulls a dataset from the Hugging Face Hub, tags it with ImageNet-X and
-    opens it. The token is the plugin secret ``HF_TOKEN``."""
+    """Pulls a dataset from the Hugging Face Hub, tags it with ImageNet-X (or
+    converts an ImageNet-D copy) and opens it. The token is the plugin
+    secret ``HF_TOKEN``."""
 
     @property
     def config(self):
@@ -43,8 +44,9 @@ class LoadFromHub(foo.Operator):
         )
         if not ctx.delegated:
             ctx.ops.open_dataset(dataset.name)
+        # an ImageNet-D repo gives an ImageNetDSummary, without "annotated"
         return {"dataset": dataset.name, "summary": str(summary),
-                "annotated": summary.annotated}
+                "annotated": getattr(summary, "annotated", 0)}
 
     def resolve_output(self, ctx):
         outputs = types.Object()

@@ -1,5 +1,6 @@
-"""A loopback stand-in for the Hugging Face Hub, serving one folder as a
-dataset repo through the routes that huggingface_hub really calls."""
+"""A loopback stand-in for the Hugging Face Hub, serving folders as dataset
+repos through the routes that huggingface_hub really calls. Repos served on
+the same port share one server."""
 
 import hashlib
 import json
@@ -11,13 +12,44 @@ from urllib.parse import unquote, urlparse
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
-def serve_repo(port: int, repo_id: str, folder: str):
-    """Serves ``folder`` as dataset repo ``repo_id``; returns the server."""
+#: port -> (server, {repo id: {relative path: local path}})
+_SERVERS = {}
+_LOCK = threading.Lock()
+
+
+class _Repo:
+    """One served repo; ``shutdown()`` stops serving it, and stops the
+    server with the last repo."""
+
+    def __init__(self, port, repo_id):
+        self.port, self.repo_id = port, repo_id
+
+    def shutdown(self):
+        with _LOCK:
+            server, repos = _SERVERS[self.port]
+            repos.pop(self.repo_id, None)
+            if not repos:
+                del _SERVERS[self.port]
+                server.shutdown()
+                server.server_close()
+
+
+def serve_repo(port: int, repo_id: str, folder: str) -> _Repo:
+    """Serves ``folder`` as dataset repo ``repo_id``; returns its handle."""
     files = {}
     for root, _, names in os.walk(folder):
         for name in names:
             path = os.path.join(root, name)
             files[os.path.relpath(path, folder).replace(os.sep, "/")] = path
+    with _LOCK:
+        if port not in _SERVERS:
+            _SERVERS[port] = (_start(port), {})
+        _SERVERS[port][1][repo_id] = files
+    return _Repo(port, repo_id)
+
+
+def _start(port: int) -> ThreadingHTTPServer:
+    repos = lambda: _SERVERS[port][1]  # noqa: E731
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -43,29 +75,38 @@ def serve_repo(port: int, repo_id: str, folder: str):
 
         def do_GET(self):
             path = unquote(urlparse(self.path).path)
+            for repo_id, files in list(repos().items()):
+                if self._serve(path, repo_id, files):
+                    return
+            self._send(404, b"unknown route")
+
+        def _serve(self, path, repo_id, files) -> bool:
             api = f"/api/datasets/{repo_id}"
             if path == f"{api}/revision/main" or path == api:
-                return self._json({"id": repo_id, "sha": COMMIT})
+                self._json({"id": repo_id, "sha": COMMIT})
+                return True
             if path.startswith(f"{api}/tree/"):
-                return self._json([
+                self._json([
                     {"type": "file", "oid": hashlib.sha1(p.encode()).hexdigest(),
                      "size": os.path.getsize(f), "path": p}
                     for p, f in sorted(files.items())
                 ])
+                return True
             prefix = f"/datasets/{repo_id}/resolve/"
-            if path.startswith(prefix):
-                rel = path[len(prefix):].split("/", 1)[1]
-                if rel not in files:
-                    return self._send(404, b"not found",
-                                      {"X-Error-Code": "EntryNotFound"})
-                with open(files[rel], "rb") as f:
-                    body = f.read()
-                return self._send(200, body, {
-                    "X-Repo-Commit": COMMIT,
-                    "ETag": '"%s"' % hashlib.md5(body).hexdigest(),
-                    "Content-Type": "application/octet-stream",
-                })
-            self._send(404, b"unknown route")
+            if not path.startswith(prefix):
+                return False
+            rel = path[len(prefix):].split("/", 1)[1]
+            if rel not in files:
+                self._send(404, b"not found", {"X-Error-Code": "EntryNotFound"})
+                return True
+            with open(files[rel], "rb") as f:
+                body = f.read()
+            self._send(200, body, {
+                "X-Repo-Commit": COMMIT,
+                "ETag": '"%s"' % hashlib.md5(body).hexdigest(),
+                "Content-Type": "application/octet-stream",
+            })
+            return True
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()

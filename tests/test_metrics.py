@@ -17,7 +17,7 @@ from authors_tables import (
 )
 from imagenetx import metrics
 from imagenetx.analysis.settings import Settings
-from imagenetx.benchmarks.imagenet_d import ImageNetD
+from imagenetx.benchmarks.imagenet_d.benchmark import ImageNetD
 from imagenetx.benchmarks.imagenet_x.benchmark import ImageNetX
 from imagenetx.classes.spaces import ClassSubset, ExactClass
 from imagenetx.errors import ImageNetXError

@@ -15,7 +15,7 @@ from imagenetx.errors import ImageNetXError
 def benchmarks() -> dict:
     """``{name: Benchmark}``, most specific first (the generic one last)."""
     from imagenetx.benchmarks.base import Benchmark
-    from imagenetx.benchmarks.imagenet_d import ImageNetD
+    from imagenetx.benchmarks.imagenet_d.benchmark import ImageNetD
     from imagenetx.benchmarks.imagenet_x.benchmark import ImageNetX
 
     return {b.name: b for b in (ImageNetX(), ImageNetD(), Benchmark())}

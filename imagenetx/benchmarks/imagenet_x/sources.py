@@ -172,7 +172,11 @@ def load_hub_dataset(
     """Pulls a dataset from the Hugging Face Hub and tags it by file name.
 
     This is FiftyOne's ``fiftyone.utils.huggingface.load_from_hub``; the
-    token defaults to the ``HF_TOKEN`` environment variable.
+    token defaults to the ``HF_TOKEN`` environment variable. ImageNet-D
+    repos (the name says so, or the loaded schema gives each image a
+    background / texture / material nuisance) are converted to the
+    ImageNet-D sample contract instead, see
+    :mod:`imagenetx.benchmarks.imagenet_d`.
 
     Args:
         repo_id: the Hub repo id, ``org/name``
@@ -184,32 +188,22 @@ def load_hub_dataset(
         token (None): a Hugging Face token
 
     Returns:
-        ``(dataset, TagSummary)``
+        ``(dataset, TagSummary)``, or ``(dataset, ImageNetDSummary)`` for
+        ImageNet-D
     """
-    import fiftyone.utils.huggingface as fouh
+    from imagenetx.benchmarks.imagenet_d import loaders as imagenet_d
+    from imagenetx.store.hub import check_repo_id, pull_from_hub
 
-    if not repo_id or repo_id.count("/") != 1:
-        raise ImageNetXError(
-            f"'{repo_id}' is not a Hugging Face Hub repo id: use the form "
-            "ORG/NAME, as in https://huggingface.co/datasets/ORG/NAME"
+    check_repo_id(repo_id)
+    if imagenet_d.is_imagenet_d_repo(repo_id):
+        return imagenet_d.load_imagenet_d_hub(
+            repo_id, split=split, max_samples=max_samples, name=name,
+            overwrite=overwrite, gt_field=gt_field, token=token,
         )
-    if name:
-        check_new_dataset_name(name, overwrite)
-    try:
-        dataset = fouh.load_from_hub(
-            repo_id,
-            split=split,
-            max_samples=max_samples,
-            name=name,
-            overwrite=overwrite,
-            persistent=True,
-            token=token or os.environ.get("HF_TOKEN"),
-        )
-    except ImageNetXError:
-        raise
-    except Exception as e:  # the Hub's errors are many and unrelated
-        raise ImageNetXError(
-            f"Could not load '{repo_id}' from the Hugging Face Hub: {e}. "
-            "Check the repo id, your network, and HF_TOKEN for private repos"
-        ) from e
+    dataset = pull_from_hub(
+        repo_id, split=split, max_samples=max_samples, name=name,
+        overwrite=overwrite, token=token,
+    )
+    if imagenet_d.looks_like_imagenet_d(dataset):
+        return dataset, imagenet_d.convert_pulled(dataset, repo_id, gt_field)
     return dataset, tag_dataset(dataset, gt_field=gt_field)

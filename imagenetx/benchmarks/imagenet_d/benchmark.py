@@ -1,7 +1,4 @@
-"""ImageNet-D (Zhang et al., CVPR 2024): diffusion-generated hard images of
-113 classes in three nuisance subsets, background, texture and material.
-
-The analysis spec: slicings by nuisance kind (and, where the data carries
+"""ImageNet-D's analysis spec: slicings by nuisance kind (and, where the data carries
 it, the specific nuisance value, and the class), and one label space: a
 1000-way model is right when its top-1 index is any ImageNet-1k index of the
 image's class (``ground_truth.imagenet_indices``), as the authors'
@@ -9,11 +6,9 @@ image's class (``ground_truth.imagenet_indices``), as the authors'
 """
 
 from imagenetx.benchmarks.base import Benchmark, field_slicing
+from imagenetx.classes.imagenet_d import NUISANCES
 from imagenetx.classes.spaces import InSet
 from imagenetx.metrics.slicing import Slicing
-
-#: the three nuisance subsets, in the paper's order
-NUISANCES = ("background", "texture", "material")
 
 
 class ImageNetD(Benchmark):

@@ -1,0 +1,120 @@
+"""Pull datasets and files from the Hugging Face Hub, with clear errors.
+
+FiftyOne-format repos go through FiftyOne's own
+``fiftyone.utils.huggingface.load_from_hub``; plain repos through
+``huggingface_hub``. The token defaults to the ``HF_TOKEN`` environment
+variable.
+"""
+
+import os
+from typing import List, Optional
+
+import fiftyone as fo
+
+from imagenetx.errors import ImageNetXError
+from imagenetx.store.datasets import check_new_dataset_name
+
+#: the file that marks a FiftyOne-format repo (``push_to_hub`` writes it)
+CONFIG_FILES = ("fiftyone.yml", "fiftyone.yaml")
+
+
+def check_repo_id(repo_id: str) -> None:
+    """Raises ImageNetXError unless ``repo_id`` has the form ``ORG/NAME``."""
+    if not repo_id or repo_id.count("/") != 1 or "" in repo_id.split("/"):
+        raise ImageNetXError(
+            f"'{repo_id}' is not a Hugging Face Hub repo id: use the form "
+            "ORG/NAME, as in https://huggingface.co/datasets/ORG/NAME"
+        )
+
+
+def _hub_error(repo_id: str, e: Exception) -> ImageNetXError:
+    return ImageNetXError(
+        f"Could not load '{repo_id}' from the Hugging Face Hub: {e}. "
+        "Check the repo id, your network, and HF_TOKEN for private repos"
+    )
+
+
+def _token(token: Optional[str]) -> Optional[str]:
+    return token or os.environ.get("HF_TOKEN")
+
+
+def pull_from_hub(
+    repo_id: str,
+    split: Optional[str] = None,
+    max_samples: Optional[int] = None,
+    name: Optional[str] = None,
+    overwrite: bool = False,
+    token: Optional[str] = None,
+) -> fo.Dataset:
+    """Loads a FiftyOne-format repo as a persistent dataset.
+
+    Args:
+        repo_id: ``ORG/NAME``
+        split (None): the split to load, where the repo has several
+        max_samples (None): the most samples to load
+        name (None): the dataset name (FiftyOne's default: the repo id)
+        overwrite (False): whether to replace an existing dataset
+        token (None): a Hugging Face token
+
+    Raises:
+        ImageNetXError: for a bad repo id, an existing name, or any Hub error
+    """
+    import fiftyone.utils.huggingface as fouh
+
+    check_repo_id(repo_id)
+    if name:
+        check_new_dataset_name(name, overwrite)
+    try:
+        return fouh.load_from_hub(
+            repo_id,
+            split=split,
+            max_samples=max_samples,
+            name=name,
+            overwrite=overwrite,
+            persistent=True,
+            token=_token(token),
+        )
+    except ImageNetXError:
+        raise
+    except Exception as e:  # the Hub's errors are many and unrelated
+        raise _hub_error(repo_id, e) from e
+
+
+def repo_files(repo_id: str, token: Optional[str] = None) -> List[str]:
+    """The paths of all files of a dataset repo."""
+    from huggingface_hub import HfApi
+
+    check_repo_id(repo_id)
+    try:
+        return HfApi().list_repo_files(
+            repo_id, repo_type="dataset", token=_token(token)
+        )
+    except Exception as e:
+        raise _hub_error(repo_id, e) from e
+
+
+def is_fiftyone_repo(files: List[str]) -> bool:
+    """Whether a repo's files include FiftyOne's ``fiftyone.yml``."""
+    return any(f in CONFIG_FILES for f in files)
+
+
+def download_files(
+    repo_id: str, paths: List[str], token: Optional[str] = None
+) -> str:
+    """Downloads some files of a dataset repo where ``load_from_hub`` puts
+    its downloads; returns the local folder of the repo."""
+    from huggingface_hub import snapshot_download
+
+    local_dir = os.path.join(
+        fo.config.default_dataset_dir, "huggingface", "hub", repo_id
+    )
+    try:
+        return snapshot_download(
+            repo_id,
+            repo_type="dataset",
+            allow_patterns=paths,
+            local_dir=local_dir,
+            token=_token(token),
+        )
+    except Exception as e:
+        raise _hub_error(repo_id, e) from e

@@ -1,0 +1,48 @@
+"""The "Load ImageNet-D" operator."""
+
+import fiftyone.operators as foo
+import fiftyone.operators.types as types
+
+
+class LoadImageNetD(foo.Operator):
+    """Builds a dataset from the ImageNet-D release folder on the server
+    and opens it."""
+
+    @property
+    def config(self):
+        return foo.OperatorConfig(
+            name="load_imagenet_d",
+            label="ImageNet-D: load the release folder",
+            description=(
+                "ImageNet-D/{background,texture,material}/<class>/<id>.png "
+                "as a dataset: ground truth with ImageNet-1k indices, nuisance"
+            ),
+            allow_immediate_execution=True,
+            allow_delegated_execution=True,
+        )
+
+    def resolve_input(self, ctx):
+        inputs = types.Object()
+        inputs.str("release_dir", required=True, label="Release folder",
+                   description="path on the server of ImageNet-D/")
+        inputs.str("name", default="imagenet-d", label="Dataset name")
+        inputs.bool("overwrite", default=False,
+                    label="Replace an existing dataset of that name")
+        return types.Property(inputs, view=types.View(label="Load ImageNet-D"))
+
+    def execute(self, ctx):
+        from imagenetx.benchmarks.imagenet_d import load_imagenet_d_dir
+
+        dataset, summary = load_imagenet_d_dir(
+            ctx.params["release_dir"],
+            name=ctx.params.get("name") or None,
+            overwrite=bool(ctx.params.get("overwrite")),
+        )
+        ctx.ops.open_dataset(dataset.name)
+        return {"dataset": dataset.name, "summary": str(summary),
+                "samples": summary.samples}
+
+    def resolve_output(self, ctx):
+        outputs = types.Object()
+        outputs.str("summary", label="Result")
+        return types.Property(outputs)
