@@ -318,3 +318,152 @@ def test_repo_names():
     assert d.is_imagenet_d_repo("org/imagenet_d-mini")
     assert not d.is_imagenet_d_repo("org/ImageNet-Dogs")
     assert not d.is_imagenet_d_repo("Voxel51/ImageNet-A")
+
+
+# -- scores on the slice engine ---------------------------------------------
+
+#: a model's top-1 ImageNet-1k index per fixture image, and whether it is
+#: right by hand: right when it is any index of the image's class
+PREDICTED = {
+    "background/alarm_clock/1.png": (530, True),     # 409 or 530
+    "background/binder_closed/17.png": (1, False),
+    "background/chair/1.png": (765, True),           # 423, 559 or 765
+    "background/chair/2.png": (424, False),
+    "material/banana/wood_7.png": (954, True),
+    "material/chair/3.png": (559, True),
+    "texture/chair/1.png": (0, False),
+    "texture/t_shirt/5.png": (610, True),
+}
+
+
+@pytest.fixture(scope="module")
+def scored(release):
+    from imagenetx.store.classifications import write_classifications
+
+    ds, _ = d.load_imagenet_d_dir(str(release), name="imd-scores", overwrite=True)
+    keys = [f"{k}/{gt.class_dir}/{os.path.basename(p)}" for p, gt, k in zip(
+        ds.values("filepath"), ds.values("ground_truth"), ds.values("nuisance"))]
+    write_classifications(ds, "m", ds.values("id"), [PREDICTED[k][0] for k in keys],
+                          confidence=[0.5] * len(keys))
+    return ds
+
+
+def test_scores_per_nuisance_equal_a_hand_computation(scored):
+    from imagenetx.analysis import compute_ratios
+
+    r = compute_ratios(scored, "m", intervals=False).to_dict()
+    assert (r["benchmark"], r["slicing"], r["correct"]) == ("imagenet_d", "nuisance", "class")
+    m = r["models"]["m"]
+    # 5 of 8 right; background 2/4, material 2/2, texture 1/2
+    assert (m["n"], m["correct"], m["accuracy"]) == (8, 5, 5 / 8)
+    by_hand = {"background": (4, 2), "material": (2, 2), "texture": (2, 1)}
+    for kind, (n, right) in by_hand.items():
+        e = m["slices"][kind]
+        assert (e["n"], e["correct"]) == (n, right)
+        assert e["error_ratio"] == pytest.approx((1 - right / n) / (1 - 5 / 8), abs=1e-12)
+        assert e["few_images"] is True
+    assert m["worst_slice"] == "background"
+    assert "factors" not in m  # the ImageNet-X alias only on its factors
+
+    # the specific nuisance value, where the data names it, and the class
+    values = compute_ratios(scored, "m", slicing="nuisance_value",
+                            intervals=False).to_dict()["models"]["m"]["slices"]
+    assert values == {"wood": values["wood"]} and values["wood"]["n"] == 1
+    chair = compute_ratios(scored, "m", slicing="class", intervals=False
+                           ).to_dict()["models"]["m"]["slices"]["chair"]
+    assert (chair["n"], chair["correct"]) == (4, 2)
+
+
+def test_mistakes_of_a_nuisance_are_the_wrong_images(scored):
+    from imagenetx.analysis import mistakes_view
+
+    view = mistakes_view(scored, "m", "background")
+    assert sorted(f"{gt.class_dir}/{os.path.basename(p)}" for p, gt in zip(
+        view.values("filepath"), view.values("ground_truth"))) == [
+        "binder_closed/17.png", "chair/2.png"]
+    assert len(mistakes_view(scored, "m")) == 3
+    with pytest.raises(ImageNetXError, match="Unknown nuisance 'weather'"):
+        mistakes_view(scored, "m", "weather")
+
+
+def test_ratios_command_and_bad_input_on_imagenet_d(scored, capsys):
+    import json
+
+    from imagenetx.cli import main
+
+    assert main(["ratios", "--dataset", "imd-scores", "--pred-field", "m",
+                 "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["slices"] == ["background", "texture", "material"]
+    assert r["models"]["m"]["slices"]["material"]["accuracy"] == 1.0
+    assert main(["ratios", "--dataset", "imd-scores", "--pred-field", "m"]) == 0
+    out = capsys.readouterr().out
+    assert "nuisance" in out and "background" in out
+
+    for args, message in (
+        (["--correct", "metaclass"],
+         "Unknown correctness 'metaclass' for ImageNet-D: use one of class"),
+        (["--slicing", "weather"], "Unknown slicing 'weather'"),
+        (["--slicing", "filepath"], "distinct values"),
+    ):
+        before = scored.count_values("nuisance")
+        assert main(["ratios", "--dataset", "imd-scores", "--pred-field", "m",
+                     *args]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.strip().count("\n") == 0
+        assert scored.count_values("nuisance") == before
+
+
+def test_outputs_that_do_not_fit_and_user_slicings(scored):
+    from imagenetx.analysis import compute_ratios
+    from imagenetx.store.classifications import write_classifications
+
+    ids = scored.values("id")
+    # a user's own tags slice the same engine
+    scored.select(ids[:3]).tag_samples("hard")
+    r = compute_ratios(scored, "m", slicing="tags", intervals=False).to_dict()
+    assert r["slices"] == ["hard"] and r["models"]["m"]["slices"]["hard"]["n"] == 3
+    # a 1001-class prediction does not fit the 1000-way label space
+    scored.set_values("big", [None] * len(ids))
+    write_classifications(scored, "m_ok", ids, [0] * len(ids))
+    scored.set_values("m_ok.class_index", [1000] + [0] * (len(ids) - 1))
+    with pytest.raises(ImageNetXError, match="do not fit"):
+        compute_ratios(scored, "m_ok")
+
+
+def test_report_on_imagenet_d(scored, tmp_path):
+    from imagenetx.present.report import write_report
+
+    out = tmp_path / "d.html"
+    summary = write_report(scored, "m", str(out))
+    page = out.read_text()
+    assert "ImageNet-D: why the models fail" in page
+    assert "Error ratio per nuisance" in page and "Figure 8" not in page
+    import csv
+    with open(tmp_path / "d_error_ratios.csv") as f:
+        rows = {r["slice"]: r for r in csv.DictReader(f)}
+    assert float(rows["texture"]["accuracy"]) == 0.5 and len(summary.csvs) == 5
+
+
+def test_panel_on_imagenet_d_clicks_through_to_a_nuisance(scored):
+    """The same panel on ImageNet-D: bars per nuisance, a click shows that
+    nuisance's mistakes."""
+    import fiftyone.server.view as fosv
+
+    from imagenetx.plugin import install_plugin
+    from test_panel import PanelSession
+
+    install_plugin()
+    panel = PanelSession("imd-scores")
+    requests = panel.send("on_load")
+    assert panel.state["status"] == "ok", panel.state.get("message")
+    assert panel.state["controls"]["slicing"] == "nuisance"
+    traces = panel.data(requests)["chart"]
+    trace = next(t for t in traces if t["name"] == "m")
+    ratios = dict(zip(trace["x"], trace["y"]))
+    assert ratios["material"] == 0.0
+    assert ratios["background"] == pytest.approx(4 / 3)
+    panel.send("on_click_bar", trace="m", x="background")
+    shown = fosv.get_view("imd-scores", stages=panel.view_stages)
+    assert len(shown) == 2 == panel.state["drill"]["count"]
+    assert set(shown.distinct("nuisance")) == {"background"}

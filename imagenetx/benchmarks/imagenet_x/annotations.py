@@ -3,7 +3,7 @@
 Each split (``val``, ``train``) becomes a :class:`SplitAnnotations`: one row
 per annotated image, keyed by image file name, with the top-factor and
 multi-factor labels as boolean matrices whose columns follow
-:data:`imagenetx.classes.imagenet.FACTORS`.
+:data:`imagenetx.benchmarks.imagenet_x.factors.FACTORS`.
 """
 
 import csv
