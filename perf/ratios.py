@@ -79,7 +79,7 @@ def main():
     ours = []
     for _ in range(REPEATS):
         t = time.perf_counter()
-        result = compute_ratios(ds, fields)
+        result = compute_ratios(ds, fields).to_dict()
         ours.append(time.perf_counter() - t)
 
     # for information: the heavier variants
@@ -110,7 +110,7 @@ def main():
     worst = 0.0
     for field in fields:
         for f in FACTORS:
-            e = result["models"][field]["factors"][f]
+            e = result["models"][field]["slices"][f]
             worst = max(worst, abs(e["accuracy"] - table.loc[field, f]),
                         abs(e["error_ratio"] - ratios.loc[field, f]))
     n = result["models"][fields[0]]["n"]
