@@ -30,7 +30,7 @@ def test_tagging_writes_the_data_contract_and_is_idempotent(photos_dir, tmp_path
     assert s.ground_truth.label == "sea snake"
     assert s.ground_truth.class_index == 65
     assert s.imagenetx.top_factor == "background"
-    assert s.imagenetx.classes.imagenet == ["pose", "background", "subcategory", "texture"]
+    assert s.imagenetx.factors == ["pose", "background", "subcategory", "texture"]
     assert s.imagenetx.metaclass == "snake"
     assert s.imagenetx.split == "val" and s.imagenetx.prototype is False
     assert s.imagenetx.real_labels == []
