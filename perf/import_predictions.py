@@ -70,24 +70,24 @@ def read_csv_rows(path):
 def set_values_baseline(ds, path, field):
     """The idiomatic FiftyOne way: fo.Classification objects, set_values."""
     rows = read_csv_rows(path)
-    names = class_table().names
+    labels = class_table().labels
     labels = []
     for filepath in ds.values("filepath"):
         row = rows.get(os.path.basename(filepath))
         labels.append(None if row is None else fo.Classification(
-            label=names[row[0]], confidence=row[1], class_index=row[0]))
+            label=labels[row[0]], confidence=row[1], class_index=row[0]))
     ds.set_values(field, labels)
 
 
 def save_loop(ds, path, field, limit):
     """A per-sample script: set the field, save, next."""
     rows = read_csv_rows(path)
-    names = class_table().names
+    labels = class_table().labels
     for sample in ds.limit(limit).iter_samples(autosave=False):
         row = rows.get(os.path.basename(sample.filepath))
         if row is not None:
             sample[field] = fo.Classification(
-                label=names[row[0]], confidence=row[1], class_index=row[0])
+                label=labels[row[0]], confidence=row[1], class_index=row[0])
             sample.save()
 
 

@@ -148,10 +148,10 @@ def main():
     paths = make_images(args.n)
     print(f"{args.n:,} JPEGs 500x375 ready in {time.perf_counter() - t:.1f} s")
 
-    names = class_table().names
+    labels = class_table().labels
     dataset = fo.Dataset("bench-predict")
     dataset.add_samples(
-        fo.Sample(filepath=p, ground_truth=fo.Classification(label=names[i % 1000]))
+        fo.Sample(filepath=p, ground_truth=fo.Classification(label=labels[i % 1000]))
         for i, p in enumerate(paths)
     )
 

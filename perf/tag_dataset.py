@@ -27,7 +27,7 @@ N = 50000
 def save_loop(ds, limit):
     """The baseline: what a per-sample script does."""
     val = anno.load_split("val")
-    names = class_table().names
+    labels = class_table().labels
     real = anno.real_labels()
     for sample in ds.limit(limit).iter_samples(autosave=False):
         name = os.path.basename(sample.filepath)
@@ -37,7 +37,7 @@ def save_loop(ds, limit):
         klass = int(val.class_index[row])
         top = val.top[row]
         factor = FACTORS[int(top.argmax())] if top.any() else None
-        sample["ground_truth"] = fo.Classification(label=names[klass], class_index=klass)
+        sample["ground_truth"] = fo.Classification(label=labels[klass], class_index=klass)
         sample["imagenetx"] = fo.DynamicEmbeddedDocument(
             top_factor=factor,
             factors=[f for f, on in zip(FACTORS, val.multi[row]) if on],

@@ -121,7 +121,7 @@ def test_csv_import_counts_and_values(val_dataset, resnet_rows):
     assert field.document_type is fo.Classification
     assert val_dataset.has_field("resnet50.class_index")
 
-    names = class_table().names
+    names = class_table().labels
     paths, labels, indices, confs = val_dataset.values(
         ["filepath", "resnet50.label", "resnet50.class_index",
          "resnet50.confidence"])
@@ -195,7 +195,7 @@ def test_existing_classification_needs_overwrite_then_is_replaced(tmp_path):
     assert s.replaced and s.cleared == 3 and s.samples_written == 1
     # the evaluation scored the old predictions: it is gone
     assert not ds.has_evaluation("eval_model_a")
-    names = class_table().names
+    names = class_table().labels
     assert ds.values("model_a.label") == [names[999], None, None, None, None]
     assert ds.values("model_a.confidence")[0] == 0.25
 

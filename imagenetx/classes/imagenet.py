@@ -8,6 +8,7 @@ toolkit exactly.
 import functools
 import importlib.util
 import os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,20 @@ METACLASSES = (
 )
 
 NUM_CLASSES = 1000
+
+#: the label of each class whose toolkit name another class shares, by
+#: WordNet id. FiftyOne's evaluation compares label strings, so labels must be
+#: unique. The qualifier comes from WordNet (timm's
+#: ``data/_info/imagenet_synset_to_lemma.txt`` and ``..._definition.txt``):
+#: the synset's second lemma where it has one, else what its gloss says the
+#: thing is. Every class of a shared name is qualified, so no label equals a
+#: name that earlier versions wrote for two classes.
+QUALIFIED_LABELS = {
+    "n02012849": "crane (bird)",  # "large long-necked wading bird ..."
+    "n03126707": "crane (machine)",  # "lifts and moves heavy objects ..."
+    "n03710637": "maillot (tights)",  # "tights for dancers or gymnasts"
+    "n03710721": "maillot (tank suit)",  # lemmas "maillot, tank suit"
+}
 
 #: environment variable that points the library at another annotations folder
 ANNOTATIONS_DIR_ENV = "IMAGENETX_ANNOTATIONS_DIR"
@@ -84,15 +99,25 @@ class ClassTable:
 
     Attributes:
         wnids: the WordNet ids, ``n01440764`` ...
-        names: the toolkit's short class names, ``tench`` ...
+        names: the toolkit's short class names, ``tench`` ...; two are
+            shared by two classes each (``crane``, ``maillot``)
+        labels: the unique label of each class, written to every
+            ``fo.Classification``: the toolkit's name where it is unique,
+            else the label from :data:`QUALIFIED_LABELS`
         metaclass: the meta-class name of each class
         metaclass_index: the index into :data:`METACLASSES` of each class
     """
 
     wnids: tuple
     names: tuple
+    labels: tuple
     metaclass: tuple
     metaclass_index: np.ndarray
+
+    @property
+    def shared_names(self) -> frozenset:
+        """The toolkit names that more than one class has."""
+        return frozenset(n for n, k in Counter(self.names).items() if k > 1)
 
 
 @functools.lru_cache(maxsize=None)
@@ -135,4 +160,31 @@ def class_table() -> ClassTable:
     metaclass_index = np.array(
         [METACLASSES.index(m) for m in metaclass], dtype=np.int8
     )
-    return ClassTable(tuple(wnids), tuple(names), metaclass, metaclass_index)
+    labels = unique_labels(wnids, names)
+    return ClassTable(
+        tuple(wnids), tuple(names), labels, metaclass, metaclass_index
+    )
+
+
+def unique_labels(wnids: list, names: list) -> tuple:
+    """The unique label of each class (see :attr:`ClassTable.labels`).
+
+    A shared name whose WordNet id :data:`QUALIFIED_LABELS` does not list
+    gets its WordNet id as qualifier, ``name (n01234567)``.
+
+    Raises:
+        ImageNetXError: if the labels are still not unique
+    """
+    counts = Counter(names)
+    labels = tuple(
+        QUALIFIED_LABELS.get(wnid, f"{name} ({wnid})") if counts[name] > 1
+        else name
+        for wnid, name in zip(wnids, names)
+    )
+    repeated = [x for x, k in Counter(labels).items() if k > 1]
+    if repeated:
+        raise ImageNetXError(
+            f"ImageNet-X class names in '{annotations_dir()}' give labels "
+            f"that are not unique (e.g. '{repeated[0]}'): {REINSTALL_HINT}"
+        )
+    return labels

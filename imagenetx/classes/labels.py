@@ -1,9 +1,11 @@
 """Map the labels a dataset already has to the 1000 ImageNet class indices.
 
 Datasets name ImageNet classes in different ways: a class index (``0`` or
-``"0"``), a WordNet id (``"n01440764"``), the toolkit's short name
-(``"tench"``) or a long description (``"tench, Tinca tinca"``, as timm and
-several exports use). :func:`labels_to_indices` accepts all of these.
+``"0"``), a WordNet id (``"n01440764"``), the project's unique label
+(``"crane (bird)"``), the toolkit's short name (``"tench"``, or ``"crane"``,
+which two classes share) or a long description (``"tench, Tinca tinca"``,
+as timm and several exports use). :func:`labels_to_indices` accepts all of
+these.
 """
 
 import functools
@@ -31,13 +33,16 @@ def _add(candidates: dict, name: str, index: int) -> None:
 
 @functools.lru_cache(maxsize=None)
 def _name_candidates() -> dict:
-    """normalized toolkit name -> tuple of candidate class indices.
+    """normalized unique label or toolkit name -> candidate class indices.
 
-    A few ImageNet names are shared by two classes ("crane" the bird and
-    the machine, "maillot" twice); those map to both candidates.
+    A few toolkit names are shared by two classes ("crane" the bird and
+    the machine, "maillot" twice); those map to both candidates, their
+    unique labels ("crane (bird)") to one.
     """
+    table = class_table()
     candidates = {}
-    for i, name in enumerate(class_table().names):
+    for i, (label, name) in enumerate(zip(table.labels, table.names)):
+        _add(candidates, label, i)
         _add(candidates, name, i)
     return candidates
 

@@ -2,7 +2,8 @@
 
 Each predicted sample gets a ``fo.Classification`` in the prediction field:
 
--   ``label``: the ImageNet class name, ``class_index``: its index (0-999)
+-   ``label``: the class's unique label (``ClassTable.labels``),
+    ``class_index``: its index (0-999)
 -   ``confidence``: the softmax probability of that class
 -   ``top5`` / ``top5_confidences``: the five best class indices and their
     probabilities, best first
@@ -30,6 +31,7 @@ from torch.utils.data import default_collate
 
 from imagenetx.store.bulk import write_raw
 from imagenetx.store.datasets import get_dataset
+from imagenetx.store.evaluation import evaluate_predictions
 from imagenetx.errors import ImageNetXError
 from imagenetx.classes.imagenet import class_table
 from imagenetx.models.specs import LoadedModel, load_model, parse_spec
@@ -37,7 +39,6 @@ from imagenetx.options import AMPS, DEVICES
 from imagenetx.store.schema import (
     check_prediction_field,
     declare_classification,
-    eval_key_of,
     raw_classification,
 )
 
@@ -384,12 +385,12 @@ class _Builder:
         self.paths = paths
         self.old_errors = old_errors
         self.summary = summary
-        self.names = class_table().names
+        self.labels = class_table().labels
         self.vector = fo.VectorField()
 
     def updates(self, positions, idx, conf, out, failed) -> dict:
         updates = {}
-        names = self.names
+        labels = self.labels
         if idx is not None:
             idx_rows = idx.tolist()
             conf_rows = conf.tolist()
@@ -401,7 +402,7 @@ class _Builder:
                     extra["logits"] = self.vector.to_mongo(logit_rows[row])
                 update = {
                     self.field: raw_classification(
-                        names[top5[0]],
+                        labels[top5[0]],
                         top5[0],
                         confidence=conf_rows[row][0],
                         top5=top5,
@@ -441,35 +442,9 @@ def _chunks(results, builder: _Builder, pb):
 
 
 def _evaluate(dataset, field, gt_field, summary, changed: bool):
-    gt = dataset.get_field(gt_field) if dataset.has_field(gt_field) else None
-    if not (
-        isinstance(gt, fo.EmbeddedDocumentField)
-        and issubclass(gt.document_type, fo.Classification)
-        and dataset.has_field(field)
-    ):
-        return
-    key = eval_key_of(field)
-    view = dataset.exists(field).exists(gt_field)
-    if not changed and dataset.has_evaluation(key):
-        results = dataset.load_evaluation_results(key)
-    else:
-        if not len(view):
-            return
-        # FiftyOne compares label strings: ground truth that names classes
-        # otherwise (wnids, indices) would score every prediction wrong
-        names = set(class_table().names)
-        other = [x for x in view.distinct(f"{gt_field}.label") if x not in names]
-        if other:
-            summary.eval_note = (
-                f"Not evaluated: ground truth '{gt_field}' has labels that "
-                f"are not ImageNet class names (e.g. '{other[0]}')"
-            )
-            if dataset.has_evaluation(key):  # stale now
-                dataset.delete_evaluation(key)
-            return
-        results = view.evaluate_classifications(
-            field, gt_field=gt_field, eval_key=key, progress=False
-        )
-    summary.eval_key = key
-    summary.evaluated = len(results.ytrue)
-    summary.accuracy = float(results.metrics()["accuracy"])
+    evaluation = evaluate_predictions(dataset, field, gt_field, rerun=changed)
+    summary.eval_note = evaluation.note
+    if evaluation.key is not None:
+        summary.eval_key = evaluation.key
+        summary.evaluated = evaluation.evaluated
+        summary.accuracy = evaluation.accuracy

@@ -18,7 +18,7 @@ reads (``imagenet_x.utils.load_model_predictions``):
     which then decides the pairing.
 
 Predictions become a ``fo.Classification`` per sample (``label``: the
-ImageNet class name, ``confidence``, ``class_index``), matched by image
+class's unique label, ``confidence``, ``class_index``), matched by image
 file name and written in bulk. Every check happens before the first write,
 so a refused file leaves the dataset as it was.
 """
@@ -180,9 +180,9 @@ def import_predictions(
 
     Samples are matched to rows by image file name (the base name of
     ``filepath`` and of the file's ``file_name``). Matched samples get
-    ``label`` (ImageNet class name), ``confidence`` and ``class_index``.
-    Rows whose file is not in the dataset, and samples without a row, are
-    counted in the summary.
+    ``label`` (the class's unique label), ``confidence`` and
+    ``class_index``. Rows whose file is not in the dataset, and samples
+    without a row, are counted in the summary.
 
     An existing ``fo.Classification`` field is replaced only with
     ``overwrite=True``: then it holds exactly the file's predictions

@@ -1,2 +1,2 @@
 """Storage: bulk writes, the field declarations of the data contract,
-and dataset lookup."""
+dataset lookup, and FiftyOne evaluation of prediction fields."""

@@ -1,4 +1,10 @@
-"""Bulk writes of ImageNet ``fo.Classification`` labels."""
+"""Bulk writes of ImageNet ``fo.Classification`` labels.
+
+Every label the project writes is the class's unique label
+(:attr:`imagenetx.classes.imagenet.ClassTable.labels`): FiftyOne's
+evaluation compares label strings, so a name that two classes share would
+count their confusions as correct.
+"""
 
 import fiftyone as fo
 from bson import ObjectId
@@ -20,7 +26,7 @@ def write_classifications(
         class_indices: the ImageNet class index of each sample
         **attributes: further attributes, each a list aligned with ``ids``
     """
-    names = class_table().names
+    labels = class_table().labels
     declare_classification(dataset, field)
     pairs = list(zip(ids, class_indices, *attributes.values()))
     keys = list(attributes)
@@ -29,10 +35,60 @@ def write_classifications(
         return {
             ObjectId(sample_id): {
                 field: raw_classification(
-                    names[index], int(index), **dict(zip(keys, extra))
+                    labels[index], int(index), **dict(zip(keys, extra))
                 )
             }
             for sample_id, index, *extra in chunk
         }
 
     write_raw(dataset, map(batch, chunked(pairs)))
+
+
+def relabel_shared_names(samples, fields: list) -> dict:
+    """Makes unique the labels that earlier versions wrote as a shared name.
+
+    Earlier versions labelled classes with the toolkit's names, two of which
+    two classes share (``crane``: 134 the bird and 517 the machine). A label
+    that is such a name *and* the name of its own ``class_index`` becomes
+    that class's unique label (``crane (bird)``); the class index is the
+    truth. One query finds them; only those samples are written.
+
+    Args:
+        samples: a dataset or view; only its samples are changed
+        fields: ``fo.Classification`` fields; those without a declared
+            ``class_index`` are skipped
+
+    Returns:
+        ``{field: number of labels rewritten}`` for the fields that changed
+    """
+    table = class_table()
+    shared = sorted(table.shared_names)
+    fields = [f for f in fields if samples.has_field(f"{f}.class_index")]
+    if not fields or not shared:
+        return {}
+
+    pipeline = [
+        {"$match": {"$or": [{f"{f}.label": {"$in": shared}} for f in fields]}},
+        {
+            "$project": {
+                f"{f}.{key}": 1 for f in fields for key in ("label", "class_index")
+            }
+        },
+    ]
+    updates, counts = {}, {}
+    for doc in samples._aggregate(pipeline=pipeline):
+        for f in fields:
+            value = doc.get(f) or {}
+            label, index = value.get("label"), value.get("class_index")
+            if (
+                label in table.shared_names
+                and isinstance(index, int)
+                and 0 <= index < len(table.names)
+                and table.names[index] == label
+            ):
+                updates.setdefault(doc["_id"], {})[f"{f}.label"] = table.labels[index]
+                counts[f] = counts.get(f, 0) + 1
+
+    items = list(updates.items())
+    write_raw(samples._dataset, (dict(chunk) for chunk in chunked(items)))
+    return counts

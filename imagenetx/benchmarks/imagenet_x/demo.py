@@ -99,7 +99,7 @@ def build_demo(
                              mime_type="image/jpeg")
         )
         to_draw.append(path)
-        keys.append((table.names[klass], factor, table.metaclass[klass]))
+        keys.append((table.labels[klass], factor, table.metaclass[klass]))
     drawn = write_placeholders(to_draw, keys) if to_draw else 0
     lap("placeholders")
 

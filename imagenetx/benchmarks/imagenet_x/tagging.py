@@ -2,10 +2,15 @@
 
 This writes the project's data contract (see the README):
 
--   ``ground_truth``: a ``fo.Classification`` with the ImageNet class name
-    and ``class_index``, added where missing
+-   ``ground_truth``: a ``fo.Classification`` with the class's unique label
+    and ``class_index``, added where missing; an existing label that two
+    classes share (``crane``) is made unique (``crane (bird)``)
 -   one ``x:<factor>`` sample tag, the image's top factor
 -   an ``imagenetx`` embedded document with the ImageNet-X labels
+
+Labels that earlier versions wrote as a name two classes share are made
+unique in the ground truth and in every ``fo.Classification`` field with
+``class_index``, and the project's evaluations of those fields run again.
 
 All reads happen in one query and all writes are bulk writes of the samples
 that actually change, so a second run changes nothing.
@@ -25,13 +30,16 @@ from imagenetx.store.datasets import get_dataset
 from imagenetx.errors import ImageNetXError
 from imagenetx.classes.imagenet import class_table
 from imagenetx.benchmarks.imagenet_x.factors import FACTORS
-from imagenetx.classes.labels import labels_to_indices
+from imagenetx.classes.labels import label_candidates, labels_to_indices
 from imagenetx.memory import gc_paused
+from imagenetx.store.classifications import relabel_shared_names
+from imagenetx.store.evaluation import rerun_evaluations
 from imagenetx.store.schema import (
     IMAGENETX_SUBFIELDS,
     check_field_type,
     declare_classification,
     declare_imagenetx_field,
+    prediction_fields,
     raw_classification,
 )
 
@@ -49,6 +57,14 @@ class TagSummary:
     by_split: dict = field(default_factory=dict)
     ground_truth_added: int = 0
     samples_written: int = 0
+    #: labels made unique per field (names two classes share, as earlier
+    #: versions wrote them)
+    labels_made_unique: dict = field(default_factory=dict)
+    #: evaluations re-run because a field they score changed
+    evaluations_rerun: list = field(default_factory=list)
+    #: stale evaluations not re-run (not the project's ``eval_<field>``, or
+    #: deleted because the ground truth cannot be evaluated)
+    evaluations_not_rerun: list = field(default_factory=list)
 
     @property
     def unannotated(self) -> int:
@@ -63,6 +79,21 @@ class TagSummary:
             + f", {self.unannotated:,} without (left alone); "
             f"{self.ground_truth_added:,} ground truth labels added, "
             f"{self.samples_written:,} samples updated"
+            + "".join(
+                f"; {n:,} '{f}' labels made unique"
+                for f, n in self.labels_made_unique.items()
+            )
+            + (
+                "; evaluations re-run: " + ", ".join(self.evaluations_rerun)
+                if self.evaluations_rerun
+                else ""
+            )
+            + (
+                "; stale evaluations not re-run: "
+                + ", ".join(self.evaluations_not_rerun)
+                if self.evaluations_not_rerun
+                else ""
+            )
         )
 
 
@@ -84,7 +115,11 @@ def tag_dataset(
     ``nXXXXXXXX_NNNN.JPEG``) has an ImageNet-X annotation get ground truth
     where missing (existing labels are mapped to class indices, whatever
     scheme they use), an ``x:<factor>`` tag and the ``imagenetx`` field.
-    Other samples are left alone and counted.
+    Other samples are counted and keep their tags and fields, except labels
+    of earlier versions: a name two classes share (``crane``) becomes the
+    unique label (``crane (bird)``) in the ground truth of annotated
+    samples, and wherever a ``fo.Classification`` field's ``class_index``
+    says which class it is; evaluations of the changed fields run again.
 
     Args:
         dataset: a dataset or the name of one
@@ -132,15 +167,23 @@ def tag_dataset(
     # map every existing label first: an unmappable one raises before any
     # write, leaving the dataset as it was
     gt_index = _map_ground_truth(gts, rows, annotated, gt_field)
+    shared = {
+        label
+        for label in {gts[i]["label"] for i in gt_index}
+        if len(label_candidates(label)) > 1
+    }
     factor_tags = {factor_tag(f, tag_prefix) for f in FACTORS}
-    names_of_class = class_table().names
+    labels_of_class = class_table().labels
     class_path = f"{gt_field}.class_index"
+    label_path = f"{gt_field}.label"
+    made_unique = 0
     class_of = {
         split: anno.load_split(split).class_index.tolist()
         for split in summary.by_split
     }
 
     def updates_of(chunk):
+        nonlocal made_unique
         updates = {}
         for i in chunk:
             split, row = rows[i]
@@ -149,11 +192,15 @@ def tag_dataset(
             if index is None:
                 index = class_of[split][row]
                 update[gt_field] = raw_classification(
-                    names_of_class[index], index
+                    labels_of_class[index], index
                 )
                 summary.ground_truth_added += 1
-            elif gts[i].get("class_index") != index:
-                update[class_path] = index
+            else:
+                if gts[i].get("class_index") != index:
+                    update[class_path] = index
+                if gts[i]["label"] in shared:
+                    update[label_path] = labels_of_class[index]
+                    made_unique += 1
 
             wanted = _documents(split)[row]
             if current[i] is None or _strip(current[i]) != wanted:
@@ -176,6 +223,18 @@ def tag_dataset(
     summary.samples_written = write_raw(
         dataset._dataset, map(updates_of, chunked(annotated))
     )
+
+    # earlier versions' shared names elsewhere, by class index: ground truth
+    # of samples without annotation, and prediction fields
+    relabeled = relabel_shared_names(
+        dataset, [gt_field, *prediction_fields(dataset, gt_field)]
+    )
+    if made_unique:
+        relabeled[gt_field] = relabeled.get(gt_field, 0) + made_unique
+    summary.labels_made_unique = relabeled
+    rerun, left = rerun_evaluations(dataset._dataset, relabeled)
+    summary.evaluations_rerun = rerun
+    summary.evaluations_not_rerun = left
     return summary
 
 
