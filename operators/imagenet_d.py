@@ -38,7 +38,8 @@ class LoadImageNetD(foo.Operator):
             name=ctx.params.get("name") or None,
             overwrite=bool(ctx.params.get("overwrite")),
         )
-        ctx.ops.open_dataset(dataset.name)
+        if not ctx.delegated:
+            ctx.ops.open_dataset(dataset.name)
         return {"dataset": dataset.name, "summary": str(summary),
                 "samples": summary.samples}
 

@@ -67,14 +67,20 @@ class ImageNetXPanel(foo.Panel):
         field, value = ctx.params.get("trace"), ctx.params.get("x")
         if not field or value is None:
             return
+        from imagenetx.errors import ImageNetXError
+
         drill = ctx.panel.state.drill
         base = _rebuild(ctx, drill["base"]) if drill else ctx.view
-        view = mistakes_view(base, field, value, **_settings(ctx))
+        try:
+            view = mistakes_view(base, field, value, **_settings(ctx))
+        except ImageNetXError as e:
+            ctx.panel.state.set({"status": "error", "message": str(e)})
+            return
         ctx.panel.state.drill = {
             "field": field,
             "slice": value,
             "title": ctx.panel.state.get("slice_title") or "slice",
-            "count": view.count(),
+            "count": len(view),
             "base": base._serialize(),
             "signature": _signature(view),
         }
@@ -99,8 +105,11 @@ class ImageNetXPanel(foo.Panel):
         if view is None:
             state.set({"status": "error", "message": "Open a dataset first."})
             return
+        # the choices depend on the dataset's fields: recomputed when the
+        # dataset changes and until it has something to score
         options = state.get("options")
-        if not options or options.get("dataset") != ctx.dataset.name:
+        if (not options or options.get("dataset") != ctx.dataset.name
+                or state.status in ("no_annotations", "no_predictions")):
             options = analysis_options(ctx.dataset)
             options["dataset"] = ctx.dataset.name
             state.set("options", options)
@@ -243,9 +252,12 @@ def _init_settings(ctx, options):
     correct = state.get(CONTROLS + "correct")
     if correct not in options["label_spaces"]:
         state.set(CONTROLS + "correct", _default_correct(ctx, options))
-    for key, value in {"real_mode": "clean", "within": ALL}.items():
-        if state.get(CONTROLS + key) is None:
-            state.set(CONTROLS + key, value)
+    if state.get(CONTROLS + "real_mode") is None:
+        state.set(CONTROLS + "real_mode", "clean")
+    group = options.get("group_slicing")
+    values = [str(v) for v in options["slicings"].get(group, ())] if group else []
+    if state.get(CONTROLS + "within") not in values:
+        state.set(CONTROLS + "within", ALL)
 
 
 def _default_correct(ctx, options) -> str:

@@ -404,7 +404,7 @@ def test_ratios_command_and_bad_input_on_imagenet_d(scored, capsys):
         (["--correct", "metaclass"],
          "Unknown correctness 'metaclass' for ImageNet-D: use one of class"),
         (["--slicing", "weather"], "Unknown slicing 'weather'"),
-        (["--slicing", "filepath"], "distinct values"),
+        (["--slicing", "ground_truth"], "not a categorical field"),
     ):
         before = scored.count_values("nuisance")
         assert main(["ratios", "--dataset", "imd-scores", "--pred-field", "m",
@@ -424,11 +424,45 @@ def test_outputs_that_do_not_fit_and_user_slicings(scored):
     r = compute_ratios(scored, "m", slicing="tags", intervals=False).to_dict()
     assert r["slices"] == ["hard"] and r["models"]["m"]["slices"]["hard"]["n"] == 3
     # a 1001-class prediction does not fit the 1000-way label space
-    scored.set_values("big", [None] * len(ids))
     write_classifications(scored, "m_ok", ids, [0] * len(ids))
     scored.set_values("m_ok.class_index", [1000] + [0] * (len(ids) - 1))
     with pytest.raises(ImageNetXError, match="do not fit"):
         compute_ratios(scored, "m_ok")
+    scored.delete_sample_field("m_ok")
+
+    # a user's int field: slices keyed by its text, views and filters by it too
+    from imagenetx.analysis import mistakes_view
+    scored.set_values("bucket", [i % 2 for i in range(len(ids))])
+    r = compute_ratios(scored, "m", slicing="bucket", intervals=False).to_dict()
+    assert r["slices"] == ["0", "1"]
+    one = r["models"]["m"]["slices"]["1"]
+    assert len(mistakes_view(scored, "m", "1", slicing="bucket")) == one["n"] - one["correct"]
+    within = compute_ratios(scored, "m", within=("bucket", "1"), intervals=False).to_dict()
+    assert within["models"]["m"]["n"] == one["n"]
+    scored.delete_sample_field("bucket")
+
+
+def test_top5_counts_an_image_once(scored):
+    """ImageNet-D's top-5: right when any of the 5 best indices is one of
+    the class's, once per image even when two of them are (chair: 423 and
+    765 both in the top 5)."""
+    from imagenetx.analysis import compute_ratios
+    from imagenetx.store.classifications import write_classifications
+
+    keys = [f"{k}/{gt.class_dir}/{os.path.basename(p)}" for p, gt, k in zip(
+        scored.values("filepath"), scored.values("ground_truth"), scored.values("nuisance"))]
+    top5 = {k: [PREDICTED[k][0], 1, 2, 3, 4] for k in keys}
+    top5["background/chair/2.png"] = [424, 423, 765, 5, 6]   # two chair indices
+    top5["texture/chair/1.png"] = [0, 7, 8, 9, 10]            # none
+    write_classifications(scored, "m5", scored.values("id"),
+                          [top5[k][0] for k in keys], top5=[top5[k] for k in keys])
+    m = compute_ratios(scored, "m5", correct="top5", intervals=False).to_dict()["models"]["m5"]
+    # top-1 had 5 right; chair/2 is now right by its top 5, binder and texture chair not
+    assert (m["n"], m["correct"]) == (8, 6)
+    assert m["slices"]["background"]["correct"] == 3
+    with pytest.raises(ImageNetXError, match="no top5"):
+        compute_ratios(scored, "m", correct="top5")
+    scored.delete_sample_field("m5")
 
 
 def test_report_on_imagenet_d(scored, tmp_path):

@@ -100,15 +100,15 @@ def _check_table(result, which, correct, metaclass=False):
             continue  # the `human` row: tested in test_demo
         s = result["models"][row["model"]]
         if metaclass:
-            s = s["metaclasses"][row["metaclass"]]
+            s = s["groups"][row["metaclass"]]
         for f in FACTORS:
-            ours = s["factors"][f]["accuracy"]
+            ours = s["slices"][f]["accuracy"]
             if row[f] == "":
                 assert ours is None
             else:
                 assert abs(ours - float(row[f])) <= TOL, (row["model"], f)
         assert abs(s["accuracy"] - float(row["average"])) <= TOL
-        assert abs(s["worst_factor_accuracy"] - float(row["worst_factor"])) <= TOL
+        assert abs(s["worst_slice_accuracy"] - float(row["worst_factor"])) <= TOL
         if not metaclass:
             assert abs(s["worst_100_classes"] - float(row["worst_100_classes"])) <= TOL
 

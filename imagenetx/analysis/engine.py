@@ -88,6 +88,20 @@ def _resolve_slicing(samples, benchmark, settings, name) -> Slicing:
     return field_slicing(samples, name)
 
 
+def _counted_view(samples, benchmark: Benchmark, s: Settings):
+    """The benchmark's samples, narrowed to ``s.within`` when set."""
+    view = benchmark.base_view(samples, s)
+    if s.within is None:
+        return view
+    within = _resolve_slicing(samples, benchmark, s, s.within[0])
+    value = within.lookup(s.within[1])
+    if value is None:
+        raise ImageNetXError(
+            f"Unknown {within.label} '{s.within[1]}': use one of "
+            f"{', '.join(map(str, within.values))}")
+    return view.match({within.path: value})
+
+
 def _check_pred_fields(samples, pred_fields) -> list:
     if isinstance(pred_fields, str):
         pred_fields = [pred_fields]
@@ -129,7 +143,7 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
     s = Settings.create(settings, **kwargs)
     samples = get_dataset(samples)
     name = samples._dataset.name
-    benchmark = get_benchmark(samples, s.benchmark)
+    benchmark = get_benchmark(samples, s.benchmark, s)
     benchmark.check_fields(samples, s)
     pred_fields = _check_pred_fields(samples, pred_fields)
 
@@ -147,14 +161,7 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
             f"{', '.join(spaces)}")
     space = spaces[correct]
 
-    view = benchmark.base_view(samples, s)
-    if s.within is not None:
-        within = _resolve_slicing(samples, benchmark, s, s.within[0])
-        if s.within[1] not in within.values:
-            raise ImageNetXError(
-                f"Unknown {within.label} '{s.within[1]}': use one of "
-                f"{', '.join(map(str, within.values))}")
-        view = view.match({within.path: s.within[1]})
+    view = _counted_view(samples, benchmark, s)
     group = None
     if s.by is not None:
         group = _resolve_slicing(samples, benchmark, s, s.by)
@@ -172,21 +179,23 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
     n = len(columns[gt_path])
     if not n:
         raise ImageNetXError(
-            f"No {benchmark.title} samples in '{name}' (this view): "
-            + ("run `imagenetx tag` first" if benchmark.name == "imagenet_x"
-               else "load the benchmark with `imagenetx load`"))
+            f"No {benchmark.title} samples in '{name}' (this view): widen the "
+            "view or its filters, or load the benchmark's annotations "
+            "(`imagenetx tag` for ImageNet images, `imagenetx load`)")
     classes = int_column(columns[gt_path])
     if not (classes >= 0).any():
         raise ImageNetXError(
             f"No sample of '{name}' (this view) has a ground truth "
-            f"'{gt_path}': run `imagenetx tag`")
+            f"'{gt_path}': run `imagenetx tag` or `imagenetx load`, or pass "
+            "--gt-field")
     group_ids = None
     if group is not None:
         group_ids = group.ids(columns[group.path])
         if (group_ids < 0).any():
             raise ImageNetXError(
-                f"Some samples of '{name}' have no valid '{group.path}': "
-                "run `imagenetx tag` again")
+                f"{int((group_ids < 0).sum()):,} samples of '{name}' (this "
+                f"view) have no '{group.path}' value: group by a field every "
+                "sample has, or narrow the view with --within")
 
     out = Prepared(name, s, benchmark, slicing, space, group, view,
                    slicing.membership(columns[slicing.path]), classes,
@@ -197,7 +206,8 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
         if not counted.any():
             raise ImageNetXError(
                 f"Field '{f}' has no prediction on the {benchmark.title} "
-                f"samples of '{name}' (this view)")
+                f"samples of '{name}' (this view): predict them with "
+                "`imagenetx predict`, or pick another field")
         out.correct[f] = is_correct & counted
         out.counted[f] = counted
         out.confidence[f] = float_column(columns[f"{f}.confidence"])
@@ -279,14 +289,12 @@ def mistakes_view(samples, pred_field: str, slice_value=None,
     p = prepare(samples, [pred_field], settings, ids=True, **kwargs)
     wrong = p.counted[pred_field] & ~p.correct[pred_field]
     if slice_value is not None:
-        index = p.slicing.index()
-        # forms send values as text: match a field's ints or booleans too
-        index.update({str(v): i for v, i in list(index.items())})
-        if slice_value not in index:
+        value = p.slicing.lookup(slice_value)
+        if value is None:
             raise ImageNetXError(
                 f"Unknown {p.slicing.label} '{slice_value}': use one of "
                 f"{', '.join(map(str, p.slicing.values))}")
-        wrong &= p.membership[:, index[slice_value]]
+        wrong &= p.membership[:, p.slicing.index()[value]]
     ids = [i for i, w in zip(p.ids, wrong) if w]
     return p.view.select(ids)
 
@@ -310,10 +318,12 @@ def slice_prevalence(samples, settings: Settings = None,
 
     s = Settings.create(settings, **kwargs)
     samples = get_dataset(samples)
-    benchmark = get_benchmark(samples, s.benchmark)
-    slicing = _resolve_slicing(samples, benchmark, s,
-                               s.slicing or benchmark.default_slicing)
-    view = benchmark.base_view(samples, s)
+    benchmark = get_benchmark(samples, s.benchmark, s)
+    name = s.slicing or benchmark.default_slicing
+    if name is None:
+        raise ImageNetXError("Name a slicing: a categorical field such as tags")
+    slicing = _resolve_slicing(samples, benchmark, s, name)
+    view = _counted_view(samples, benchmark, s)
     paths = [slicing.path] + ([split_path] if split_path else [])
     columns = read_columns(view, paths)
     membership = slicing.membership(columns[slicing.path])
@@ -342,7 +352,7 @@ def analysis_options(samples, settings: Settings = None, **kwargs) -> dict:
     """
     s = Settings.create(settings, **kwargs)
     samples = get_dataset(samples)
-    benchmark = get_benchmark(samples, s.benchmark)
+    benchmark = get_benchmark(samples, s.benchmark, s)
     slicings = dict(benchmark.slicings(samples, s))
     if "tags" not in slicings and samples.has_field("tags"):
         slicings["tags"] = field_slicing(samples, "tags")
@@ -351,7 +361,7 @@ def analysis_options(samples, settings: Settings = None, **kwargs) -> dict:
         "title": benchmark.title,
         "slicings": {k: list(v.values) for k, v in slicings.items()},
         "slice_titles": {k: v.label for k, v in slicings.items()},
-        "default_slicing": benchmark.default_slicing or "tags",
+        "default_slicing": benchmark.default_slicing or next(iter(slicings), None),
         "label_spaces": list(benchmark.label_spaces(s)),
         "default_correct": benchmark.default_label_space,
         "group_slicing": benchmark.group_slicing,

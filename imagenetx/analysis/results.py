@@ -83,14 +83,14 @@ class SliceResults:
                  "seed": s.seed, "level": s.level}
                 if s.intervals else None
             ),
-            "slices": list(self.slicing.values),
+            "slices": [str(v) for v in self.slicing.values],
         }
         if alias:
             out["which"] = "multi" if self.slicing.multi else "top"
             out["metaclass"] = (s.within[1] if s.within and s.within[0] == "metaclass"
                                 else None)
             out["by_metaclass"] = group_alias is not None
-            out["factors"] = list(self.slicing.values)
+            out["factors"] = out["slices"]
         out["models"] = {
             f: m.to_dict(alias, group_alias) for f, m in self.models.items()
         }

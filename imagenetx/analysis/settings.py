@@ -62,18 +62,23 @@ class Settings:
         Raises:
             ImageNetXError: for an unknown keyword or choice
         """
+        if settings is not None and not isinstance(settings, Settings):
+            raise ImageNetXError(
+                f"{settings!r} is not a Settings: pass options by keyword, e.g. "
+                "correct='real' or which='multi'")
         which = kwargs.pop("which", None)
         if which is not None:
             if which not in WHICH:
                 raise ImageNetXError(
                     f"Unknown factor labels (which) '{which}': use one of "
                     f"{', '.join(WHICH)}")
-            kwargs.setdefault("slicing", WHICH_SLICINGS[which])
+            if kwargs.get("slicing") is None:
+                kwargs["slicing"] = WHICH_SLICINGS[which]
         metaclass = kwargs.pop("metaclass", None)
-        if metaclass is not None:
-            kwargs.setdefault("within", ("metaclass", metaclass))
-        if kwargs.pop("by_metaclass", False):
-            kwargs.setdefault("by", "metaclass")
+        if metaclass is not None and kwargs.get("within") is None:
+            kwargs["within"] = ("metaclass", metaclass)
+        if kwargs.pop("by_metaclass", False) and kwargs.get("by") is None:
+            kwargs["by"] = "metaclass"
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(kwargs) - names)
         if unknown:

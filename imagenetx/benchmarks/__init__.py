@@ -21,7 +21,7 @@ def benchmarks() -> dict:
     return {b.name: b for b in (ImageNetX(), ImageNetD(), Benchmark())}
 
 
-def get_benchmark(samples, name: str = None):
+def get_benchmark(samples, name: str = None, settings=None):
     """The benchmark called ``name``, or the one a dataset holds: the name
     in ``dataset.info["imagenetx"]["benchmark"]``, else the first whose
     fields the dataset has.
@@ -34,7 +34,7 @@ def get_benchmark(samples, name: str = None):
         info = samples._dataset.info.get("imagenetx") or {}
         name = info.get("benchmark") if isinstance(info, dict) else None
         if name not in known:
-            return next(b for b in known.values() if b.matches(samples))
+            return next(b for b in known.values() if b.matches(samples, settings))
     if name not in known:
         raise ImageNetXError(
             f"Unknown benchmark '{name}': use one of {', '.join(known)}"

@@ -29,8 +29,6 @@ class Benchmark:
         default_label_space: the label space used when none is named
         group_slicing: the single-valued slicing offered for per-group
             tables and as a filter (e.g. ImageNet-X's meta-classes)
-        slice_alias: the older JSON key of a slice of the default slicings
-            (``"factor"`` for ImageNet-X), kept beside ``slices``
     """
 
     name = "generic"
@@ -38,10 +36,10 @@ class Benchmark:
     default_slicing: Optional[str] = None
     default_label_space = "class"
     group_slicing: Optional[str] = None
-    slice_alias: Optional[str] = None
 
-    def matches(self, samples) -> bool:
-        """Whether a dataset holds this benchmark's fields."""
+    def matches(self, samples, settings=None) -> bool:
+        """Whether a dataset holds this benchmark's fields (their names may
+        come from ``settings``)."""
         return True
 
     def slicings(self, samples, settings) -> Dict[str, Slicing]:
@@ -67,8 +65,8 @@ class Benchmark:
         if not samples.has_field(path):
             raise ImageNetXError(
                 f"Dataset '{samples._dataset.name}' has no ground truth field "
-                f"'{settings.gt_field}' with a class_index: load it with "
-                "`imagenetx load` or `imagenetx tag`, or pass --gt-field"
+                f"'{settings.gt_field}' with a class_index: run `imagenetx tag` "
+                "(ImageNet file names) or `imagenetx load`, or pass --gt-field"
             )
 
 
@@ -86,6 +84,14 @@ def field_slicing(samples, path: str) -> Slicing:
             "as 'tags' or 'my_field'"
         )
     field = samples.get_field(path)
+    parts = path.split(".")
+    inside_list = any(
+        isinstance(samples.get_field(".".join(parts[:i])), fo.ListField)
+        for i in range(1, len(parts)))
+    if inside_list:
+        raise ImageNetXError(
+            f"Field '{path}' lies inside a list (e.g. detections): slice by a "
+            "field with one value or one list of values per sample")
     multi = isinstance(field, fo.ListField)
     inner = field.field if multi else field
     if not isinstance(inner, (fo.StringField, fo.BooleanField, fo.IntField)):

@@ -11,6 +11,8 @@ statistics and for the mistake views alike, so the two always agree.
     (ImageNet-X meta-classes)
 -   :class:`InSet`: the predicted class is in the image's set of valid
     classes (ReaL labels; ImageNet-D's classes, each 1-3 ImageNet-1k classes)
+-   :class:`TopKInSet`: one of the prediction's best k classes is in that
+    set, each image counted once (ImageNet-D's top-5)
 -   :class:`ClassSubset`: another label space, after restricting the model's
     output to a class subset (ImageNet-A/R's 200 classes: argmax over the
     subset of the stored logits, as timm's ``validate.py`` does with
@@ -146,6 +148,44 @@ class InSet(LabelSpace):
         if self.empty == "skip":
             counted &= sets.sizes > 0
         return counted & sets.contains(np.where(counted, pred, -1)), counted
+
+
+class TopKInSet(InSet):
+    """Any of the prediction's ``k`` best classes is in the image's set of
+    valid classes (top-k accuracy), each image counted once however many of
+    its top ``k`` are valid. Reads ``{field}.top5`` as ``imagenetx predict``
+    writes it.
+
+    Args:
+        set_path: the sample path of each image's list of valid classes
+        name: the label space's name
+        k (5): how many of the best classes count
+    """
+
+    description = "one of the prediction's best k classes is valid"
+
+    def __init__(self, set_path: str, name: str, k: int = 5,
+                 num_outputs: int = 1000):
+        super().__init__(set_path, name, empty="count", num_outputs=num_outputs)
+        self.k = k
+
+    def model_paths(self, field):
+        return [f"{field}.class_index", f"{field}.top5"]
+
+    def score(self, field, columns):
+        tops = columns[f"{field}.top5"]
+        if not any(t for t in tops):
+            raise ImageNetXError(
+                f"Field '{field}' has no top5 classes, which the '{self.name}' "
+                "label space needs: predict with `imagenetx predict`, which "
+                "stores them")
+        sets = columns[self.gt_path]
+        pred = self.predicted(field, columns)
+        counted = (pred >= 0) & np.fromiter((s is not None for s in sets), bool, len(sets))
+        hit = np.fromiter(
+            (bool(t) and s is not None and not set(t[:self.k]).isdisjoint(s)
+             for t, s in zip(tops, sets)), bool, len(sets))
+        return counted & hit, counted
 
 
 class ClassSubset(LabelSpace):

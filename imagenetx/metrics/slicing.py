@@ -42,6 +42,14 @@ class Slicing:
         """``{value: column}``."""
         return {v: i for i, v in enumerate(self.values)}
 
+    def lookup(self, value):
+        """The slice value that ``value`` names, also when given as text
+        (forms and the command line send ``"3"`` or ``"True"`` for a
+        field's ints and booleans); None when it names none."""
+        if value in self.index():
+            return value
+        return {str(v): v for v in self.values}.get(str(value))
+
     def membership(self, column: Sequence) -> np.ndarray:
         """The ``(n, k)`` bool matrix of a column of this field's values:
         one value (or None) per image, or one list (or None) per image when

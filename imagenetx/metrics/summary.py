@@ -112,7 +112,8 @@ class TableSummary:
             "worst_slice_accuracy": to_json(self.worst_slice_accuracy),
             "worst_reliable_slice": self.worst_reliable_slice,
         }
-        slices = {k: v.to_dict() for k, v in self.slices.items()}
+        # JSON keys are text: a field's int or bool values become "3", "True"
+        slices = {str(k): v.to_dict() for k, v in self.slices.items()}
         if alias:
             out[f"worst_{alias}"] = out["worst_slice"]
             out[f"worst_{alias}_accuracy"] = out["worst_slice_accuracy"]
@@ -138,7 +139,7 @@ class ModelSummary(TableSummary):
         out[f"worst_{self.worst_classes_k}_classes"] = to_json(self.worst_classes)
         out["ece"] = to_json(self.ece)
         if self.groups is not None:
-            groups = {g: t.to_dict(alias) for g, t in self.groups.items()}
+            groups = {str(g): t.to_dict(alias) for g, t in self.groups.items()}
             out["groups"] = groups
             if group_alias:
                 out[group_alias] = groups

@@ -43,7 +43,7 @@ def error_ratio_chart(ratios: dict) -> tuple:
     Returns:
         ``(traces, layout)``: a list of plotly trace dicts and a layout dict
     """
-    order = slice_order(ratios)
+    order = [str(v) for v in slice_order(ratios)]
     few = {
         f
         for m in ratios["models"].values()
@@ -103,6 +103,7 @@ def error_ratio_chart(ratios: dict) -> tuple:
         "hovermode": "closest",
         "title": {"text": _title(ratios), "font": {"size": 13}},
         "xaxis": {
+            "type": "category",
             "tickvals": order,
             "ticktext": [f + " *" if f in few else f for f in order],
             "tickangle": -40,

@@ -69,7 +69,7 @@ def write_report(samples, pred_fields, out: str, settings=None,
             "first or write the report elsewhere")
     samples = get_dataset(samples)
     settings = Settings.create(settings, **ratio_kwargs)
-    benchmark = get_benchmark(samples, settings.benchmark)
+    benchmark = get_benchmark(samples, settings.benchmark, settings)
     slicing = settings.slicing or benchmark.default_slicing
     if settings.by is None and benchmark.group_slicing not in (None, slicing):
         settings = Settings.create(settings, by=benchmark.group_slicing)

@@ -1,13 +1,17 @@
-"""ImageNet-D's analysis spec: slicings by nuisance kind (and, where the data carries
-it, the specific nuisance value, and the class), and one label space: a
-1000-way model is right when its top-1 index is any ImageNet-1k index of the
-image's class (``ground_truth.imagenet_indices``), as the authors'
-``evaluate_imagenet_models.py`` scores it.
+"""ImageNet-D's analysis spec: slicings by nuisance kind (and, where the data
+carries it, the specific nuisance value, and the class), and two label
+spaces: ``class``, a 1000-way model is right when its top-1 index is any
+ImageNet-1k index of the image's class (``ground_truth.imagenet_indices``), as
+the authors' ``evaluate_imagenet_models.py`` scores it; and ``top5``, right
+when any of its 5 best indices is, each image counted once (the authors'
+script can count an image twice when two of its top 5 are indices of its
+class).
 """
 
 from imagenetx.benchmarks.base import Benchmark, field_slicing
 from imagenetx.classes.imagenet_d import NUISANCES
-from imagenetx.classes.spaces import InSet
+from imagenetx.classes.spaces import InSet, TopKInSet
+from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.slicing import Slicing
 
 
@@ -20,9 +24,18 @@ class ImageNetD(Benchmark):
     default_label_space = "class"
     group_slicing = "nuisance"
 
-    def matches(self, samples) -> bool:
+    def matches(self, samples, settings=None) -> bool:
+        gt = settings.gt_field if settings else "ground_truth"
         return samples.has_field("nuisance") and samples.has_field(
-            "ground_truth.imagenet_indices")
+            f"{gt}.imagenet_indices")
+
+    def check_fields(self, samples, settings):
+        for path in ("nuisance", f"{settings.gt_field}.imagenet_indices"):
+            if not samples.has_field(path):
+                raise ImageNetXError(
+                    f"Dataset '{samples._dataset.name}' has no field '{path}' "
+                    "of the ImageNet-D contract: load it with `imagenetx load "
+                    "--imagenet-d-dir DIR` (or --hub), or pass --gt-field")
 
     def slicings(self, samples, settings):
         out = {"nuisance": Slicing("nuisance", "nuisance", NUISANCES,
@@ -35,8 +48,9 @@ class ImageNetD(Benchmark):
         return out
 
     def label_spaces(self, settings):
-        return {"class": InSet(f"{settings.gt_field}.imagenet_indices", "class",
-                               empty="count")}
+        indices = f"{settings.gt_field}.imagenet_indices"
+        return {"class": InSet(indices, "class", empty="count"),
+                "top5": TopKInSet(indices, "top5")}
 
     def base_view(self, samples, settings):
         return samples.match({"nuisance": {"$ne": None}})

@@ -21,10 +21,10 @@ class ImageNetX(Benchmark):
     default_slicing = "top_factor"
     default_label_space = "class"
     group_slicing = "metaclass"
-    slice_alias = "factor"
 
-    def matches(self, samples) -> bool:
-        return samples.has_field("imagenetx.top_factor")
+    def matches(self, samples, settings=None) -> bool:
+        field_name = settings.field_name if settings else "imagenetx"
+        return samples.has_field(f"{field_name}.top_factor")
 
     def slicings(self, samples, settings):
         fn = settings.field_name
