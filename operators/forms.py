@@ -20,10 +20,11 @@ def prediction_fields_or_warning(ctx, inputs) -> list:
 
 def add_mode_inputs(ctx, inputs) -> dict:
     """The slicing and correctness of the analysis engine, as the dataset's
-    benchmark offers them; returns :func:`imagenetx.analysis.analysis_options`."""
+    benchmark offers them; returns :func:`imagenetx.analysis.analysis_options`
+    (with the values of the chosen slicing)."""
     from imagenetx.analysis import analysis_options
 
-    options = analysis_options(ctx.dataset)
+    options = analysis_options(ctx.dataset, values_of=ctx.params.get("slicing") or None)
     slicings = list(options["slicings"])
     inputs.enum("slicing", slicings, default=options["default_slicing"],
                 label="Slice by", view=types.DropdownView())

@@ -28,7 +28,12 @@ class ShowMistakes(foo.Operator):
                     label="Prediction field", view=types.DropdownView())
         options = add_mode_inputs(ctx, inputs)
         slicing = ctx.params.get("slicing") or options["default_slicing"]
-        values = [str(v) for v in options["slicings"].get(slicing, [])]
+        values = options["slicings"].get(slicing) or []
+        if not values:
+            inputs.view("no_values", types.Warning(
+                label=f"'{slicing}' has no values in this dataset",
+                description="Pick another slicing."))
+            return types.Property(inputs)
         inputs.enum("slice", values, required=True,
                     label=options["slice_titles"].get(slicing, "Slice").capitalize(),
                     view=types.DropdownView())

@@ -131,9 +131,11 @@ class ImageNetXPanel(foo.Panel):
                        "message": "Tick at least one prediction field."})
             return
         # the App sends the same view change several times: compute once
-        # per view, settings, fields and last sample write
+        # per view, settings, fields and dataset version (both answered from
+        # indexes: a filtered view's own max would scan it)
         key = json.dumps([_signature(view), _settings(ctx), chosen,
-                          str(view.max("last_modified_at"))])
+                          ctx.dataset.count(),
+                          str(ctx.dataset.max("last_modified_at"))])
         if state.status == "ok" and state.get("computed_for") == key:
             return
         try:
@@ -202,7 +204,7 @@ class ImageNetXPanel(foo.Panel):
             ("real_mode", REAL_MODES, "Empty ReaL sets"),
         ]
         if group:
-            values = tuple(str(v) for v in options["slicings"].get(group, ()))
+            values = tuple(options["slicings"].get(group) or ())
             dropdowns.append(("within", (ALL, *values),
                               options["slice_titles"][group].capitalize()))
         for name, values, label in dropdowns:
@@ -255,7 +257,7 @@ def _init_settings(ctx, options):
     if state.get(CONTROLS + "real_mode") is None:
         state.set(CONTROLS + "real_mode", "clean")
     group = options.get("group_slicing")
-    values = [str(v) for v in options["slicings"].get(group, ())] if group else []
+    values = (options["slicings"].get(group) or []) if group else []
     if state.get(CONTROLS + "within") not in values:
         state.set(CONTROLS + "within", ALL)
 

@@ -1,7 +1,11 @@
-"""The App panel's refresh over 50,000 samples (target: under 1 s), run
+"""The App panel's refresh over 50,000 samples (target: 0.2 s or less), run
 through FiftyOne's operator execution as the App runs it, beside a plain
 ``values()`` read of the same columns, one list per field, in the same
 run: what a panel built the obvious way pays before computing anything.
+
+A refresh that finds the data unchanged reuses the columns read last time
+(:mod:`imagenetx.analysis.columns`); the first refresh after a write reads
+them again: both are printed.
 
 The dataset: the 50,000 validation file names (no images needed), tagged,
 with ImageNet's own labels as the prediction field, as in the demo. Usage:
@@ -73,12 +77,20 @@ def main():
     ds = build(args.fields)
     refresh(ds)  # warm: annotations parsed, plugin loaded
     panel = statistics.median(refresh(ds) for _ in range(REPEATS))
+    # after a write the columns are read again from the database
+    cold = []
+    for i in range(REPEATS):
+        ds[:1].tag_samples(f"touched-{i}")
+        cold.append(refresh(ds))
+    cold = statistics.median(cold)
     floor = statistics.median(bare_read(ds, args.fields) for _ in range(REPEATS))
     print(f"panel refresh, {N:,} samples, {args.fields} prediction field(s), "
           f"ReaL correctness, bootstrap intervals: {panel:.2f} s (median of {REPEATS})")
+    print(f"same, first refresh after a write (columns read from the database): "
+          f"{cold:.2f} s (median of {REPEATS})")
     print(f"plain values() of the same columns, one list per field: {floor:.2f} s")
     print(f"ratio plain read / panel refresh: {floor / panel:.1f}x  "
-          f"target < 1 s: {'met' if panel < 1 else 'NOT met'}")
+          f"target <= 0.2 s: {'met' if panel <= 0.2 else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,16 @@
-"""Read the columns of a view in one query."""
+"""Read the columns of a view in one query, with a small cache.
 
+The App panel computes again on every view change, control change and
+refresh; most of that time is the database read. The last few reads are
+kept, keyed by the view's stages and the dataset's version (its sample count
+and latest ``last_modified_at``, both answered from indexes in about a
+millisecond), so a repeated read of unchanged data costs no query. Any write
+through FiftyOne or :mod:`imagenetx.store.bulk` moves ``last_modified_at``,
+and adding or deleting samples changes the count.
+"""
+
+import json
+from collections import OrderedDict
 from typing import Dict, List, Sequence
 
 import numpy as np
@@ -7,33 +18,84 @@ from fiftyone import ViewField as F
 from fiftyone.core.expressions import ViewExpression
 import fiftyone.core.utils as fou
 
+from pymongo.errors import DocumentTooLarge, OperationFailure
+
 from imagenetx.memory import gc_paused
 
 
-def read_columns(view, paths: Sequence[str], ids: bool = False) -> Dict[str, list]:
+#: how many reads :func:`read_columns` keeps
+CACHE_SIZE = 4
+_CACHE: "OrderedDict[tuple, Dict[str, list]]" = OrderedDict()
+
+
+def _cache_key(view) -> tuple:
+    dataset = view._dataset
+    # a stage's serialized form carries a fresh uuid: compare what it does
+    stages = json.dumps([[s["_cls"], s["kwargs"]] for s in view._serialize()],
+                        sort_keys=True, default=str)
+    return (dataset.name, dataset.count(), str(dataset.max("last_modified_at")), stages)
+
+
+def read_columns(view, paths: Sequence[str], ids: bool = False,
+                 cache: bool = True) -> Dict[str, list]:
     """Reads sample field paths of a view with one ``values()`` query.
 
     Args:
         view: the view
         paths: the field paths (duplicates are read once)
         ids (False): also return the sample ids under ``"id"``
+        cache (True): serve a repeated read of unchanged data from the cache
+            (see the module docstring)
 
     Returns:
         ``{path: list}``, one value per sample (None where missing); stored
-        vectors (logits) come back as numpy arrays
+        vectors (logits) come back as numpy arrays. Treat the lists as
+        read-only: they may be shared with the cache.
     """
     paths = list(dict.fromkeys(paths))
-    exprs = [F(p) for p in paths]
-    if ids:
-        exprs.append(F("_id"))
-    # one array per sample decodes about twice as fast as one key per
-    # field. Decoding creates ~10 objects per sample, which would trigger
-    # full garbage collections over everything FiftyOne has loaded: they
-    # are paused meanwhile.
+    key = _cache_key(view) if cache else None
+    hit = _CACHE.get(key) if cache else None
+    if hit is not None and all(p in hit for p in paths) and (not ids or "id" in hit):
+        _CACHE.move_to_end(key)
+        return {p: hit[p] for p in paths + (["id"] if ids else [])}
+    out = _read(view, paths, ids)
+    if cache:
+        _CACHE[key] = out
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return dict(out)
+
+
+def _rows_in_one_document(view, fields: List[str]):
+    """Every sample's values as one array each, pushed by the database into
+    a single result document: one decode in C instead of a cursor step per
+    sample (about a third faster on 50,000 samples). None when the document
+    would pass MongoDB's 16 MB limit."""
+    pipeline = view._pipeline() + [
+        {"$project": {"_id": 0, "r": ["$" + f for f in fields]}},
+        {"$group": {"_id": None, "rows": {"$push": "$r"}}},
+    ]
+    try:
+        docs = list(view._dataset._sample_collection.aggregate(
+            pipeline, allowDiskUse=True))
+    except (OperationFailure, DocumentTooLarge):
+        return None
+    return docs[0]["rows"] if docs else []
+
+
+def _read(view, paths: List[str], ids: bool) -> Dict[str, list]:
+    fields = paths + (["_id"] if ids else [])
+    # Decoding creates ~10 objects per sample, which would trigger full
+    # garbage collections over everything FiftyOne has loaded: they are
+    # paused meanwhile.
     with gc_paused():
-        rows = view.values(ViewExpression(exprs), _raw=True)
+        rows = _rows_in_one_document(view, fields)
+        if rows is None:
+            # one array per sample decodes about twice as fast as one key
+            # per field
+            rows = view.values(ViewExpression([F(f) for f in fields]), _raw=True)
         n = len(rows)
-        columns = list(zip(*rows)) if n else [()] * len(exprs)
+        columns = list(zip(*rows)) if n else [()] * len(fields)
         del rows
     out = {p: list(c) for p, c in zip(paths, columns)}
     for p, column in out.items():

@@ -75,11 +75,11 @@ class Prepared:
 
 
 def _resolve_slicing(samples, benchmark, settings, name) -> Slicing:
-    known = benchmark.slicings(samples, settings)
-    if name in known:
-        return known[name]
+    known = benchmark.slicing(samples, settings, name)
+    if known is not None:
+        return known
     if not samples.has_field(name):
-        offered = ", ".join(known) or "none"
+        offered = ", ".join(benchmark.slicing_names(samples, settings)) or "none"
         raise ImageNetXError(
             f"Unknown slicing '{name}': the {benchmark.title} slicings are "
             f"{offered}; or pass a categorical field of dataset "
@@ -341,27 +341,46 @@ def slice_prevalence(samples, settings: Settings = None,
     }
 
 
-def analysis_options(samples, settings: Settings = None, **kwargs) -> dict:
+def analysis_options(samples, settings: Settings = None, values_of: str = None,
+                     **kwargs) -> dict:
     """What the App forms and panel offer for a dataset: its benchmark's
-    slicings (with their values), label spaces and group slicing.
+    slicings, label spaces and group slicing.
+
+    Args:
+        samples: a dataset, view, or dataset name
+        settings (None): a :class:`Settings`, with keyword overrides
+        values_of (None): also read the values of this slicing (those of
+            the default and the group slicing are always there)
 
     Returns:
-        ``{"benchmark", "title", "slicings": {name: [values]},
-        "default_slicing", "slice_titles": {name: title}, "label_spaces":
-        [names], "default_correct", "group_slicing", "has_ground_truth"}``
+        ``{"benchmark", "title", "slicings": {name: [values] or None (not
+        read)}, "default_slicing", "slice_titles": {name: title},
+        "label_spaces": [names], "default_correct", "group_slicing",
+        "has_ground_truth"}``
     """
     s = Settings.create(settings, **kwargs)
     samples = get_dataset(samples)
     benchmark = get_benchmark(samples, s.benchmark, s)
-    slicings = dict(benchmark.slicings(samples, s))
-    if "tags" not in slicings and samples.has_field("tags"):
-        slicings["tags"] = field_slicing(samples, "tags")
+    names = [n for n in benchmark.slicing_names(samples, s)
+             if n != "nuisance_value" or samples.has_field(n)]
+    if "tags" not in names and samples.has_field("tags"):
+        names.append("tags")
+    default = benchmark.default_slicing or (names[0] if names else None)
+    slicings, titles = {}, {}
+    for name in names:
+        if name in (default, benchmark.group_slicing, values_of):
+            slicing = _resolve_slicing(samples, benchmark, s, name)
+            slicings[name] = [str(v) for v in slicing.values]
+            titles[name] = slicing.label
+        else:
+            slicings[name] = None
+            titles[name] = name
     return {
         "benchmark": benchmark.name,
         "title": benchmark.title,
-        "slicings": {k: list(v.values) for k, v in slicings.items()},
-        "slice_titles": {k: v.label for k, v in slicings.items()},
-        "default_slicing": benchmark.default_slicing or next(iter(slicings), None),
+        "slicings": slicings,
+        "slice_titles": titles,
+        "default_slicing": default,
         "label_spaces": list(benchmark.label_spaces(s)),
         "default_correct": benchmark.default_label_space,
         "group_slicing": benchmark.group_slicing,

@@ -6,7 +6,7 @@ truth has a ``class_index``, sliced by any categorical field of the user's
 (:func:`field_slicing`), scored by exact class.
 """
 
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import fiftyone as fo
 
@@ -42,9 +42,19 @@ class Benchmark:
         come from ``settings``)."""
         return True
 
+    def slicing_names(self, samples, settings) -> List[str]:
+        """The names of the slicings this benchmark offers."""
+        return []
+
+    def slicing(self, samples, settings, name: str) -> Optional[Slicing]:
+        """One named slicing (None when the benchmark has no such slicing);
+        only it is resolved, so its values are read only when used."""
+        return None
+
     def slicings(self, samples, settings) -> Dict[str, Slicing]:
-        """The named slicings this benchmark offers."""
-        return {}
+        """All the named slicings this benchmark offers."""
+        return {n: self.slicing(samples, settings, n)
+                for n in self.slicing_names(samples, settings)}
 
     def label_spaces(self, settings) -> Dict[str, LabelSpace]:
         """The named label spaces this benchmark offers."""

@@ -37,15 +37,18 @@ class ImageNetD(Benchmark):
                     "of the ImageNet-D contract: load it with `imagenetx load "
                     "--imagenet-d-dir DIR` (or --hub), or pass --gt-field")
 
-    def slicings(self, samples, settings):
-        out = {"nuisance": Slicing("nuisance", "nuisance", NUISANCES,
-                                   title="nuisance")}
-        if samples.has_field("nuisance_value"):
-            out["nuisance_value"] = field_slicing(samples, "nuisance_value")
-        out["class"] = field_slicing(samples, f"{settings.gt_field}.label")
-        out["class"] = Slicing("class", out["class"].path, out["class"].values,
-                               title="class")
-        return out
+    def slicing_names(self, samples, settings):
+        return ["nuisance", "nuisance_value", "class"]
+
+    def slicing(self, samples, settings, name):
+        if name == "nuisance":
+            return Slicing("nuisance", "nuisance", NUISANCES, title="nuisance")
+        if name == "nuisance_value":
+            return field_slicing(samples, "nuisance_value")
+        if name == "class":
+            labels = field_slicing(samples, f"{settings.gt_field}.label")
+            return Slicing("class", labels.path, labels.values, title="class")
+        return None
 
     def label_spaces(self, settings):
         indices = f"{settings.gt_field}.imagenet_indices"

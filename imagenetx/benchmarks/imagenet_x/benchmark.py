@@ -26,7 +26,10 @@ class ImageNetX(Benchmark):
         field_name = settings.field_name if settings else "imagenetx"
         return samples.has_field(f"{field_name}.top_factor")
 
-    def slicings(self, samples, settings):
+    def slicing_names(self, samples, settings):
+        return ["top_factor", "factors", "metaclass"]
+
+    def slicing(self, samples, settings, name):
         fn = settings.field_name
         return {
             "top_factor": Slicing("top_factor", f"{fn}.top_factor", FACTORS,
@@ -35,7 +38,7 @@ class ImageNetX(Benchmark):
                                multi=True, title="factor"),
             "metaclass": Slicing("metaclass", f"{fn}.metaclass", METACLASSES,
                                  title="meta-class"),
-        }
+        }.get(name)
 
     def label_spaces(self, settings):
         gt = f"{settings.gt_field}.class_index"
