@@ -5,7 +5,7 @@ PYTHON ?= python3
 export FIFTYONE_DO_NOT_TRACK ?= true
 export FIFTYONE_DATABASE_VALIDATION ?= false
 
-.PHONY: install install-test demo test plugin benchmarks
+.PHONY: install install-test demo test plugin perf
 
 install:
 	$(PYTHON) -m pip install -q -e .
@@ -25,7 +25,7 @@ test: install-test
 plugin: install
 	$(PYTHON) -m imagenetx plugin install
 
-benchmarks: install-test
+perf: install-test
 	$(PYTHON) perf/parse_annotations.py
 	$(PYTHON) perf/tag_dataset.py
 	$(PYTHON) perf/build_demo.py
