@@ -44,7 +44,8 @@ def error_ratio_intervals(
     seed: int = BOOTSTRAP_SEED,
     level: float = INTERVAL_LEVEL,
 ):
-    """Percentile bootstrap intervals on each factor's error ratio.
+    """Percentile bootstrap intervals on each slice's error ratio (a slice:
+    an ImageNet-X factor, an ImageNet-D nuisance, ...; "factor" below).
 
     The bootstrap resamples images with replacement (``resamples`` times,
     from ``np.random.default_rng(seed)``) and recomputes each error ratio,
@@ -180,13 +181,13 @@ class PairedTest:
     Attributes:
         names: the slice names
         n: ``(k,)`` images in each slice
-        a_only: ``(16,)`` images model A gets right and model B wrong
-        b_only: ``(16,)`` images model B gets right and model A wrong
-        statistic: ``(16,)`` chi-squared statistic (NaN for exact tests)
-        p: ``(16,)`` p-values
-        p_holm: ``(16,)`` p-values after Holm's correction over the factors
+        a_only: ``(k,)`` images model A gets right and model B wrong
+        b_only: ``(k,)`` images model B gets right and model A wrong
+        statistic: ``(k,)`` chi-squared statistic (NaN for exact tests)
+        p: ``(k,)`` p-values
+        p_holm: ``(k,)`` p-values after Holm's correction over the slices
             that have images
-        method: ``(16,)`` ``"exact"`` or ``"chi2"``
+        method: ``(k,)`` ``"exact"`` or ``"chi2"``
         overall: the same test over all images: dict with n, a_only,
             b_only, statistic, p, method
     """
@@ -258,7 +259,7 @@ def mcnemar(
 
 
 def alexander_govern(groups: dict) -> dict:
-    """The Alexander-Govern test per factor, as the paper uses it: do groups
+    """The Alexander-Govern test per slice (factor), as the paper uses it: do groups
     of models (e.g. model families) differ in mean error ratio on a factor?
     Each group's samples are its models' error ratios on that factor
     (``scipy.stats.alexandergovern``; the toolkit's ``model_comparison``).
