@@ -198,7 +198,8 @@ def tag_dataset(
             else:
                 if gts[i].get("class_index") != index:
                     update[class_path] = index
-                if gts[i]["label"] in shared:
+                if (gts[i]["label"] in shared
+                        and gts[i]["label"] != labels_of_class[index]):
                     update[label_path] = labels_of_class[index]
                     made_unique += 1
 
