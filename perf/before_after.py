@@ -53,7 +53,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--only", nargs="*", choices=list(FIGURES))
     args = parser.parse_args()
-    before = tempfile.mkdtemp(prefix="imagenetx-before-")
+    # beside this checkout, so the scripts find ../shared as they do here
+    before = tempfile.mkdtemp(prefix=".imagenetx-before-", dir=os.path.dirname(HERE))
     subprocess.run(["git", "worktree", "add", "--detach", "-f", before, args.ref],
                    cwd=HERE, check=True, capture_output=True)
     try:
