@@ -62,7 +62,9 @@ def test_unmappable_labels_leave_the_dataset_unchanged(tmp_env, photos_dir):
     before = ds.values(["tags", "ground_truth"], _raw=True)
     r = run(tmp_env, "tag", "--dataset", "cli-bad-labels")
     assert r.returncode == 2
-    assert "'my own label'" in r.stderr and "--gt-field" not in r.stdout
+    # one line on stderr naming the label and the fix, nothing on stdout
+    assert "'my own label'" in r.stderr and "another ground truth field" in r.stderr
+    assert r.stderr.strip().count("\n") == 0 and r.stdout == ""
     ds.reload()
     assert ds.values(["tags", "ground_truth"], _raw=True) == before
     assert not ds.has_field("imagenetx")
