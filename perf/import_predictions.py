@@ -70,12 +70,12 @@ def read_csv_rows(path):
 def set_values_baseline(ds, path, field):
     """The idiomatic FiftyOne way: fo.Classification objects, set_values."""
     rows = read_csv_rows(path)
-    labels = class_table().labels
+    names = class_table().labels
     labels = []
     for filepath in ds.values("filepath"):
         row = rows.get(os.path.basename(filepath))
         labels.append(None if row is None else fo.Classification(
-            label=labels[row[0]], confidence=row[1], class_index=row[0]))
+            label=names[row[0]], confidence=row[1], class_index=row[0]))
     ds.set_values(field, labels)
 
 
