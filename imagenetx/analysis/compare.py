@@ -6,7 +6,6 @@ import numpy as np
 from imagenetx.analysis.engine import prepare
 from imagenetx.analysis.settings import Settings
 from imagenetx.errors import ImageNetXError
-from imagenetx.metrics.slices import slice_table
 from imagenetx.metrics.stats import MCNEMAR_EXACT_BELOW, alexander_govern, mcnemar
 from imagenetx.metrics.summary import to_json
 
@@ -68,14 +67,10 @@ def compare_groups(samples, groups: dict, settings: Settings = None,
     kwargs["intervals"] = False
     p = prepare(samples, fields, settings, **kwargs)
 
-    def ratios(field):
-        keep = p.counted[field]
-        return slice_table(p.correct[field][keep], p.membership[keep],
-                           p.slicing.values).error_ratio
-
-    test = alexander_govern(
-        {g: np.array([ratios(f) for f in members]) for g, members in groups.items()}
-    )
+    test = alexander_govern({
+        g: np.array([p.table(f).error_ratio for f in members])
+        for g, members in groups.items()
+    })
     return _header(
         p, groups={g: list(m) for g, m in groups.items()},
         slices={v: {"statistic": to_json(test["statistic"][i]),

@@ -61,10 +61,17 @@ class Prepared:
     confidence: Dict[str, np.ndarray] = field(default_factory=dict)
     ids: Optional[List[str]] = None
 
-    def scored(self, field: str, mask: np.ndarray = None) -> Scored:
-        """One field's images as a reducer's input (its counted images,
-        intersected with ``mask``)."""
-        keep = self.counted[field] if mask is None else self.counted[field] & mask
+    def table(self, field: str, intervals: bool = False) -> SliceTable:
+        """One field's per-slice accuracy over its counted images."""
+        s = self.settings
+        keep = self.counted[field]
+        return slice_table(self.correct[field][keep], self.membership[keep],
+                           self.slicing.values, intervals=intervals,
+                           resamples=s.resamples, seed=s.seed, level=s.level)
+
+    def scored(self, field: str) -> Scored:
+        """One field's counted images as a reducer's input."""
+        keep = self.counted[field]
         return Scored(
             correct=self.correct[field][keep],
             membership=self.membership[keep],
@@ -256,11 +263,7 @@ def slice_accuracies(samples, pred_field: str, settings: Settings = None,
     here)."""
     kwargs.setdefault("intervals", False)
     p = prepare(samples, [pred_field], settings, **kwargs)
-    s = p.settings
-    keep = p.counted[pred_field]
-    boot = dict(resamples=s.resamples, seed=s.seed, level=s.level)
-    return slice_table(p.correct[pred_field][keep], p.membership[keep],
-                       p.slicing.values, intervals=s.intervals, **boot)
+    return p.table(pred_field, intervals=p.settings.intervals)
 
 
 #: the first release's name of :func:`slice_accuracies`

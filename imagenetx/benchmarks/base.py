@@ -51,11 +51,6 @@ class Benchmark:
         only it is resolved, so its values are read only when used."""
         return None
 
-    def slicings(self, samples, settings) -> Dict[str, Slicing]:
-        """All the named slicings this benchmark offers."""
-        return {n: self.slicing(samples, settings, n)
-                for n in self.slicing_names(samples, settings)}
-
     def label_spaces(self, settings) -> Dict[str, LabelSpace]:
         """The named label spaces this benchmark offers."""
         return {"class": ExactClass(f"{settings.gt_field}.class_index")}

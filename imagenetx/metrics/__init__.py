@@ -57,7 +57,6 @@ from imagenetx.metrics.stats import (
     mcnemar_counts,
 )
 from imagenetx.metrics.summary import (
-    REDUCERS,
     ErrorRatios,
     ModelSummary,
     Scored,

@@ -42,14 +42,6 @@ class RealSets:
     def sizes(self) -> np.ndarray:
         return np.diff(self.offsets)
 
-    def subset(self, mask: np.ndarray) -> "RealSets":
-        """The sets of the images where ``mask`` is True."""
-        sizes = self.sizes[mask]
-        keep = np.repeat(mask, self.sizes)
-        offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        return RealSets(self.flat[keep], offsets)
-
     def contains(self, predicted: np.ndarray) -> np.ndarray:
         """Whether each image's set holds its predicted class."""
         predicted = np.asarray(predicted, dtype=np.int64)

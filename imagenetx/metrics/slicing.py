@@ -57,10 +57,7 @@ class Slicing:
         index = self.index()
         k = len(self.values)
         if not self.multi:
-            idx = np.fromiter(
-                (index.get(v, -1) for v in column), dtype=np.int64,
-                count=len(column),
-            )
+            idx = self.ids(column)
             matrix = np.zeros((len(column), k), dtype=bool)
             rows = np.flatnonzero(idx >= 0)
             matrix[rows, idx[rows]] = True

@@ -211,8 +211,5 @@ class ErrorRatios:
         return out
 
 
-#: the reducers by name
-REDUCERS = {ErrorRatios.name: ErrorRatios}
-
-__all__ = ["ErrorRatios", "ModelSummary", "REDUCERS", "Scored", "SliceStats",
+__all__ = ["ErrorRatios", "ModelSummary", "Scored", "SliceStats",
            "TableSummary", "MIN_RELIABLE_N", "to_json"]

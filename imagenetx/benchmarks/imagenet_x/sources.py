@@ -12,10 +12,8 @@ import os
 from dataclasses import dataclass
 
 import fiftyone as fo
-from bson import ObjectId
 
 from imagenetx.benchmarks.imagenet_x import annotations as anno
-from imagenetx.store.bulk import chunked, write_raw
 from imagenetx.store.datasets import check_new_dataset_name, make_dataset
 from imagenetx.errors import ImageNetXError
 from imagenetx.classes.imagenet import class_table
