@@ -10,6 +10,7 @@ from typing import Dict, List, Optional
 
 import fiftyone as fo
 
+from imagenetx.classes.decisions import Decisions
 from imagenetx.classes.spaces import ExactClass, LabelSpace
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.slicing import Slicing
@@ -58,6 +59,11 @@ class Benchmark:
     def base_view(self, samples, settings):
         """The samples that count."""
         return samples
+
+    def decisions(self) -> Optional[Decisions]:
+        """How a 1000-way model's probabilities become this benchmark's
+        decisions; None: the ImageNet class itself."""
+        return None
 
     def alias_for(self, slicing: str) -> Optional[str]:
         """The older JSON key of a slice of ``slicing``, if any."""
