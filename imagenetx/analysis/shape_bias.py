@@ -1,5 +1,4 @@
-"""Shape bias of prediction fields on a cue-conflict dataset, and the views
-of their texture-driven decisions.
+"""Shape bias of prediction fields on a cue-conflict dataset.
 
 The images and the correctness come from the analysis engine
 (:func:`~imagenetx.analysis.engine.prepare`) under the cue-conflict
@@ -12,12 +11,10 @@ from dataclasses import dataclass, field as dc_field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-from fiftyone import ViewField as F
 
 from imagenetx.analysis.engine import prepare
-from imagenetx.analysis.settings import Settings
 from imagenetx.benchmarks.cue_conflict.benchmark import CueConflict
-from imagenetx.classes.cue_conflict import categories, category_index
+from imagenetx.classes.cue_conflict import categories
 from imagenetx.metrics.shape_bias import ShapeBias, shape_bias_table
 from imagenetx.metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, INTERVAL_LEVEL
 from imagenetx.store.datasets import get_dataset
@@ -116,32 +113,3 @@ def shape_bias(samples, pred_fields: Sequence[str], intervals: bool = True,
     return ShapeBiasResults(
         shape.dataset_name, models, [f for f in fields if f in humans],
         table(humans) if humans else None)
-
-
-def texture_decisions_view(samples, pred_field: str, category: Optional[str] = None):
-    """The cue-conflict images whose decision in ``pred_field`` names the
-    texture category (the decisions shape bias counts against), optionally
-    of one shape category.
-
-    The same test as the ``texture`` label space: the decision's
-    ``class_index`` equals the image's ``texture_index``.
-    """
-    samples = get_dataset(samples)
-    CueConflict().check_fields(samples, Settings())
-    expr = F("cue_conflict") & (F(f"{pred_field}.class_index") == F("texture_index"))
-    if category is not None:
-        expr &= F("ground_truth.class_index") == category_index(category)
-    return samples.match(expr)
-
-
-def save_texture_view(dataset, pred_field: str) -> str:
-    """Saves :func:`texture_decisions_view` of a field on its dataset, so
-    the App's sidebar lists it; returns the view's name."""
-    name = f"{pred_field} decided by texture"
-    view = texture_decisions_view(dataset, pred_field)
-    if dataset.has_saved_view(name):
-        dataset.delete_saved_view(name)
-    dataset.save_view(name, view, description=(
-        f"Cue-conflict images where '{pred_field}' answered the texture "
-        "category (imagenetx)"))
-    return name

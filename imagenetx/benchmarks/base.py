@@ -65,6 +65,10 @@ class Benchmark:
         decisions; None: the ImageNet class itself."""
         return None
 
+    def predictions_written(self, dataset, field: str) -> None:
+        """Called after a prediction field was written (e.g. to save views
+        of it); nothing by default."""
+
     def alias_for(self, slicing: str) -> Optional[str]:
         """The older JSON key of a slice of ``slicing``, if any."""
         return None

@@ -174,7 +174,8 @@ def predict(
     loaded = load_model(
         model, arch, pretrained=pretrained, remap_by_position=remap_by_position
     )
-    decisions = get_benchmark(dataset).decisions()
+    benchmark = get_benchmark(dataset)
+    decisions = benchmark.decisions()
 
     err_field = error_field(field)
     has_errors = dataset.has_field(err_field)
@@ -207,9 +208,11 @@ def predict(
                            decisions)
         with fou.ProgressBar(total=len(ids), progress=progress) as pb:
             write_raw(dataset, _chunks(runner.run(loader), builder, pb))
+        benchmark.predictions_written(dataset, field)
     summary.seconds = time.perf_counter() - start
 
-    _evaluate(dataset, field, gt_field, summary, changed=bool(ids))
+    _evaluate(dataset, field, gt_field, summary, changed=bool(ids),
+              labels=decisions.labels if decisions else None)
     return summary
 
 
@@ -469,8 +472,9 @@ def _chunks(results, builder: _Builder, pb):
         yield chunk
 
 
-def _evaluate(dataset, field, gt_field, summary, changed: bool):
-    evaluation = evaluate_predictions(dataset, field, gt_field, rerun=changed)
+def _evaluate(dataset, field, gt_field, summary, changed: bool, labels=None):
+    evaluation = evaluate_predictions(dataset, field, gt_field, rerun=changed,
+                                      labels=labels)
     summary.eval_note = evaluation.note
     if evaluation.key is not None:
         summary.eval_key = evaluation.key

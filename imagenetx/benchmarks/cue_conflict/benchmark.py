@@ -22,6 +22,17 @@ NOT_16 = ("it is not a 16-class decision: predict on this dataset with "
           "categories) or import published responses")
 
 
+def require_contract(samples, gt_field: str = "ground_truth") -> None:
+    """Raises ImageNetXError unless ``samples`` hold the cue-conflict
+    fields."""
+    for path in (*CONTRACT_FIELDS, f"{gt_field}.class_index"):
+        if not samples.has_field(path):
+            raise ImageNetXError(
+                f"Dataset '{samples._dataset.name}' has no field '{path}' of "
+                "the cue-conflict contract: load it with `imagenetx load "
+                "cue-conflict`")
+
+
 class CueConflict(Benchmark):
     """Geirhos et al.'s texture-shape cue-conflict stimuli."""
 
@@ -35,12 +46,7 @@ class CueConflict(Benchmark):
         return all(samples.has_field(f) for f in CONTRACT_FIELDS)
 
     def check_fields(self, samples, settings):
-        for path in (*CONTRACT_FIELDS, f"{settings.gt_field}.class_index"):
-            if not samples.has_field(path):
-                raise ImageNetXError(
-                    f"Dataset '{samples._dataset.name}' has no field '{path}' "
-                    "of the cue-conflict contract: load it with `imagenetx "
-                    "load cue-conflict`")
+        require_contract(samples, settings.gt_field)
 
     def slicing_names(self, samples, settings):
         return ["shape", "texture", "cue_conflict"]
@@ -60,6 +66,12 @@ class CueConflict(Benchmark):
             "texture": ExactClass("texture_index", k, "texture",
                                   "the decision is the texture category", NOT_16),
         }
+
+    def predictions_written(self, dataset, field: str) -> None:
+        """Saves the view of the field's texture-driven decisions."""
+        from imagenetx.benchmarks.cue_conflict.views import save_texture_view
+
+        save_texture_view(dataset, field)
 
     def decisions(self) -> Decisions:
         return Decisions("16-class (model-vs-human)", categories(), mean_matrix())

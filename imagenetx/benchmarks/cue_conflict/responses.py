@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field as dc_field
 from typing import Dict, List, Optional, Sequence
 
+import fiftyone as fo
 from bson import ObjectId
 
 from imagenetx.classes.cue_conflict import categories
@@ -166,11 +167,15 @@ def import_responses(samples, paths: Sequence, field: Optional[str] = None,
             the dataset does not have, a category that disagrees with the
             image's shape, or an existing field without ``overwrite``
     """
-    from imagenetx.benchmarks.cue_conflict.benchmark import CueConflict
+    from imagenetx.benchmarks.cue_conflict.benchmark import CueConflict, require_contract
     from imagenetx.store.bulk import chunked, write_raw
     from imagenetx.store.classifications import write_classifications
     from imagenetx.store.datasets import get_dataset
-    from imagenetx.store.schema import check_prediction_field
+    from imagenetx.store.schema import (
+        check_prediction_field,
+        declare_classification,
+        eval_key_of,
+    )
 
     subjects = [r for p in paths for r in read_responses(p)]
     if field is not None and len(subjects) != 1:
@@ -184,10 +189,7 @@ def import_responses(samples, paths: Sequence, field: Optional[str] = None,
             "each once")
     samples = get_dataset(samples)
     dataset = samples._dataset
-    if not CueConflict().matches(samples):
-        raise ImageNetXError(
-            f"Dataset '{dataset.name}' is not a cue-conflict dataset: load "
-            "the stimuli with `imagenetx load cue-conflict` first")
+    require_contract(samples)
     for name in names:
         if check_prediction_field(dataset, name, "ground_truth") and not overwrite:
             raise ImageNetXError(
@@ -213,8 +215,11 @@ def import_responses(samples, paths: Sequence, field: Optional[str] = None,
     index = {c: i for i, c in enumerate(categories())}
     written, no_answer = {}, 0
     for name, r in zip(names, subjects):
+        if dataset.has_evaluation(eval_key_of(name)):
+            dataset.delete_evaluation(eval_key_of(name))  # it scored the old field
         if dataset.has_field(name):
             dataset.delete_sample_field(name)
+        declare_classification(dataset, name, rt=fo.FloatField)
         rows = [(ids[row_of[n]], a, t) for n, a, t in zip(r.images, r.answers, r.rts)
                 if a is not None]
         write_classifications(
@@ -224,6 +229,7 @@ def import_responses(samples, paths: Sequence, field: Optional[str] = None,
         write_raw(dataset, ({ObjectId(i): {name: None} for i in c} for c in chunked(empty)))
         written[name] = len(rows)
         no_answer += len(empty)
+        CueConflict().predictions_written(dataset, name)
 
     info = dict(dataset.info.get("imagenetx") or {})
     humans = set(info.get("humans") or ()) - set(names)
