@@ -238,3 +238,47 @@ def test_stimuli_download_into_the_cache_and_offline_error(tmp_path, monkeypatch
     monkeypatch.setenv("IMAGENETX_TEST_STIMULI_DIR", str(tmp_path / "nowhere"))
     with pytest.raises(ImageNetXError, match="does not exist"):
         remote.paths(files)
+
+
+# -- the App -----------------------------------------------------------------
+
+
+@needs_data
+def test_operator_loads_the_stimuli():
+    import fiftyone.operators as foo
+
+    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+
+    install_plugin()
+    result = foo.execute_operator(
+        f"{PLUGIN_NAME}/load_cue_conflict",
+        ctx={"params": {"dir": str(IMAGES), "name": "cue-op"}})
+    assert result.error is None, result.error
+    assert result.result["samples"] == 1280
+    assert fo.load_dataset("cue-op").count_values("cue_conflict")[True] == 1200
+
+
+@needs_data
+def test_panel_plots_shape_bias_and_clicks_through_to_texture_decisions(cue):
+    import fiftyone.server.view as fosv
+    from test_panel import PanelSession
+
+    from imagenetx.plugin import install_plugin
+
+    install_plugin()
+    panel = PanelSession(cue.name)
+    requests = panel.send("on_load")
+    assert panel.state["status"] == "ok"
+    assert panel.state["controls"]["chart"] == "shape bias"
+    traces = {t["name"]: t for t in panel.data(requests)["chart"]}
+    expected = shape_bias(cue, ["resnet50"], intervals=False).to_dict()
+    dog = traces["resnet50"]["x"][traces["resnet50"]["y"].index("dog")]
+    assert dog == expected["models"]["resnet50"]["categories"]["dog"]["shape_bias"]
+    assert traces["humans (pooled)"]["marker"]["symbol"] == "diamond"
+
+    panel.send("on_click_bar", trace="resnet50", x=dog, y="dog")
+    shown = fosv.get_view(cue.name, stages=panel.view_stages)
+    texture = expected["models"]["resnet50"]["categories"]["dog"]["texture"]
+    assert len(shown) == texture == panel.state["drill"]["count"] > 0
+    assert set(shown.distinct("shape")) == {"dog"}
+    assert all(p.label == t for p, t in zip(shown.values("resnet50"), shown.values("texture")))

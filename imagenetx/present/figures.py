@@ -166,3 +166,63 @@ def _pct(value):
 
 def _num(value):
     return "n/a" if value is None else f"{value:.3f}"
+
+
+#: the trace of the pooled human observers in :func:`shape_bias_chart`
+HUMANS_TRACE = "humans (pooled)"
+
+
+def shape_bias_chart(result: dict) -> tuple:
+    """Geirhos et al.'s shape-bias plot: one row per shape category, the
+    fraction of shape decisions (of shape + texture decisions) from 0 to 1,
+    a marker per model and a red diamond for the pooled humans; each
+    model's overall shape bias as a dotted vertical line in its colour.
+
+    Each trace is named after its prediction field and each marker's ``y``
+    is the category, so a click tells which model and category it was.
+
+    Args:
+        result: :meth:`imagenetx.analysis.shape_bias.ShapeBiasResults.to_dict`
+
+    Returns:
+        ``(traces, layout)``
+    """
+    cats = list(result["categories"])
+    entries = list(result["models"].items())
+    if result.get("humans"):
+        entries.append((HUMANS_TRACE, result["humans"]))
+    traces, shapes = [], []
+    for k, (name, entry) in enumerate(entries):
+        human = name == HUMANS_TRACE
+        color = "#D62728" if human else COLORS[k % len(COLORS)]
+        rows = [entry["categories"][c] for c in cats]
+        traces.append({
+            "type": "scatter",
+            "mode": "markers",
+            "name": name,
+            "x": [r["shape_bias"] for r in rows],
+            "y": cats,
+            "marker": {"color": color, "size": 11 if human else 9,
+                       "symbol": "diamond" if human else "circle"},
+            "customdata": [[r["shape"], r["texture"], r["n"]] for r in rows],
+            "hovertemplate": (f"<b>{name}</b>, %{{y}}<br>shape bias %{{x:.3f}}"
+                              "<br>%{customdata[0]} shape / %{customdata[1]} texture "
+                              "of %{customdata[2]} images<extra></extra>"),
+        })
+        if entry["shape_bias"] is not None:
+            shapes.append({"type": "line", "xref": "x", "yref": "paper",
+                           "x0": entry["shape_bias"], "x1": entry["shape_bias"],
+                           "y0": 0, "y1": 1,
+                           "line": {"color": color, "dash": "dot", "width": 1}})
+    layout = {
+        "title": {"text": "Shape bias per category (cue-conflict images)"},
+        "xaxis": {"title": {"text": "fraction of shape decisions (shape bias)"},
+                  "range": [-0.02, 1.02], "zeroline": False},
+        "yaxis": {"title": {"text": "shape category"}, "categoryorder": "array",
+                  "categoryarray": cats[::-1]},
+        "shapes": shapes,
+        "legend": {"orientation": "h", "y": -0.15},
+        "margin": {"t": 40, "l": 90},
+        "height": 560,
+    }
+    return traces, layout
