@@ -282,3 +282,15 @@ def test_panel_plots_shape_bias_and_clicks_through_to_texture_decisions(cue):
     assert len(shown) == texture == panel.state["drill"]["count"] > 0
     assert set(shown.distinct("shape")) == {"dog"}
     assert all(p.label == t for p, t in zip(shown.values("resnet50"), shown.values("texture")))
+
+
+@needs_data
+def test_report_has_the_shape_bias_section(cue, tmp_path):
+    from imagenetx.present.report import write_report
+
+    summary = write_report(cue, ["resnet50", "alexnet"], str(tmp_path / "cue.html"))
+    page = (tmp_path / "cue.html").read_text()
+    assert "Shape bias (cue-conflict images" in page and "0.2207" in page
+    rows = list(csv.DictReader(open(tmp_path / "cue_shape_bias.csv")))
+    assert {r["model"] for r in rows} == {"resnet50", "alexnet", "humans (pooled)"}
+    assert str(tmp_path / "cue_shape_bias.csv") in summary.csvs
