@@ -14,12 +14,13 @@ the bias is the same either way).
 The interval is a percentile bootstrap over images. A shape bias depends
 only on three counts (shape, texture, other decisions), which under
 resampling of images follow a multinomial with the observed proportions:
-they are drawn directly, as :func:`~imagenetx.metrics.stats.
-error_ratio_intervals` does for error ratios.
+they are drawn directly (as two binomials), as :func:`~imagenetx.metrics.
+stats.error_ratio_intervals` does for error ratios.
 """
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Dict, Sequence
 
 import numpy as np
@@ -70,6 +71,11 @@ def shape_bias_intervals(n: np.ndarray, shape: np.ndarray, texture: np.ndarray,
                          level: float = INTERVAL_LEVEL):
     """Percentile bootstrap intervals of each row's shape bias.
 
+    Each row draws from its own generator, seeded by ``seed`` and its three
+    counts: a row's interval depends on nothing else (not on which other
+    rows or models are computed beside it), so equal counts give equal
+    intervals and repeated calls are served from a cache.
+
     Args:
         n, shape, texture: ``(k,)`` counts: images, shape and texture
             decisions
@@ -78,21 +84,28 @@ def shape_bias_intervals(n: np.ndarray, shape: np.ndarray, texture: np.ndarray,
         ``(low, high)``, ``(k,)`` each; NaN where a row has no shape or
         texture decision
     """
-    n = np.asarray(n, dtype=np.int64)
-    counts = np.stack([shape, texture, n - shape - texture], axis=1)
-    rng = np.random.default_rng(seed)
-    bias = np.full((resamples, len(n)), np.nan)
-    for i in np.flatnonzero(n > 0):
-        draws = rng.multinomial(n[i], counts[i] / n[i], size=resamples)
-        decided = draws[:, 0] + draws[:, 1]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            bias[:, i] = np.where(decided > 0, draws[:, 0] / decided, np.nan)
-    tail = (1 - level) / 2
-    low, high = _nan_quantiles(bias, tail, 1 - tail)
-    empty = shape + texture == 0
-    low[empty] = np.nan
-    high[empty] = np.nan
+    rows = [_row_interval(int(a), int(b), int(c), resamples, seed, level)
+            for a, b, c in zip(n, shape, texture)]
+    low, high = np.array(rows, dtype=np.float64).reshape(-1, 2).T
     return low, high
+
+
+@lru_cache(maxsize=65536)
+def _row_interval(n: int, shape: int, texture: int, resamples: int,
+                  seed: int, level: float) -> tuple:
+    if shape + texture == 0:
+        return math.nan, math.nan
+    rng = np.random.default_rng([seed, n, shape, texture])
+    # the multinomial of (shape, texture, other) by the chain rule:
+    # shape ~ Bin(n, p_s), then texture ~ Bin(n - shape, p_t / (1 - p_s))
+    draw_shape = rng.binomial(n, shape / n, size=resamples)
+    draw_texture = rng.binomial(n - draw_shape, texture / max(n - shape, 1))
+    decided = draw_shape + draw_texture
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bias = np.where(decided > 0, draw_shape / decided, np.nan)
+    tail = (1 - level) / 2
+    low, high = _nan_quantiles(bias[:, None], tail, 1 - tail)
+    return float(low[0]), float(high[0])
 
 
 def shape_bias_table(shape_hit: np.ndarray, texture_hit: np.ndarray,
