@@ -31,7 +31,8 @@ _CACHE: "OrderedDict[tuple, Dict[str, list]]" = OrderedDict()
 def _cache_key(view) -> tuple:
     dataset = view._dataset
     # a stage's serialized form carries a fresh uuid: compare what it does
-    stages = json.dumps([[s["_cls"], s["kwargs"]] for s in view._serialize()],
+    # a dataset serializes as its document; as a view, as its (no) stages
+    stages = json.dumps([[s["_cls"], s["kwargs"]] for s in view.view()._serialize()],
                         sort_keys=True, default=str)
     return (dataset.name, dataset.count(), str(dataset.max("last_modified_at")), stages)
 

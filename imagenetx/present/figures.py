@@ -3,8 +3,9 @@
 The App panel hands these dicts to its plot and the HTML report to
 ``plotly.graph_objects.Figure``, so both draw the same chart. Input is the
 dict of a result (``.to_dict()``): :func:`imagenetx.analysis.compute_ratios`
-for :func:`error_ratio_chart`, :func:`imagenetx.analysis.published.
-compare_with_published` for :func:`published_scatter`.
+for :func:`error_ratio_chart`, :func:`imagenetx.analysis.shape_bias.
+shape_bias` for :func:`shape_bias_chart`, :func:`imagenetx.analysis.
+published.compare_with_published` for :func:`published_scatter`.
 """
 
 import math
@@ -170,6 +171,66 @@ def _num(value):
     return "n/a" if value is None else f"{value:.3f}"
 
 
+#: the trace of the pooled human observers in :func:`shape_bias_chart`
+HUMANS_TRACE = "humans (pooled)"
+
+
+def shape_bias_chart(result: dict) -> tuple:
+    """Geirhos et al.'s shape-bias plot: one row per shape category, the
+    fraction of shape decisions (of shape + texture decisions) from 0 to 1,
+    a marker per model and a red diamond for the pooled humans; each
+    model's overall shape bias as a dotted vertical line in its colour.
+
+    Each trace is named after its prediction field and each marker's ``y``
+    is the category, so a click tells which model and category it was.
+
+    Args:
+        result: :meth:`imagenetx.analysis.shape_bias.ShapeBiasResults.to_dict`
+
+    Returns:
+        ``(traces, layout)``
+    """
+    cats = list(result["categories"])
+    entries = list(result["models"].items())
+    if result.get("humans"):
+        entries.append((HUMANS_TRACE, result["humans"]))
+    traces, shapes = [], []
+    for k, (name, entry) in enumerate(entries):
+        human = name == HUMANS_TRACE
+        color = "#D62728" if human else COLORS[k % len(COLORS)]
+        rows = [entry["categories"][c] for c in cats]
+        traces.append({
+            "type": "scatter",
+            "mode": "markers",
+            "name": name,
+            "x": [r["shape_bias"] for r in rows],
+            "y": cats,
+            "marker": {"color": color, "size": 11 if human else 9,
+                       "symbol": "diamond" if human else "circle"},
+            "customdata": [[r["shape"], r["texture"], r["n"]] for r in rows],
+            "hovertemplate": (f"<b>{name}</b>, %{{y}}<br>shape bias %{{x:.3f}}"
+                              "<br>%{customdata[0]} shape / %{customdata[1]} texture "
+                              "of %{customdata[2]} images<extra></extra>"),
+        })
+        if entry["shape_bias"] is not None:
+            shapes.append({"type": "line", "xref": "x", "yref": "paper",
+                           "x0": entry["shape_bias"], "x1": entry["shape_bias"],
+                           "y0": 0, "y1": 1,
+                           "line": {"color": color, "dash": "dot", "width": 1}})
+    layout = {
+        "title": {"text": "Shape bias per category (cue-conflict images)"},
+        "xaxis": {"title": {"text": "fraction of shape decisions (shape bias)"},
+                  "range": [-0.02, 1.02], "zeroline": False},
+        "yaxis": {"title": {"text": "shape category"}, "categoryorder": "array",
+                  "categoryarray": cats[::-1]},
+        "shapes": shapes,
+        "legend": {"orientation": "h", "y": -0.15},
+        "margin": {"t": 40, "l": 90},
+        "height": 560,
+    }
+    return traces, layout
+
+
 #: the published models' categories, coloured as the authors' notebook
 #: (matplotlib tab10 in its order, the baseline black); "other" is grey
 CATEGORY_COLORS = {
@@ -228,7 +289,7 @@ def published_scatter(comparison: dict, measure: str) -> tuple:
     lines = [(f, e, COLORS[k % len(COLORS)], "dash")
              for k, (f, e) in enumerate(comparison["fields"].items())]
     if comparison.get("humans"):
-        lines.append(("humans (pooled)", comparison["humans"], HUMANS_COLOR, "dot"))
+        lines.append((HUMANS_TRACE, comparison["humans"], HUMANS_COLOR, "dot"))
     annotations = []
     for name, e, color, dash in lines:
         x = e["shape_bias"]
