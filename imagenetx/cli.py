@@ -152,6 +152,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-humans", action="store_true",
                    help="leave out the pooled human observers of the dataset")
     p.add_argument("--no-intervals", action="store_true", help="skip the bootstrap intervals")
+    p.add_argument("--published", action="store_true",
+                   help="also place the shape biases among Gavrikov & Keuper's 70 published "
+                        "models: Kendall's tau of shape bias and each --measure, and each "
+                        "field's rank (JSON: a \"published\" key)")
+    p.add_argument("--measure", dest="measures", nargs="+", metavar="NAME",
+                   help="--published: imagenet, imagenet-a, imagenet-r, imagenet-v2, "
+                        "imagenet-sketch, imagenet-c (default: these six), id, robustness, "
+                        "concepts, adversarial, or any column of benchmark.csv")
+    p.add_argument("--published-models", choices=["all", "resnet50"], default="all",
+                   help="--published: all 70 models (default) or the paper's 48 ResNet-50s")
+    p.add_argument("--published-dir", metavar="DIR",
+                   help="--published: a folder with benchmark.csv and r50_categories.json "
+                        "(default: $IMAGENETX_GAVRIKOV_DIR, else downloaded into the cache)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print one JSON object")
     fmt.add_argument("--csv", action="store_true", help="print long-format CSV")
@@ -295,17 +308,50 @@ def _run(args) -> int:
         import json
 
         from imagenetx.analysis.shape_bias import shape_bias
-        from imagenetx.present.formatting import format_shape_bias, shape_bias_csv
+        from imagenetx.errors import ImageNetXError
+        from imagenetx.present.formatting import (
+            format_published,
+            format_shape_bias,
+            shape_bias_csv,
+        )
 
-        result = shape_bias(args.dataset, args.pred_fields,
-                            intervals=not args.no_intervals,
-                            include_humans=not args.no_humans).to_dict()
+        published_options = [args.measures, args.published_dir,
+                             args.published_models != "all" or None]
+        if not args.published and any(x is not None for x in published_options):
+            raise ImageNetXError(
+                "--measure, --published-models and --published-dir go with --published")
+        if args.published and args.csv:
+            raise ImageNetXError("--published prints as text or with --json, not --csv")
+        measures = None
+        if args.published:
+            from imagenetx.analysis.published import DEFAULT_MEASURES, load_published
+
+            # bad tables and unknown measures fail before the shape bias is computed
+            published = load_published(args.published_dir)
+            measures = args.measures or DEFAULT_MEASURES
+            for name in measures:
+                published.measure(name)
+        results = shape_bias(args.dataset, args.pred_fields,
+                             intervals=not args.no_intervals,
+                             include_humans=not args.no_humans)
+        result = results.to_dict()
+        comparison = None
+        if args.published:
+            from imagenetx.analysis.published import compare_with_published
+
+            comparison = compare_with_published(
+                results, measures, args.published_models, published=published).to_dict()
         if args.json:
+            if comparison is not None:
+                result["published"] = comparison
             print(json.dumps(result, allow_nan=False))
         elif args.csv:
             sys.stdout.write(shape_bias_csv(result))
         else:
             print(format_shape_bias(result))
+            if comparison is not None:
+                print()
+                print(format_published(comparison))
         return 0
 
     if args.command == "ratios":

@@ -211,3 +211,29 @@ def shape_bias_csv(result: dict) -> str:
                              **{k: "" if row.get(k) is None else row[k]
                                 for k in SHAPE_BIAS_COLUMNS[3:]}})
     return out.getvalue()
+
+
+def format_published(result: dict) -> str:
+    """Text of :meth:`imagenetx.analysis.published.PublishedComparison.
+    to_dict`: Kendall's tau of shape bias and each measure over the
+    published models, then where each field's shape bias ranks."""
+    n = result["n_models"]
+    lines = [f"Among Gavrikov & Keuper's published models: {n} models, "
+             f"{result['population_title']}",
+             "Kendall's tau of shape bias and each measure over those models",
+             f"{'measure':<28} {'tau':>7} {'p':>10} {'models':>7}"]
+    for name, m in result["measures"].items():
+        lines.append(f"{name[:28]:<28} {_num(m['tau'], '+.3f'):>7} "
+                     f"{_num(m['p_value'], '.2g'):>10} {m['n']:>7}")
+    lines += ["", "Where each shape bias ranks among theirs (rank 1 = most shape-biased; "
+                  "percentile = share of published models below)",
+              f"{'model':<20} {'shape bias':>10} {'rank':>10} {'percentile':>10}"]
+    rows = list(result["fields"].items())
+    if result.get("humans"):
+        rows.append(("humans (pooled)", result["humans"]))
+    for name, e in rows:
+        rank = "-" if e["rank"] is None else f"{e['rank']} of {e['of']}"
+        note = f"  (published as {e['published_model']})" if e["published_model"] else ""
+        lines.append(f"{name:<20} {_num(e['shape_bias'], '.4f'):>10} {rank:>10} "
+                     f"{_num(e['percentile'], '.1f'):>10}{note}")
+    return "\n".join(lines)
