@@ -285,12 +285,17 @@ def test_panel_plots_shape_bias_and_clicks_through_to_texture_decisions(cue):
 
 
 @needs_data
-def test_report_has_the_shape_bias_section(cue, tmp_path):
+def test_report_has_the_shape_bias_section(cue, tmp_path, monkeypatch):
     from imagenetx.present.report import write_report
 
+    gavrikov = REPO.parent / "shared" / "data" / "gavrikov"
+    if gavrikov.is_dir():
+        monkeypatch.setenv("IMAGENETX_GAVRIKOV_DIR", str(gavrikov))
     summary = write_report(cue, ["resnet50", "alexnet"], str(tmp_path / "cue.html"))
     page = (tmp_path / "cue.html").read_text()
     assert "Shape bias (cue-conflict images" in page and "0.2207" in page
     rows = list(csv.DictReader(open(tmp_path / "cue_shape_bias.csv")))
     assert {r["model"] for r in rows} == {"resnet50", "alexnet", "humans (pooled)"}
     assert str(tmp_path / "cue_shape_bias.csv") in summary.csvs
+    if gavrikov.is_dir():
+        assert "Among published models" in page and "Kendall" in page

@@ -152,7 +152,8 @@ def _shape_bias_section(samples, pred_fields, stem: str, csvs: list) -> tuple:
 
     from imagenetx.analysis.shape_bias import shape_bias
 
-    result = shape_bias(samples, pred_fields).to_dict()
+    result_obj = shape_bias(samples, pred_fields)
+    result = result_obj.to_dict()
     traces, layout = shape_bias_chart(result)
     path = f"{stem}_shape_bias.csv"
     with open(path, "w", newline="") as f:
@@ -161,8 +162,31 @@ def _shape_bias_section(samples, pred_fields, stem: str, csvs: list) -> tuple:
     rows = [r for r in csv.DictReader(io.StringIO(shape_bias_csv(result)))
             if r["category"] == "all"]
     content = (go.Figure(data=traces, layout=layout).to_html(
-        full_html=False, include_plotlyjs=False) + _html_table(rows))
+        full_html=False, include_plotlyjs=False) + _html_table(rows)
+        + _published_section(result_obj))
     return "Shape bias (cue-conflict images; Geirhos et al. 2019)", content
+
+
+def _published_section(result) -> str:
+    """Shape bias against each generalization measure of Gavrikov & Keuper's
+    70 published models, the fields as vertical lines; a note instead when
+    their tables cannot be read (offline, no override folder)."""
+    import plotly.graph_objects as go
+
+    from imagenetx.analysis.published import compare_with_published
+    from imagenetx.present.figures import published_scatter
+
+    try:
+        comparison = compare_with_published(result).to_dict()
+    except ImageNetXError as e:
+        return f"<p>Published models not shown: {html.escape(str(e))}</p>"
+    figures = []
+    for measure in comparison["measures"]:
+        traces, layout = published_scatter(comparison, measure)
+        figures.append(go.Figure(data=traces, layout=layout).to_html(
+            full_html=False, include_plotlyjs=False))
+    return ("<h3>Among published models (Gavrikov &amp; Keuper, CVPR 2024)</h3>"
+            + "".join(figures))
 
 
 def _write_csv(path: str, rows: list) -> str:
