@@ -14,6 +14,9 @@ matrix, class and group ids, confidences) and returns tables;
     Holm's correction, Alexander-Govern
 -   :mod:`~imagenetx.metrics.calibration`: expected calibration error
 -   :mod:`~imagenetx.metrics.summary`: reducers and their typed results
+-   :mod:`~imagenetx.metrics.trends`: trends across many models (a
+    factor's accuracy against overall accuracy; a measure against
+    augmentation strength)
 
 The conventions follow the original ``imagenet_x`` toolkit exactly, so the
 numbers reproduce the authors' tables.
@@ -39,6 +42,7 @@ from imagenetx.metrics.slices import (
     group_tables,
     prevalence,
     prevalence_shift,
+    prevalence_shift_counts,
     slice_table,
     worst_classes_accuracies,
     worst_classes_accuracy,
@@ -55,6 +59,13 @@ from imagenetx.metrics.stats import (
     holm,
     mcnemar,
     mcnemar_counts,
+)
+from imagenetx.metrics.trends import (
+    TREND_METHODS,
+    CloudFit,
+    StrengthTrend,
+    fit_cloud,
+    strength_trend,
 )
 from imagenetx.metrics.summary import (
     ErrorRatios,
