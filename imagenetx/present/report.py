@@ -4,7 +4,9 @@ The page holds the ImageNet-X paper's figures for any slicing of the view
 it is given: Figure 1 (error ratio per slice and model, with intervals and
 the 1.0 line), Table 4 (robust and susceptible slices per group, e.g.
 meta-class), Figure 2 (slice prevalence in the view; ImageNet-X: validation
-vs training) and Figure 8 (co-occurrence, for multi-valued slicings). plotly.js is inlined, so the page opens
+vs training) and Figure 8 (co-occurrence, for multi-valued slicings); with
+``context_groups``, Figure 4 (the models among published ones, see
+:mod:`imagenetx.analysis.context`). plotly.js is inlined, so the page opens
 offline.
 """
 
@@ -35,6 +37,7 @@ class ReportSummary:
 
 
 def write_report(samples, pred_fields, out: str, settings=None,
+                 context_groups=None, results_dir: str = None,
                  **ratio_kwargs) -> ReportSummary:
     """Writes the HTML report of prediction fields over a view.
 
@@ -48,6 +51,10 @@ def write_report(samples, pred_fields, out: str, settings=None,
             ``correct``, ``real_mode``, ...); the per-group tables use the
             benchmark's group slicing (ImageNet-X: meta-classes) unless
             ``by`` is given
+        context_groups (None): reference groups of the authors' tables
+            (e.g. ``["imagenet_testbed"]``): adds the Figure 4 section and
+            ``<stem>_context.csv``
+        results_dir (None): a local copy of the authors' ``results`` folder
 
     Returns:
         a :class:`ReportSummary`
@@ -135,6 +142,28 @@ def write_report(samples, pred_fields, out: str, settings=None,
     if described == "factors" or ratios["multi"]:
         sections.append((f"{title.capitalize()} co-occurrence (Figure 8)",
                          figure8.to_html(full_html=False, include_plotlyjs=False)))
+    if context_groups:
+        from dataclasses import replace
+
+        from imagenetx.analysis.context import reference_cloud
+        from imagenetx.present.figures import context_chart
+        from imagenetx.present.formatting import context_rows
+
+        context = reference_cloud(samples, pred_fields, context_groups,
+                                  replace(settings, by=None),
+                                  results_dir=results_dir).to_dict()
+        rows = context_rows(context)
+        csvs.append(_write_csv(f"{stem}_context.csv", rows))
+        traces, layout = context_chart(context)
+        unusual = [r for r in rows if r["z"] is not None
+                   and abs(r["z"]) >= context["unusual_z"]]
+        sections.append((
+            "Among published models: factor accuracy against overall accuracy (Figure 4)",
+            go.Figure(data=traces, layout=layout).to_html(
+                full_html=False, include_plotlyjs=False)
+            + f"<p>z: residual from the published models' trend in units of their "
+              f"spread; factors with |z| &ge; {context['unusual_z']:g}:</p>"
+            + (_html_table(unusual) if unusual else "<p>none</p>")))
     page = _page(ratios, benchmark.title, sections)
     with open(out, "w", encoding="utf-8") as f:
         f.write(page)
