@@ -114,9 +114,12 @@ def test_user_points_land_on_the_base_rows(val_dataset, which, correct):
         assert result.model_groups[row] == "base"
         assert np.allclose(result.accuracy[row], u.factor_accuracy, atol=TOL)
         # its z is the residual from the fitted line, in spreads
-        fit = result.fits[FACTORS.index("texture")]
-        z = fit.residual_z(u.accuracy, u.factor_accuracy[FACTORS.index("texture")])
-        assert u.z[FACTORS.index("texture")] == pytest.approx(float(z))
+        k = FACTORS.index("texture")
+        x, y = u.accuracy, u.factor_accuracy[k]
+        x, y = ((x * u.n + 0.5) / (u.n + 1), (y * u.factor_n[k] + 0.5) / (u.factor_n[k] + 1))
+        fit = result.fits[k]
+        resid = np.log(y / (1 - y)) - fit.intercept - fit.slope * np.log(x / (1 - x))
+        assert u.z[k] == pytest.approx(resid / fit.spread, rel=1e-9)
 
 
 def test_within_metaclass_uses_the_metaclass_tables(val_dataset):

@@ -3,7 +3,8 @@
 Per factor, the published models of the chosen groups (the authors' tables,
 :mod:`imagenetx.benchmarks.imagenet_x.reference`) give a cloud of (overall
 accuracy, factor accuracy) points; a line in logit space is fitted through
-it (:func:`imagenetx.metrics.trends.fit_cloud`). The user's prediction
+it (:func:`imagenetx.metrics.trends.fit_cloud`; empirical logits with the
+tables' image counts). The user's prediction
 fields are scored live from their dataset, with the same images and
 correctness as the tables, and placed in that cloud: the headline is each
 field's residual per factor in units of the cloud's spread ("for its
@@ -23,6 +24,7 @@ from imagenetx.benchmarks.imagenet_x.reference import (
     ERROR_TYPES,
     check_choices,
     read_reference,
+    table_counts,
 )
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.stats import to_json
@@ -43,6 +45,7 @@ class UserPoint:
         n: images scored
         accuracy: overall accuracy
         factor_accuracy: ``(16,)`` accuracy per factor
+        factor_n: ``(16,)`` images per factor
         expected: ``(16,)`` the trend's accuracy at this overall accuracy
         z: ``(16,)`` residual in units of the cloud's spread
     """
@@ -50,6 +53,7 @@ class UserPoint:
     n: int
     accuracy: float
     factor_accuracy: np.ndarray
+    factor_n: np.ndarray
     expected: np.ndarray
     z: np.ndarray
 
@@ -99,7 +103,7 @@ class ContextResult:
              "trends": {FACTOR: {"slope", "intercept", "spread", "n",
                                  "spearman"}},
              "users": {FIELD: {"n", "accuracy", "factors": {FACTOR:
-                 {"accuracy", "expected", "residual", "z"}}}}}
+                 {"n", "accuracy", "expected", "residual", "z"}}}}}
         """
         users = {}
         for field, u in self.users.items():
@@ -107,7 +111,8 @@ class ContextResult:
                 "n": u.n,
                 "accuracy": to_json(u.accuracy),
                 "factors": {
-                    f: {"accuracy": to_json(u.factor_accuracy[k]),
+                    f: {"n": int(u.factor_n[k]),
+                        "accuracy": to_json(u.factor_accuracy[k]),
                         "expected": to_json(u.expected[k]),
                         "residual": to_json(u.factor_accuracy[k] - u.expected[k]),
                         "z": to_json(u.z[k])}
@@ -236,7 +241,9 @@ def reference_cloud(samples, pred_fields, groups: Sequence[str] = ("imagenet_tes
         accuracy.append(t.accuracy[keep])
     average = np.concatenate(average)
     accuracy = np.concatenate(accuracy)
-    fits = tuple(fit_cloud(average, accuracy[:, k]) for k in range(len(FACTORS)))
+    n_all, n_factor = table_counts(which, within)
+    fits = tuple(fit_cloud(average, accuracy[:, k], n_all, n_factor[k])
+                 for k in range(len(FACTORS)))
 
     p = prepare(samples, pred_fields, scoring)
     if tuple(p.slicing.values) != FACTORS:
@@ -250,10 +257,10 @@ def reference_cloud(samples, pred_fields, groups: Sequence[str] = ("imagenet_tes
         x = np.full(len(FACTORS), table.accuracy)
         users[field] = UserPoint(
             n=int(table.n_total), accuracy=float(table.accuracy),
-            factor_accuracy=acc,
+            factor_accuracy=acc, factor_n=np.asarray(table.n),
             expected=np.array([f.expected(table.accuracy) for f in fits], float),
-            z=np.array([f.residual_z(xi, yi) for f, xi, yi in zip(fits, x, acc)],
-                       float),
+            z=np.array([f.residual_z(xi, yi, table.n_total, ni)
+                        for f, xi, yi, ni in zip(fits, x, acc, table.n)], float),
         )
     return ContextResult(p.dataset_name, groups, which, correct, within,
                          tuple(names), tuple(owners), average, accuracy, fits,

@@ -18,15 +18,13 @@ authors' ``plots.py`` does, strengths with fewer than
 :data:`MIN_RUNS_PER_STRENGTH` runs are left out (and listed).
 """
 
-import functools
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
 import numpy as np
 
-from imagenetx.benchmarks.imagenet_x import annotations as anno
 from imagenetx.benchmarks.imagenet_x.factors import FACTORS
-from imagenetx.benchmarks.imagenet_x.reference import read_reference
+from imagenetx.benchmarks.imagenet_x.reference import read_reference, table_counts
 from imagenetx.benchmarks.imagenet_x.sweeps import get_sweep, run_strengths
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.slices import prevalence_shift_counts
@@ -43,15 +41,6 @@ MIN_RUNS_PER_STRENGTH = 5
 ALPHA = 0.05
 
 
-@functools.lru_cache(maxsize=None)
-def factor_counts(which: str) -> np.ndarray:
-    """Images per factor among the tables' images: validation, prototypes
-    left out, ``top`` or ``multi`` labels (``(16,)`` ints)."""
-    val = anno.load_split("val")
-    matrix = val.top if which == "top" else val.multi
-    return matrix[~val.prototype].sum(axis=0)
-
-
 def run_measures(accuracy: np.ndarray, average: np.ndarray,
                  which: str) -> Dict[str, np.ndarray]:
     """Both measures of table rows.
@@ -64,7 +53,7 @@ def run_measures(accuracy: np.ndarray, average: np.ndarray,
     Returns:
         ``{"prevalence_shift": (runs, 16), "error_ratio": (runs, 16)}``
     """
-    n = factor_counts(which).astype(np.float64)
+    n = table_counts(which)[1].astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = (1 - accuracy) / (1 - average)[:, None]
     _, _, shift = prevalence_shift_counts(n * (1 - accuracy), np.broadcast_to(n, accuracy.shape))

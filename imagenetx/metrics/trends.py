@@ -5,7 +5,9 @@ strength (its Figure 6).
 -   :func:`fit_cloud`: a straight line in logit space, as the ImageNet
     testbed (Taori et al., 2020) fits accuracy against accuracy, with the
     residual spread; a new model's residual in units of that spread says
-    how unusual it is for its accuracy
+    how unusual it is for its accuracy. Accuracies over ``n`` images enter
+    as empirical logits, ``(acc * n + 0.5) / (n + 1)``, so that 0% or 100%
+    on a 60-image factor stays finite and does not dominate the spread
 -   :func:`strength_trend`: a monotone trend of a per-run measure against
     strength, Spearman's rank correlation (or the OLS slope's t-test), its
     p-value, and the fitted change over the strength range
@@ -27,6 +29,16 @@ def logit(p) -> np.ndarray:
     """``log(p / (1 - p))``, with ``p`` clipped away from 0 and 1."""
     p = np.clip(np.asarray(p, dtype=np.float64), EPS, 1 - EPS)
     return np.log(p) - np.log1p(-p)
+
+
+def empirical_logit(p, n=None) -> np.ndarray:
+    """:func:`logit` of ``(p * n + 0.5) / (n + 1)`` (plain logit when ``n``
+    is None): the continuity-corrected logit of a share of ``n`` images."""
+    p = np.asarray(p, dtype=np.float64)
+    if n is not None:
+        n = np.asarray(n, dtype=np.float64)
+        p = (p * n + 0.5) / (n + 1)
+    return logit(p)
 
 
 def expit(z) -> np.ndarray:
@@ -56,20 +68,24 @@ class CloudFit:
         """The trend's y (an accuracy) at overall accuracy ``x``."""
         return expit(self.intercept + self.slope * logit(x))
 
-    def residual_z(self, x, y) -> np.ndarray:
+    def residual_z(self, x, y, n_x=None, n_y=None) -> np.ndarray:
         """How far ``y`` lies from the trend at ``x``, in units of
-        :attr:`spread` (positive: above the trend)."""
-        resid = logit(y) - (self.intercept + self.slope * logit(x))
+        :attr:`spread` (positive: above the trend); ``n_x``, ``n_y``: the
+        images behind them, as in :func:`fit_cloud`."""
+        resid = empirical_logit(y, n_y) - (
+            self.intercept + self.slope * empirical_logit(x, n_x))
         with np.errstate(invalid="ignore", divide="ignore"):
             return resid / self.spread
 
 
-def fit_cloud(x, y) -> CloudFit:
+def fit_cloud(x, y, n_x=None, n_y=None) -> CloudFit:
     """Fits the logit-space line of ``y`` on ``x`` over their finite pairs.
 
     Args:
         x: ``(m,)`` overall accuracies
         y: ``(m,)`` accuracies on one factor (NaN where undefined)
+        n_x, n_y (None): the images behind ``x`` and ``y`` (scalars or
+            ``(m,)``), for :func:`empirical_logit`; None: plain logits
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
@@ -77,7 +93,8 @@ def fit_cloud(x, y) -> CloudFit:
     n = int(ok.sum())
     if n < 3:
         return CloudFit(np.nan, np.nan, np.nan, n, np.nan)
-    lx, ly = logit(x[ok]), logit(y[ok])
+    lx = empirical_logit(x[ok], None if n_x is None else np.broadcast_to(n_x, x.shape)[ok])
+    ly = empirical_logit(y[ok], None if n_y is None else np.broadcast_to(n_y, y.shape)[ok])
     slope, intercept = np.polyfit(lx, ly, 1)
     resid = ly - (intercept + slope * lx)
     spread = float(np.sqrt((resid ** 2).sum() / (n - 2)))

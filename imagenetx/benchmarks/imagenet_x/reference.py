@@ -22,6 +22,7 @@ and modification time.
 """
 
 import csv
+import functools
 import math
 import os
 from dataclasses import dataclass
@@ -30,7 +31,9 @@ from typing import Optional, Tuple
 
 import numpy as np
 
+from imagenetx.benchmarks.imagenet_x import annotations as anno
 from imagenetx.benchmarks.imagenet_x.factors import FACTORS
+from imagenetx.classes.imagenet import class_table
 from imagenetx.errors import ImageNetXError
 from imagenetx.options import WHICH
 from imagenetx.store.remote import fetch_file, override_dir
@@ -211,3 +214,17 @@ def _parse(path: Path, group, which, correct, metaclass) -> ReferenceTable:
         accuracy=accuracy, average=average, worst_factor=numbers("worst_factor"),
         worst_100_classes=worst100, path=str(path),
     )
+
+
+@functools.lru_cache(maxsize=None)
+def table_counts(which: str, metaclass: str = None) -> Tuple[int, np.ndarray]:
+    """The images behind a table row: ``(images, images per factor)`` of
+    the validation images without prototypes (the tables' images), ``top``
+    or ``multi`` labels, optionally of one meta-class."""
+    val = anno.load_split("val")
+    keep = ~val.prototype
+    if metaclass is not None:
+        names = np.array(class_table().metaclass)
+        keep &= names[val.class_index] == metaclass
+    matrix = val.top if which == "top" else val.multi
+    return int(keep.sum()), matrix[keep].sum(axis=0)
