@@ -35,3 +35,4 @@ perf: install-test
 	$(PYTHON) perf/shape_bias.py
 	$(PYTHON) perf/import_predictions.py
 	$(PYTHON) perf/panel_refresh.py
+	$(PYTHON) perf/context.py

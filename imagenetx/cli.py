@@ -168,11 +168,45 @@ def _parser() -> argparse.ArgumentParser:
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print one JSON object")
     fmt.add_argument("--csv", action="store_true", help="print long-format CSV")
+    p = sub.add_parser("context", help="put prediction fields among published models, "
+                                       "per factor (the paper's Figure 4)")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--pred-field", dest="pred_fields", nargs="+", required=True, metavar="F")
+    p.add_argument("--group", dest="groups", nargs="+", default=["imagenet_testbed"],
+                   metavar="G", help="reference groups of the authors' tables "
+                   "(default: imagenet_testbed; e.g. imagenet_testbed modelvshuman)")
+    p.add_argument("--results-dir", metavar="DIR",
+                   help="a local copy of the authors' results/ folder (default: "
+                        "$IMAGENETX_RESULTS_DIR, else downloaded and cached)")
+    _add_analysis(p)
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print one JSON object")
+    fmt.add_argument("--csv", action="store_true", help="print long-format CSV")
+    _add_common(p)
+
+    p = sub.add_parser("spillover", help="augmentation spill-over: per-factor trends "
+                                         "against strength (the paper's Figure 6)")
+    p.add_argument("--sweep", required=True,
+                   help="crop, colorjitter, gaussian_blur (or colorjitter_crop, "
+                        "adaptive_colorjitter: one setting each)")
+    p.add_argument("--which", choices=WHICH, default="top")
+    p.add_argument("--correct", default="class", help="class (default), metaclass, real")
+    p.add_argument("--method", default="spearman", help="trend test: spearman (default) or ols")
+    p.add_argument("--results-dir", metavar="DIR",
+                   help="a local copy of the authors' results/ folder")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print one JSON object")
+    fmt.add_argument("--csv", action="store_true", help="print the trend table as CSV")
 
     p = sub.add_parser("report", help="write an HTML report of error ratios, tables as CSV")
     p.add_argument("--dataset", required=True)
     p.add_argument("--pred-field", dest="pred_fields", nargs="+", required=True, metavar="F")
     p.add_argument("--out", required=True, help="the HTML page, e.g. report.html")
+    p.add_argument("--context-group", dest="context_groups", nargs="+", metavar="G",
+                   help="add Figure 4: the models among these published groups "
+                        "(e.g. imagenet_testbed)")
+    p.add_argument("--results-dir", metavar="DIR",
+                   help="a local copy of the authors' results/ folder")
     _add_analysis(p)
     _add_common(p)
 
@@ -371,11 +405,45 @@ def _run(args) -> int:
             print(format_ratios(result))
         return 0
 
+    if args.command == "context":
+        import json
+
+        from imagenetx.analysis.context import reference_cloud
+        from imagenetx.present.formatting import context_csv, format_context
+
+        result = reference_cloud(args.dataset, args.pred_fields, args.groups,
+                                 results_dir=args.results_dir,
+                                 **_settings(args)).to_dict()
+        if args.json:
+            print(json.dumps(result, allow_nan=False))
+        elif args.csv:
+            sys.stdout.write(context_csv(result))
+        else:
+            print(format_context(result))
+        return 0
+
+    if args.command == "spillover":
+        import json
+
+        from imagenetx.analysis.spillover import spillover
+        from imagenetx.present.formatting import format_spillover, spillover_csv
+
+        result = spillover(args.sweep, args.which, args.correct, args.method,
+                           results_dir=args.results_dir).to_dict()
+        if args.json:
+            print(json.dumps(result, allow_nan=False))
+        elif args.csv:
+            sys.stdout.write(spillover_csv(result))
+        else:
+            print(format_spillover(result))
+        return 0
+
     if args.command == "report":
         from imagenetx.present.report import write_report
 
         print(write_report(args.dataset, args.pred_fields, args.out,
-                           **_settings(args)))
+                           context_groups=args.context_groups,
+                           results_dir=args.results_dir, **_settings(args)))
         return 0
 
     if args.command == "app":

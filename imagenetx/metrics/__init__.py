@@ -16,6 +16,9 @@ matrix, class and group ids, confidences) and returns tables;
 -   :mod:`~imagenetx.metrics.correlation`: Kendall's tau and rank position
     over a population of models (shape bias among published models)
 -   :mod:`~imagenetx.metrics.summary`: reducers and their typed results
+-   :mod:`~imagenetx.metrics.trends`: trends across many models (a
+    factor's accuracy against overall accuracy; a measure against
+    augmentation strength)
 
 The conventions follow the original ``imagenet_x`` toolkit exactly, so the
 numbers reproduce the authors' tables.
@@ -47,6 +50,7 @@ from imagenetx.metrics.slices import (
     group_tables,
     prevalence,
     prevalence_shift,
+    prevalence_shift_counts,
     slice_table,
     worst_classes_accuracies,
     worst_classes_accuracy,
@@ -63,6 +67,13 @@ from imagenetx.metrics.stats import (
     holm,
     mcnemar,
     mcnemar_counts,
+)
+from imagenetx.metrics.trends import (
+    TREND_METHODS,
+    CloudFit,
+    StrengthTrend,
+    fit_cloud,
+    strength_trend,
 )
 from imagenetx.metrics.summary import (
     ErrorRatios,

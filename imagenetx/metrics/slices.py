@@ -328,11 +328,25 @@ def prevalence_shift(correct: np.ndarray, factors: np.ndarray):
     """
     correct = np.asarray(correct, dtype=bool)
     factors = np.asarray(factors, dtype=bool)
-    wrong = factors[~correct].sum(axis=0)
-    every = factors.sum(axis=0)
+    return prevalence_shift_counts(factors[~correct].sum(axis=0),
+                                   factors.sum(axis=0))
+
+
+def prevalence_shift_counts(wrong: np.ndarray, every: np.ndarray):
+    """:func:`prevalence_shift` from counts: ``wrong`` (mistakes) and
+    ``every`` (images) per slice, ``(..., k)`` arrays (the last axis is the
+    slice; leading axes are e.g. models). A slice table gives them as
+    ``n * (1 - accuracy)`` and ``n``.
+
+    Returns:
+        ``(share_of_mistakes, share_of_images, shift)``, as
+        :func:`prevalence_shift`
+    """
+    wrong = np.asarray(wrong, dtype=np.float64)
+    every = np.asarray(every, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        share_wrong = wrong / wrong.sum()
-        share_all = every / every.sum()
+        share_wrong = wrong / wrong.sum(axis=-1, keepdims=True)
+        share_all = every / every.sum(axis=-1, keepdims=True)
         shift = (share_wrong - share_all) / share_all
     return share_wrong, share_all, np.where(np.isnan(shift), 0.0, shift)
 

@@ -236,4 +236,128 @@ def format_published(result: dict) -> str:
         note = f"  (published as {e['published_model']})" if e["published_model"] else ""
         lines.append(f"{name:<20} {_num(e['shape_bias'], '.4f'):>10} {rank:>10} "
                      f"{_num(e['percentile'], '.1f'):>10}{note}")
+def _correct_label(result: dict) -> str:
+    return result["correct"] + (" (paper mode)" if result["correct"] == "real" else "")
+
+
+def context_rows(result: dict) -> list:
+    """Long-format rows of a :func:`imagenetx.analysis.context.reference_cloud`
+    result (``.to_dict()``): per field and factor its accuracy, the trend's
+    accuracy at its overall accuracy, the residual, z, and the cloud's
+    spread and rank correlation."""
+    rows = []
+    for field, u in result["users"].items():
+        for f in result["factors"]:
+            e, t = u["factors"][f], result["trends"][f]
+            rows.append({
+                "model": field, "factor": f, "accuracy": e["accuracy"],
+                "overall_accuracy": u["accuracy"], "expected": e["expected"],
+                "residual": e["residual"], "z": e["z"],
+                "spread_logit": t["spread"], "reference_models": t["n"],
+                "spearman": t["spearman"],
+            })
+    return rows
+
+
+def _csv(rows: list) -> str:
+    out = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    return out.getvalue()
+
+
+def context_csv(result: dict) -> str:
+    """:func:`context_rows` as CSV text."""
+    return _csv(context_rows(result))
+
+
+def format_context(result: dict) -> str:
+    """A readable table: per factor the cloud's rank correlation and
+    spread, and per field its factor accuracy and z; then each field's
+    unusual factors (|z| at least ``unusual_z``)."""
+    users = result["users"]
+    names = list(users)
+    col = 20
+    ref = result["reference"]
+    within = f", meta-class {result['within']}" if result["within"] else ""
+    lines = [
+        f"Dataset '{result['dataset']}' against {len(ref['models'])} published "
+        f"models ({', '.join(result['groups'])}): {result['which']} factor, "
+        f"correct = {_correct_label(result)}{within}",
+        "Trend per factor: a line in logit space through the published models; "
+        "z = the model's residual in units of the models' spread.",
+        "",
+        f"{'factor':<18}{'rho':>7}{'spread':>8}   "
+        + "".join(f"{n[:col - 2]:<{col}}" for n in names),
+        f"{'':<36}" + f"{'accuracy    z':<{col}}" * len(names),
+    ]
+    for f in result["factors"]:
+        t = result["trends"][f]
+        cells = "".join(
+            f"{_num(users[n]['factors'][f]['accuracy'], '.3f'):>7}"
+            f"{_num(users[n]['factors'][f]['z'], '+.2f'):>7}{'':<{col - 14}}"
+            for n in names)
+        lines.append(f"{f:<18}{_num(t['spearman'], '.3f'):>7}"
+                     f"{_num(t['spread'], '.3f'):>8}   {cells}")
+    lines.append(f"{'overall':<36}" + "".join(
+        f"{_num(users[n]['accuracy'], '.3f'):>7}{'':<{col - 7}}" for n in names))
+    lines.append("")
+    for n in names:
+        unusual = sorted(
+            ((f, e["z"]) for f, e in users[n]["factors"].items()
+             if e["z"] is not None and abs(e["z"]) >= result["unusual_z"]),
+            key=lambda x: x[1])
+        if unusual:
+            lines.append(f"{n}: for its accuracy, unusually " + "; ".join(
+                f"{'weak' if z < 0 else 'strong'} on {f} (z {z:+.1f})"
+                for f, z in unusual))
+        else:
+            lines.append(f"{n}: no factor beyond |z| {result['unusual_z']:g} "
+                         "of the trend")
+    return "\n".join(lines)
+
+
+def spillover_csv(result: dict) -> str:
+    """The trend rows of a :func:`imagenetx.analysis.spillover.spillover`
+    result (``.to_dict()``) as CSV text."""
+    return _csv(result["trends"])
+
+
+def format_spillover(result: dict) -> str:
+    """A readable table per measure: each factor's trend statistic,
+    Holm-corrected p-value, the measure at the weakest and strongest
+    strength, and the direction (+ rises, - falls, blank: not significant)."""
+    strengths = sorted(set(result["strengths"]))
+    test = {"spearman": "Spearman's rho", "ols": "OLS slope t"}[result["method"]]
+    lines = [
+        f"Sweep '{result['sweep']}' ({result['strength_title']}): "
+        f"{len(result['runs'])} runs, strengths {strengths[0]:g}-{strengths[-1]:g} "
+        f"({len(strengths)} settings); {result['which']} factor, "
+        f"correct = {_correct_label(result)}",
+        f"Trend test: {test} across runs, Holm-corrected over the 16 factors, "
+        f"alpha {result['alpha']:g}",
+    ]
+    if result["unparsable"]:
+        lines.append(f"runs without a strength in their name ({len(result['unparsable'])}): "
+                     + ", ".join(result["unparsable"]))
+    if result["sparse"]:
+        lines.append(
+            f"left out, fewer than {result['min_runs_per_strength']} runs at their "
+            "strength: " + ", ".join(f"{r} ({s:g})" for r, s in result["sparse"]))
+    if len(strengths) < 2:
+        lines.append("one strength only: no trend to test")
+    for measure in ("prevalence_shift", "error_ratio"):
+        rows = [r for r in result["trends"] if r["measure"] == measure]
+        lines += ["", f"{measure.replace('_', ' ')}",
+                  f"{'factor':<18}{'statistic':>10}{'p (Holm)':>11}"
+                  f"{'weakest':>9}{'strongest':>10}  trend"]
+        for r in sorted(rows, key=lambda r: -(r["statistic"] or 0)):
+            mark = {1: "+ rises", -1: "- falls", 0: ""}[r["direction"]]
+            lines.append(
+                f"{r['factor']:<18}{_num(r['statistic'], '+.3f'):>10}"
+                f"{_num(r['p_holm'], '.2g'):>11}{_num(r['weakest'], '+.3f'):>9}"
+                f"{_num(r['strongest'], '+.3f'):>10}  {mark}")
     return "\n".join(lines)

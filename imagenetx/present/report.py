@@ -5,8 +5,10 @@ it is given: Figure 1 (error ratio per slice and model, with intervals and
 the 1.0 line), Table 4 (robust and susceptible slices per group, e.g.
 meta-class), Figure 2 (slice prevalence in the view; ImageNet-X: validation
 vs training) and Figure 8 (co-occurrence, for multi-valued slicings); on a
-cue-conflict dataset also the shape-bias plot and table. plotly.js is
-inlined, so the page opens offline.
+cue-conflict dataset also the shape-bias plot and table; with
+``context_groups``, Figure 4 (the models among published ones, see
+:mod:`imagenetx.analysis.context`). plotly.js is inlined, so the page opens
+offline.
 """
 
 import csv
@@ -36,6 +38,7 @@ class ReportSummary:
 
 
 def write_report(samples, pred_fields, out: str, settings=None,
+                 context_groups=None, results_dir: str = None,
                  **ratio_kwargs) -> ReportSummary:
     """Writes the HTML report of prediction fields over a view.
 
@@ -49,6 +52,10 @@ def write_report(samples, pred_fields, out: str, settings=None,
             ``correct``, ``real_mode``, ...); the per-group tables use the
             benchmark's group slicing (ImageNet-X: meta-classes) unless
             ``by`` is given
+        context_groups (None): reference groups of the authors' tables
+            (e.g. ``["imagenet_testbed"]``): adds the Figure 4 section and
+            ``<stem>_context.csv``
+        results_dir (None): a local copy of the authors' ``results`` folder
 
     Returns:
         a :class:`ReportSummary`
@@ -139,6 +146,28 @@ def write_report(samples, pred_fields, out: str, settings=None,
     if benchmark.name == "cue_conflict":
         # after Figure 1, whose section carries plotly.js
         sections.insert(1, _shape_bias_section(samples, pred_fields, stem, csvs))
+    if context_groups:
+        from dataclasses import replace
+
+        from imagenetx.analysis.context import reference_cloud
+        from imagenetx.present.figures import context_chart
+        from imagenetx.present.formatting import context_rows
+
+        context = reference_cloud(samples, pred_fields, context_groups,
+                                  replace(settings, by=None),
+                                  results_dir=results_dir).to_dict()
+        rows = context_rows(context)
+        csvs.append(_write_csv(f"{stem}_context.csv", rows))
+        traces, layout = context_chart(context)
+        unusual = [r for r in rows if r["z"] is not None
+                   and abs(r["z"]) >= context["unusual_z"]]
+        sections.append((
+            "Among published models: factor accuracy against overall accuracy (Figure 4)",
+            go.Figure(data=traces, layout=layout).to_html(
+                full_html=False, include_plotlyjs=False)
+            + f"<p>z: residual from the published models' trend in units of their "
+              f"spread; factors with |z| &ge; {context['unusual_z']:g}:</p>"
+            + (_html_table(unusual) if unusual else "<p>none</p>")))
     page = _page(ratios, benchmark.title, sections)
     with open(out, "w", encoding="utf-8") as f:
         f.write(page)
