@@ -17,7 +17,7 @@ The files are read at run time: from ``results_dir`` or
 ``$IMAGENETX_RESULTS_DIR`` when set (a folder holding ``val/...``), else
 from the download cache, else from GitHub (``$IMAGENETX_RESULTS_URL``
 names a mirror; see
-:mod:`imagenetx.store.remote`). Parsed tables are kept in memory per file
+:mod:`imagenetx.store.downloads`). Parsed tables are kept in memory per file
 and modification time.
 """
 
@@ -36,7 +36,7 @@ from imagenetx.benchmarks.imagenet_x.factors import FACTORS
 from imagenetx.classes.imagenet import class_table
 from imagenetx.errors import ImageNetXError
 from imagenetx.options import WHICH
-from imagenetx.store.remote import fetch_file, override_dir
+from imagenetx.store.downloads import RemoteFiles
 
 #: the authors' groups of models and runs
 GROUPS = (
@@ -136,11 +136,12 @@ def table_file(group: str, which: str = "top", correct: str = "class",
     """The local path of one table, downloading it into the cache when
     there is no local folder (see the module docstring)."""
     relpath = table_relpath(group, which, correct, metaclass)
-    url = os.environ.get(RESULTS_URL_ENV) or RESULTS_URL
-    return fetch_file(relpath, url, "results",
-                      local=override_dir(results_dir, RESULTS_DIR_ENV),
-                      what="ImageNet-X reference table",
-                      local_env=RESULTS_DIR_ENV)
+    tables = RemoteFiles(
+        name="ImageNet-X reference tables",
+        base_url=os.environ.get(RESULTS_URL_ENV) or RESULTS_URL,
+        override_env=RESULTS_DIR_ENV, cache_subdir="results",
+        option="--results-dir")
+    return tables.path(relpath, results_dir)
 
 
 def read_reference(group: str, which: str = "top", correct: str = "class",
