@@ -56,15 +56,15 @@ from imagenetx.metrics.stats import (
     error_ratio_intervals,
     to_json,
 )
+from imagenetx.options import (
+    DISCOVERY_ALPHA as ALPHA,
+    DISCOVERY_MAX_ORDER as MAX_ORDER,
+    DISCOVERY_MIN_SUPPORT as MIN_SUPPORT,
+    DISCOVERY_SCORES as SCORES,
+    DISCOVERY_TOP_K as TOP_K,
+)
 
-#: the scores :func:`find_slices` ranks by
-SCORES = ("bound", "sliceline")
-
-#: defaults of :func:`find_slices`
-MAX_ORDER = 3
-MIN_SUPPORT = 20
-TOP_K = 10
-ALPHA = 0.95
+#: the family-wise error level of the ``bound`` score and the p-values
 DELTA = 0.05
 
 
