@@ -243,7 +243,7 @@ class _Level:
     cols: np.ndarray     # (m, L) basic-slice columns, ascending
     size: np.ndarray     # (m,)
     errors: np.ndarray   # (m,)
-    rows: sp.csc_matrix  # (n, m) membership, only for expanded slices
+    rows: sp.csr_matrix  # (n, m) membership (None at the last order)
     expand: np.ndarray   # (m,) bool
 
 
@@ -312,8 +312,8 @@ def find_slices(
     settings = dict(n=n, errors=total_errors, score=score, alpha=alpha,
                     delta=delta, max_order=max_order, min_support=min_support,
                     top_k=top_k)
-    x = sp.csc_matrix(np.hstack(blocks) if blocks else np.zeros((n, 0), bool),
-                      dtype=np.float64)
+    x = sp.hstack([sp.csr_matrix(b) for b in blocks] or [sp.csr_matrix((n, 0))],
+                  format="csr", dtype=np.float64)
     size1 = np.asarray(x.sum(axis=0)).ravel().astype(np.int64)
     # a basic slice holding every image is the empty conjunction again
     basic = np.flatnonzero((size1 >= min_support) & (size1 < n))
@@ -323,7 +323,7 @@ def find_slices(
 
     scorer = _Scorer(score, n, total_errors, family, min_support, alpha, delta)
     x = x[:, basic]
-    weighted = sp.csc_matrix(x.multiply((1 + (n + 1) * err)[:, None]))
+    weighted = sp.csr_matrix(x.multiply((1 + (n + 1) * err)[:, None]))
     errors1 = np.asarray(weighted.sum(axis=0)).ravel().astype(np.int64) // (n + 1)
 
     top = _Top(top_k, scorer.floor)
@@ -350,17 +350,16 @@ def find_slices(
                        evaluated=tuple(evaluated), **settings)
 
 
-def _extend(cur: _Level, x: sp.csc_matrix, weighted: sp.csc_matrix, n: int,
+def _extend(cur: _Level, x: sp.csr_matrix, weighted: sp.csr_matrix, n: int,
             min_support: int, build_rows: bool) -> _Level:
     """The kept one-slice extensions of the expanded slices of ``cur``."""
-    parents = np.flatnonzero(cur.expand)
-    rows = cur.rows[:, cur.expand] if not cur.expand.all() else cur.rows
-    product = (rows.T @ weighted).tocoo()
-    parent = parents[product.row]
+    product = (cur.rows.T @ weighted).tocoo()
+    parent = product.row.astype(np.int64)
     col = product.col.astype(np.int64)
     value = np.rint(product.data).astype(np.int64)
     size, errors = value % (n + 1), value // (n + 1)
-    keep = (col > cur.cols[parent, -1]) & (size >= min_support)
+    keep = (cur.expand[parent] & (col > cur.cols[parent, -1])
+            & (size >= min_support))
     parent, col, size, errors = parent[keep], col[keep], size[keep], errors[keep]
     cols = np.column_stack([cur.cols[parent], col])
 
@@ -380,11 +379,30 @@ def _extend(cur: _Level, x: sp.csc_matrix, weighted: sp.csc_matrix, n: int,
     parent, col, cols = parent[ok], col[ok], cols[ok]
     size, errors = size[ok], errors[ok]
 
-    new_rows = None
-    if build_rows:
-        local = np.searchsorted(parents, parent)
-        new_rows = sp.csc_matrix(rows[:, local].multiply(x[:, col]))
+    new_rows = _child_rows(cur.rows, x, parent, col) if build_rows else None
     return _Level(cols, size, errors, new_rows, np.zeros(len(size), bool))
+
+
+def _child_rows(rows: sp.csr_matrix, x: sp.csr_matrix, parent: np.ndarray,
+                col: np.ndarray) -> sp.csr_matrix:
+    """The ``(n, len(parent))`` membership of the children ``parent[i] x
+    col[i]``: each image's (slice, basic slice) pairs, the same pairs the
+    product ``rows.T @ x`` sums, looked up among the children."""
+    n, width = x.shape
+    per_slice, per_basic = np.diff(rows.indptr), np.diff(x.indptr)
+    count = per_slice * per_basic
+    image = np.repeat(np.arange(n), count)
+    k = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    slice_ = rows.indices[rows.indptr[image] + k // per_basic[image]]
+    basic = x.indices[x.indptr[image] + k % per_basic[image]]
+    wanted = parent * width + col
+    order = np.argsort(wanted)
+    pos = np.searchsorted(wanted[order], slice_.astype(np.int64) * width + basic)
+    pos = np.minimum(pos, len(order) - 1)
+    hit = wanted[order][pos] == slice_.astype(np.int64) * width + basic
+    return sp.csr_matrix(
+        (np.ones(int(hit.sum())), (image[hit], order[pos[hit]])),
+        shape=(n, len(parent)))
 
 
 class _Top:
