@@ -182,6 +182,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", required=True)
     p.add_argument("--pred-field", dest="pred_fields", nargs="+", required=True, metavar="F")
     p.add_argument("--out", required=True, help="the HTML page, e.g. report.html")
+    p.add_argument("--discover", action="store_true",
+                   help="add the slices `imagenetx discover` finds for each field")
     _add_analysis(p)
     _add_common(p)
 
@@ -324,7 +326,7 @@ def _run(args) -> int:
         from imagenetx.present.report import write_report
 
         print(write_report(args.dataset, args.pred_fields, args.out,
-                           **_settings(args)))
+                           discover=args.discover, **_settings(args)))
         return 0
 
     if args.command == "app":

@@ -282,3 +282,19 @@ def test_missing_prediction_field_is_one_clear_error(planted):
     assert len(lines) == 1 and "no prediction field 'resnet'" in lines[0]
     with pytest.raises(ImageNetXError, match="Unknown meta-class 'cats'"):
         slice_mistakes_view(NAME, "planted2", [("metaclass", "cats")])
+
+
+def test_report_section(planted, tmp_path):
+    from imagenetx.present.report import write_report
+
+    out = tmp_path / "r.html"
+    summary = write_report(NAME, "planted2", str(out), discover=True)
+    path = tmp_path / "r_discovered_slices.csv"
+    assert str(path) in summary.csvs
+    with open(path) as f:
+        import csv
+
+        rows = list(csv.DictReader(f))
+    assert rows[0]["model"] == "planted2" and rows[0]["rank"] == "1"
+    assert rows[0]["slice"] == "factors=pattern x metaclass=dog"
+    assert "slice discovery" in out.read_text()

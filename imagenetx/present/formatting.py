@@ -190,3 +190,11 @@ def format_discovery(result: dict) -> str:
             f"{_interval(s):<15}{_num(s['score'], '.2f'):>7}"
             f"{_num(s['p_adjusted'], '.1e'):>10}")
     return "\n".join(lines)
+
+
+def discovery_rows(result: dict) -> list:
+    """One flat dict per slice of a :func:`imagenetx.analysis.discover_slices`
+    result's ``.to_dict()``, best first (for CSV and HTML tables)."""
+    keys = ("slice", "n", "errors", "error", "error_ratio", "ci_low",
+            "ci_high", "score", "p_adjusted")
+    return [{k: s[k] for k in keys} for s in result["slices"]]

@@ -4,8 +4,9 @@ The page holds the ImageNet-X paper's figures for any slicing of the view
 it is given: Figure 1 (error ratio per slice and model, with intervals and
 the 1.0 line), Table 4 (robust and susceptible slices per group, e.g.
 meta-class), Figure 2 (slice prevalence in the view; ImageNet-X: validation
-vs training) and Figure 8 (co-occurrence, for multi-valued slicings). plotly.js is inlined, so the page opens
-offline.
+vs training) and Figure 8 (co-occurrence, for multi-valued slicings), and
+optionally the slices found by slice discovery. plotly.js is inlined, so the
+page opens offline.
 """
 
 import csv
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.present.figures import error_ratio_chart
-from imagenetx.present.formatting import describe_settings, ratios_rows
+from imagenetx.present.formatting import describe_settings, discovery_rows, ratios_rows
 
 #: factors listed per meta-class as robust / susceptible in Table 4
 TABLE4_K = 3
@@ -35,7 +36,7 @@ class ReportSummary:
 
 
 def write_report(samples, pred_fields, out: str, settings=None,
-                 **ratio_kwargs) -> ReportSummary:
+                 discover: bool = False, **ratio_kwargs) -> ReportSummary:
     """Writes the HTML report of prediction fields over a view.
 
     Args:
@@ -48,6 +49,10 @@ def write_report(samples, pred_fields, out: str, settings=None,
             ``correct``, ``real_mode``, ...); the per-group tables use the
             benchmark's group slicing (ImageNet-X: meta-classes) unless
             ``by`` is given
+        discover (False): add a slice discovery section (the top
+            conjunctions of the benchmark's discovery slicings per field,
+            :func:`imagenetx.analysis.discover_slices` with its defaults)
+            and its table ``<stem>_discovered_slices.csv``
 
     Returns:
         a :class:`ReportSummary`
@@ -71,6 +76,11 @@ def write_report(samples, pred_fields, out: str, settings=None,
     settings = Settings.create(settings, **ratio_kwargs)
     benchmark = get_benchmark(samples, settings.benchmark, settings)
     slicing = settings.slicing or benchmark.default_slicing
+    if discover and not benchmark.discovery_slicings:
+        raise ImageNetXError(
+            f"Slice discovery in the report uses the benchmark's slicings, and "
+            f"{benchmark.title} has none: leave out --discover and run "
+            "`imagenetx discover --slicing ...` with the fields to intersect")
     if settings.by is None and benchmark.group_slicing not in (None, slicing):
         settings = Settings.create(settings, by=benchmark.group_slicing)
     results = compute_ratios(samples, pred_fields, settings)
@@ -135,6 +145,22 @@ def write_report(samples, pred_fields, out: str, settings=None,
     if described == "factors" or ratios["multi"]:
         sections.append((f"{title.capitalize()} co-occurrence (Figure 8)",
                          figure8.to_html(full_html=False, include_plotlyjs=False)))
+    if discover:
+        from imagenetx.analysis import discover_slices
+
+        found = [
+            {"model": field, "rank": rank, **row}
+            for field in ratios["models"]
+            for rank, row in enumerate(discovery_rows(discover_slices(
+                samples, field, settings=Settings.create(settings, by=None)
+            ).to_dict()), 1)
+        ]
+        csvs.append(_write_csv(f"{stem}_discovered_slices.csv", found))
+        sections.append((
+            "Where the models fail beyond single slices (slice discovery: "
+            "conjunctions ranked by a Bonferroni lower bound on the error ratio)",
+            _html_table(found) if found else
+            "<p>No conjunction errs significantly above average.</p>"))
     page = _page(ratios, benchmark.title, sections)
     with open(out, "w", encoding="utf-8") as f:
         f.write(page)
