@@ -3,6 +3,7 @@
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
+from .discovery import DiscoverSlices
 from .hub import LoadFromHub
 from .imagenet_d import LoadImageNetD
 from .inference import RunModel
@@ -63,4 +64,5 @@ def register_operators(plugin):
     plugin.register(LoadFromHub)
     plugin.register(LoadImageNetD)
     plugin.register(ShowMistakes)
+    plugin.register(DiscoverSlices)
     plugin.register(ExportReport)

@@ -298,3 +298,18 @@ def test_report_section(planted, tmp_path):
     assert rows[0]["model"] == "planted2" and rows[0]["rank"] == "1"
     assert rows[0]["slice"] == "factors=pattern x metaclass=dog"
     assert "slice discovery" in out.read_text()
+
+
+def test_operator_lists_slices_and_shows_the_first_ones_mistakes(planted):
+    import fiftyone.operators as foo
+
+    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+
+    _, info = planted
+    install_plugin()
+    result = foo.execute_operator(
+        f"{PLUGIN_NAME}/discover_slices",
+        ctx={"dataset": NAME, "params": {"pred_field": "planted2", "min_support": 5}})
+    assert result.error is None, result.error
+    assert "factors=pattern x metaclass=dog" in result.result["table"].splitlines()[4]
+    assert result.result["count"] == int((info["planted2"] & info["counted"]).sum())
