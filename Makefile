@@ -33,3 +33,4 @@ perf: install-test
 	$(PYTHON) perf/predict.py
 	$(PYTHON) perf/import_predictions.py
 	$(PYTHON) perf/panel_refresh.py
+	$(PYTHON) perf/discovery.py
