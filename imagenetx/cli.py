@@ -95,8 +95,12 @@ def _parser() -> argparse.ArgumentParser:
     _add_common(p)
 
     p = sub.add_parser("load", help="build a dataset from a local folder or the Hub, then tag it "
-                                    "(ImageNet-D: its own contract)")
-    src = p.add_mutually_exclusive_group(required=True)
+                                    "(ImageNet-D, cue-conflict: their own contracts)")
+    p.add_argument("benchmark", nargs="?", choices=["cue-conflict"],
+                   help="cue-conflict: the 1,280 texture-shape stimuli (from --dir, "
+                        "$IMAGENETX_CUE_CONFLICT_DIR, or downloaded into the cache)")
+    p.add_argument("--dir", help="cue-conflict: a local copy of the stimuli folder")
+    src = p.add_mutually_exclusive_group()
     src.add_argument("--imagenet-dir", help="a local ImageNet folder")
     src.add_argument("--hub", metavar="REPO_ID",
                      help="a Hugging Face Hub dataset, ORG/NAME (ImageNet-D repos are converted)")
@@ -131,11 +135,15 @@ def _parser() -> argparse.ArgumentParser:
     _add_common(p)
 
     p = sub.add_parser("import-predictions",
-                       help="write a model's predictions from a toolkit CSV or testbed pickle")
+                       help="write a model's predictions from a toolkit CSV or testbed pickle, "
+                            "or published cue-conflict responses")
     p.add_argument("--dataset", required=True)
-    p.add_argument("--file", required=True,
-                   help="CSV (file_name,predicted_class,predicted_probability) or logits pickle")
-    p.add_argument("--field", required=True, help="fo.Classification field to write")
+    p.add_argument("--file", required=True, nargs="+",
+                   help="CSV (file_name,predicted_class,predicted_probability) or logits "
+                        "pickle; or one or more model-vs-human responses CSVs (subj,session,"
+                        "trial,rt,object_response,category,condition,imagename)")
+    p.add_argument("--field", help="fo.Classification field to write (responses: default "
+                                   "one field per subject, named after it)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing prediction field")
     p.add_argument("--row-order", choices=ROW_ORDERS, default="toolkit",
@@ -177,6 +185,30 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-intervals", action="store_true", help="skip the bootstrap intervals")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     _add_common(p)
+
+    p = sub.add_parser("shape-bias", help="shape bias of 16-class decisions on a cue-conflict "
+                                          "dataset, beside the published humans")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--pred-field", dest="pred_fields", nargs="+", required=True, metavar="F")
+    p.add_argument("--no-humans", action="store_true",
+                   help="leave out the pooled human observers of the dataset")
+    p.add_argument("--no-intervals", action="store_true", help="skip the bootstrap intervals")
+    p.add_argument("--published", action="store_true",
+                   help="also place the shape biases among Gavrikov & Keuper's 70 published "
+                        "models: Kendall's tau of shape bias and each --measure, and each "
+                        "field's rank (JSON: a \"published\" key)")
+    p.add_argument("--measure", dest="measures", nargs="+", metavar="NAME",
+                   help="--published: imagenet, imagenet-a, imagenet-r, imagenet-v2, "
+                        "imagenet-sketch, imagenet-c (default: these six), id, robustness, "
+                        "concepts, adversarial, or any column of benchmark.csv")
+    p.add_argument("--published-models", choices=["all", "resnet50"], default="all",
+                   help="--published: all 70 models (default) or the paper's 48 ResNet-50s")
+    p.add_argument("--published-dir", metavar="DIR",
+                   help="--published: a folder with benchmark.csv and r50_categories.json "
+                        "(default: $IMAGENETX_GAVRIKOV_DIR, else downloaded into the cache)")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print one JSON object")
+    fmt.add_argument("--csv", action="store_true", help="print long-format CSV")
 
     p = sub.add_parser("report", help="write an HTML report of error ratios, tables as CSV")
     p.add_argument("--dataset", required=True)
@@ -240,10 +272,26 @@ def _run(args) -> int:
 
     if args.command == "load":
         from imagenetx.benchmarks.imagenet_x import sources
+        from imagenetx.errors import ImageNetXError
 
-        if args.imagenet_d_dir:
+        sources_given = [args.benchmark, args.imagenet_dir, args.hub, args.imagenet_d_dir]
+        if sum(x is not None for x in sources_given) != 1:
+            raise ImageNetXError(
+                "Name one source: cue-conflict, --imagenet-dir DIR, --hub REPO_ID "
+                "or --imagenet-d-dir DIR")
+        if args.dir and not args.benchmark:
+            raise ImageNetXError("--dir applies to `load cue-conflict` only")
+        if args.benchmark == "cue-conflict":
+            from imagenetx.benchmarks.cue_conflict import load_cue_conflict
+
+            if args.max_samples is not None or args.split:
+                raise ImageNetXError(
+                    "--split and --max-samples do not apply to cue-conflict")
+            dataset, summary = load_cue_conflict(
+                args.dir, name=args.name, overwrite=args.overwrite,
+                gt_field=args.gt_field)
+        elif args.imagenet_d_dir:
             from imagenetx.benchmarks.imagenet_d import load_imagenet_d_dir
-            from imagenetx.errors import ImageNetXError
 
             if args.max_samples is not None or args.split:
                 raise ImageNetXError(
@@ -253,8 +301,6 @@ def _run(args) -> int:
                 gt_field=args.gt_field)
         elif args.imagenet_dir:
             if args.max_samples is not None:
-                from imagenetx.errors import ImageNetXError
-
                 raise ImageNetXError("--max-samples applies to --hub only")
             dataset, summary = sources.load_imagenet_dir(
                 args.imagenet_dir, split=args.split or "val", name=args.name,
@@ -281,11 +327,74 @@ def _run(args) -> int:
         return 0
 
     if args.command == "import-predictions":
+        from imagenetx.benchmarks.cue_conflict.responses import (
+            import_responses,
+            is_responses_csv,
+        )
+        from imagenetx.errors import ImageNetXError
         from imagenetx.models.predictions import import_predictions
 
-        print(import_predictions(args.dataset, args.file, args.field,
+        if any(map(is_responses_csv, args.file)):
+            print(import_responses(args.dataset, args.file, args.field,
+                                   overwrite=args.overwrite))
+            return 0
+        if len(args.file) != 1 or not args.field:
+            raise ImageNetXError(
+                "A prediction file (toolkit CSV or pickle) is imported one at a "
+                "time, with --field naming the field to write")
+        print(import_predictions(args.dataset, args.file[0], args.field,
                                  overwrite=args.overwrite, row_order=args.row_order,
                                  gt_field=args.gt_field))
+        return 0
+
+    if args.command == "shape-bias":
+        import json
+
+        from imagenetx.analysis.shape_bias import shape_bias
+        from imagenetx.errors import ImageNetXError
+        from imagenetx.present.formatting import (
+            format_published,
+            format_shape_bias,
+            shape_bias_csv,
+        )
+
+        published_options = [args.measures, args.published_dir,
+                             args.published_models != "all" or None]
+        if not args.published and any(x is not None for x in published_options):
+            raise ImageNetXError(
+                "--measure, --published-models and --published-dir go with --published")
+        if args.published and args.csv:
+            raise ImageNetXError("--published prints as text or with --json, not --csv")
+        measures = None
+        if args.published:
+            from imagenetx.analysis.published import DEFAULT_MEASURES, load_published
+
+            # bad tables and unknown measures fail before the shape bias is computed
+            published = load_published(args.published_dir)
+            measures = args.measures or DEFAULT_MEASURES
+            for name in measures:
+                published.measure(name)
+        results = shape_bias(args.dataset, args.pred_fields,
+                             intervals=not args.no_intervals,
+                             include_humans=not args.no_humans)
+        result = results.to_dict()
+        comparison = None
+        if args.published:
+            from imagenetx.analysis.published import compare_with_published
+
+            comparison = compare_with_published(
+                results, measures, args.published_models, published=published).to_dict()
+        if args.json:
+            if comparison is not None:
+                result["published"] = comparison
+            print(json.dumps(result, allow_nan=False))
+        elif args.csv:
+            sys.stdout.write(shape_bias_csv(result))
+        else:
+            print(format_shape_bias(result))
+            if comparison is not None:
+                print()
+                print(format_published(comparison))
         return 0
 
     if args.command == "ratios":

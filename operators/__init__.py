@@ -3,6 +3,7 @@
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
+from .cue_conflict import LoadCueConflict
 from .discovery import DiscoverSlices
 from .hub import LoadFromHub
 from .imagenet_d import LoadImageNetD
@@ -63,6 +64,7 @@ def register_operators(plugin):
     plugin.register(RunModel)
     plugin.register(LoadFromHub)
     plugin.register(LoadImageNetD)
+    plugin.register(LoadCueConflict)
     plugin.register(ShowMistakes)
     plugin.register(DiscoverSlices)
     plugin.register(ExportReport)

@@ -1,6 +1,8 @@
 """The "ImageNet-X" panel: error ratios per slice (ImageNet-X factor,
 ImageNet-D nuisance, any categorical field) over the current view; a click
-on a bar shows that model's mistakes in that slice."""
+on a bar shows that model's mistakes in that slice. On a cue-conflict
+dataset it opens on the shape-bias plot instead; a click on a marker shows
+that model's texture-driven decisions in that category."""
 
 import json
 
@@ -15,6 +17,8 @@ ALL = "all"
 #: the name of the stack that holds it
 SHOW = "show."
 CONTROLS = "controls."
+#: the charts of a cue-conflict dataset, the first the default
+CUE_CONFLICT_CHARTS = ("shape bias", "error ratios")
 
 
 class ImageNetXPanel(foo.Panel):
@@ -63,23 +67,31 @@ class ImageNetXPanel(foo.Panel):
 
     def on_click_bar(self, ctx):
         from imagenetx.analysis import mistakes_view
-
-        field, value = ctx.params.get("trace"), ctx.params.get("x")
-        if not field or value is None:
-            return
+        from imagenetx.benchmarks.cue_conflict.views import texture_decisions_view
         from imagenetx.errors import ImageNetXError
+        from imagenetx.present.figures import HUMANS_TRACE
 
+        shape_bias = _chart(ctx) == CUE_CONFLICT_CHARTS[0]
+        field = ctx.params.get("trace")
+        value = ctx.params.get("y" if shape_bias else "x")
+        if not field or value is None or field == HUMANS_TRACE:
+            return
         drill = ctx.panel.state.drill
         base = _rebuild(ctx, drill["base"]) if drill else ctx.view
         try:
-            view = mistakes_view(base, field, value, **_settings(ctx))
+            if shape_bias:
+                view = texture_decisions_view(base, field, value)
+            else:
+                view = mistakes_view(base, field, value, **_settings(ctx))
         except ImageNetXError as e:
             ctx.panel.state.set({"status": "error", "message": str(e)})
             return
         ctx.panel.state.drill = {
             "field": field,
             "slice": value,
-            "title": ctx.panel.state.get("slice_title") or "slice",
+            "title": "shape category" if shape_bias
+            else ctx.panel.state.get("slice_title") or "slice",
+            "what": "decides by texture" if shape_bias else "gets wrong",
             "count": len(view),
             "base": base._serialize(),
             "signature": _signature(view),
@@ -96,8 +108,9 @@ class ImageNetXPanel(foo.Panel):
         """Computes the chart of the current settings over the current
         view into the panel's state and data."""
         from imagenetx.analysis import analysis_options, compute_ratios
+        from imagenetx.analysis.shape_bias import shape_bias
         from imagenetx.errors import ImageNetXError
-        from imagenetx.present.figures import error_ratio_chart
+        from imagenetx.present.figures import error_ratio_chart, shape_bias_chart
         from imagenetx.store.schema import prediction_fields
 
         state = ctx.panel.state
@@ -133,23 +146,29 @@ class ImageNetXPanel(foo.Panel):
         # the App sends the same view change several times: compute once
         # per view, settings, fields and dataset version (both answered from
         # indexes: a filtered view's own max would scan it)
-        key = json.dumps([_signature(view), _settings(ctx), chosen,
+        key = json.dumps([_signature(view), _settings(ctx), _chart(ctx), chosen,
                           ctx.dataset.count(),
                           str(ctx.dataset.max("last_modified_at"))])
         if state.status == "ok" and state.get("computed_for") == key:
             return
         try:
-            ratios = compute_ratios(view, chosen, **_settings(ctx)).to_dict()
+            if _chart(ctx) == CUE_CONFLICT_CHARTS[0]:
+                result = shape_bias(view, chosen).to_dict()
+                traces, layout = shape_bias_chart(result)
+                summary, title = _shape_bias_summary(result), "shape category"
+            else:
+                ratios = compute_ratios(view, chosen, **_settings(ctx)).to_dict()
+                traces, layout = error_ratio_chart(ratios)
+                summary, title = _summary(ratios), ratios["slice_title"]
         except ImageNetXError as e:
             state.set({"status": "error", "message": str(e)})
             return
-        traces, layout = error_ratio_chart(ratios)
         ctx.panel.data.chart = traces
         state.set({
             "status": "ok",
             "layout": layout,
-            "summary": _summary(ratios),
-            "slice_title": ratios["slice_title"],
+            "summary": summary,
+            "slice_title": title,
             "computed_for": key,
         })
 
@@ -198,7 +217,10 @@ class ImageNetXPanel(foo.Panel):
         modes = panel.h_stack("controls", gap=2)
         options = state.get("options") or {}
         group = options.get("group_slicing")
-        dropdowns = [
+        dropdowns = []
+        if options.get("benchmark") == "cue_conflict":
+            dropdowns.append(("chart", CUE_CONFLICT_CHARTS, "Chart"))
+        dropdowns += [
             ("slicing", tuple(options.get("slicings") or ()), "Slice by"),
             ("correct", tuple(options.get("label_spaces") or ()), "Correct if"),
             ("real_mode", REAL_MODES, "Empty ReaL sets"),
@@ -210,6 +232,8 @@ class ImageNetXPanel(foo.Panel):
         for name, values, label in dropdowns:
             if name == "real_mode" and state.get(CONTROLS + "correct") != "real":
                 continue
+            if name != "chart" and _chart(ctx) == CUE_CONFLICT_CHARTS[0]:
+                continue  # shape bias has its own slicing and label spaces
             choices = types.DropdownView(label=label)
             for value in values:
                 choices.add_choice(value, label=value)
@@ -229,11 +253,14 @@ class ImageNetXPanel(foo.Panel):
             row.md(
                 f"Showing the **{drill['count']:,}** samples of "
                 f"{drill.get('title', 'slice')} **{drill['slice']}** that "
-                f"**{drill['field']}** gets wrong.",
+                f"**{drill['field']}** {drill.get('what', 'gets wrong')}.",
                 name="text",
             )
             row.btn("back", label="Back to the previous view", icon="undo",
                     on_click=self.back)
+        elif _chart(ctx) == CUE_CONFLICT_CHARTS[0]:
+            panel.md("Click a marker to show the images of that category that "
+                     "the model decided by their texture.", name="hint")
         else:
             panel.md("Click a bar to show that model's mistakes in that "
                      f"{state.get('slice_title') or 'slice'}.", name="hint")
@@ -260,6 +287,16 @@ def _init_settings(ctx, options):
     values = (options["slicings"].get(group) or []) if group else []
     if state.get(CONTROLS + "within") not in values:
         state.set(CONTROLS + "within", ALL)
+    if options["benchmark"] == "cue_conflict":
+        if state.get(CONTROLS + "chart") not in CUE_CONFLICT_CHARTS:
+            state.set(CONTROLS + "chart", CUE_CONFLICT_CHARTS[0])
+    else:
+        state.set(CONTROLS + "chart", None)
+
+
+def _chart(ctx) -> str:
+    """The chart shown: ``shape bias`` or ``error ratios``."""
+    return ctx.panel.state.get(CONTROLS + "chart") or CUE_CONFLICT_CHARTS[1]
 
 
 def _default_correct(ctx, options) -> str:
@@ -294,6 +331,20 @@ def _summary(ratios: dict) -> str:
             f"{model.get('worst_reliable_slice') or model['worst_slice']}"
         )
     return "\n".join(lines)
+
+
+def _shape_bias_summary(result: dict) -> str:
+    lines = [f"- **{field}**: shape bias {_fmt(m['shape_bias'])} ({m['shape']:,} "
+             f"shape / {m['texture']:,} texture decisions of {m['n']:,} images)"
+             for field, m in result["models"].items()]
+    if result.get("humans"):
+        lines.append(f"- **humans** (pooled, {len(result['humans']['fields'])} "
+                     f"observers): {_fmt(result['humans']['shape_bias'])}")
+    return "\n".join(lines)
+
+
+def _fmt(value) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def _signature(view) -> str:

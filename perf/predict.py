@@ -11,7 +11,12 @@ best run counts (the machine may be shared). The CPU seconds of each run
 (this process and its DataLoader workers) are printed too: on a busy
 machine they vary less than the wall clock.
 
-Usage: predict.py [--n 2000] [--device auto|cpu|cuda] [--model SPEC]
+With ``--cue-conflict DIR`` (the stimuli folder) both run over the 1,280
+cue-conflict stimuli instead, and the loop maps each batch onto the 16
+categories with the same matrix (model-vs-human's mean over each
+category's ImageNet indices); ``predict`` writes those decisions.
+
+Usage: predict.py [--n 2000] [--cue-conflict DIR] [--device auto|cpu|cuda] [--model SPEC]
 [--arch NAME] [--remap-by-position] [--batch-size 64] [--num-workers W] [--amp auto|bf16|fp16|off]
 [--pretrained] [--repeats 2]
 """
@@ -86,7 +91,7 @@ def timed(fn, *args) -> tuple:
     return time.perf_counter() - wall, cpu_seconds() - cpu
 
 
-def plain_loop(paths, args):
+def plain_loop(paths, args, mapping=None):
     """The baseline: what a hand-written PyTorch script does, no database."""
     device = _device(args.device)
     dtype = _amp_dtype(args.amp, device)
@@ -111,7 +116,11 @@ def plain_loop(paths, args):
             x = x.contiguous(memory_format=torch.channels_last)
             with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
                 out = model(x)
-            conf, idx = out.float().softmax(dim=1).topk(5, dim=1)
+            probs = out.float().softmax(dim=1)
+            conf, idx = probs.topk(5, dim=1)
+            if mapping is not None:
+                decided = (probs @ mapping).max(dim=1)
+                conf, idx = decided.values[:, None], decided.indices[:, None]
             results.append((idx.cpu(), conf.cpu()))
     assert sum(len(r[0]) for r in results) == len(paths)
 
@@ -141,26 +150,39 @@ def main():
     parser.add_argument("--pretrained", action="store_true",
                         help="load pretrained weights (default: random, same speed)")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--cue-conflict", metavar="DIR",
+                        help="run over the cue-conflict stimuli of DIR, with 16-class decisions")
     args = parser.parse_args()
     _env.drop_database_at_exit()
 
-    t = time.perf_counter()
-    paths = make_images(args.n)
-    print(f"{args.n:,} JPEGs 500x375 ready in {time.perf_counter() - t:.1f} s")
+    mapping = None
+    if args.cue_conflict:
+        from imagenetx.benchmarks.cue_conflict import load_cue_conflict
+        from imagenetx.classes.cue_conflict import mean_matrix
 
-    labels = class_table().labels
-    dataset = fo.Dataset("bench-predict")
-    dataset.add_samples(
-        fo.Sample(filepath=p, ground_truth=fo.Classification(label=labels[i % 1000]))
-        for i, p in enumerate(paths)
-    )
+        dataset, _ = load_cue_conflict(args.cue_conflict, name="bench-predict",
+                                       overwrite=True, progress=False)
+        paths = dataset.values("filepath")
+        args.n = len(paths)
+        mapping = torch.as_tensor(mean_matrix(), device=_device(args.device))
+        print(f"{args.n:,} cue-conflict stimuli (PNG, 512x512), 16-class decisions")
+    else:
+        t = time.perf_counter()
+        paths = make_images(args.n)
+        print(f"{args.n:,} JPEGs 500x375 ready in {time.perf_counter() - t:.1f} s")
+        labels = class_table().labels
+        dataset = fo.Dataset("bench-predict")
+        dataset.add_samples(
+            fo.Sample(filepath=p, ground_truth=fo.Classification(label=labels[i % 1000]))
+            for i, p in enumerate(paths)
+        )
 
     # warm-up: imports, page cache, one model build
-    plain_loop(paths[: args.batch_size], args)
+    plain_loop(paths[: args.batch_size], args, mapping)
 
     loop_runs, predict_runs = [], []
     for _ in range(args.repeats):
-        loop_runs.append(timed(plain_loop, paths, args))
+        loop_runs.append(timed(plain_loop, paths, args, mapping))
         predict_runs.append(timed(predict_run, dataset, args))
     loop_ips = args.n / min(w for w, _ in loop_runs)
     pred_ips = args.n / min(w for w, _ in predict_runs)

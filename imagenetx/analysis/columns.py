@@ -31,7 +31,8 @@ _CACHE: "OrderedDict[tuple, Dict[str, list]]" = OrderedDict()
 def _cache_key(view) -> tuple:
     dataset = view._dataset
     # a stage's serialized form carries a fresh uuid: compare what it does
-    stages = json.dumps([[s["_cls"], s["kwargs"]] for s in view._serialize()],
+    # a dataset serializes as its document; as a view, as its (no) stages
+    stages = json.dumps([[s["_cls"], s["kwargs"]] for s in view.view()._serialize()],
                         sort_keys=True, default=str)
     return (dataset.name, dataset.count(), str(dataset.max("last_modified_at")), stages)
 
@@ -58,12 +59,18 @@ def read_columns(view, paths: Sequence[str], ids: bool = False,
     if hit is not None and all(p in hit for p in paths) and (not ids or "id" in hit):
         _CACHE.move_to_end(key)
         return {p: hit[p] for p in paths + (["id"] if ids else [])}
-    out = _read(view, paths, ids)
+    if hit is not None:
+        # another reader of the same data: read both its paths and these
+        # once, so the two keep hitting the cache in turn
+        union = list(dict.fromkeys([*(p for p in hit if p != "id"), *paths]))
+        out = _read(view, union, ids or "id" in hit)
+    else:
+        out = _read(view, paths, ids)
     if cache:
         _CACHE[key] = out
         while len(_CACHE) > CACHE_SIZE:
             _CACHE.popitem(last=False)
-    return dict(out)
+    return {p: out[p] for p in paths + (["id"] if ids else [])}
 
 
 def _rows_in_one_document(view, fields: List[str]):

@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Tuple
 
 import fiftyone as fo
 
+from imagenetx.classes.decisions import Decisions
 from imagenetx.classes.spaces import ExactClass, LabelSpace
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.slicing import Slicing
@@ -61,6 +62,15 @@ class Benchmark:
     def base_view(self, samples, settings):
         """The samples that count."""
         return samples
+
+    def decisions(self) -> Optional[Decisions]:
+        """How a 1000-way model's probabilities become this benchmark's
+        decisions; None: the ImageNet class itself."""
+        return None
+
+    def predictions_written(self, dataset, field: str) -> None:
+        """Called after a prediction field was written (e.g. to save views
+        of it); nothing by default."""
 
     def alias_for(self, slicing: str) -> Optional[str]:
         """The older JSON key of a slice of ``slicing``, if any."""

@@ -50,11 +50,20 @@ class LabelSpace:
 
     name: str = "class"
     description: str = "the predicted class is the true class"
+    #: what to do about predictions outside the space, for errors
+    fix: str = "predict again with a model of that many outputs"
 
     def __init__(self, gt_path: str = "ground_truth.class_index",
-                 num_outputs: int = 1000):
+                 num_outputs: int = 1000, name: Optional[str] = None,
+                 description: Optional[str] = None, fix: Optional[str] = None):
         self.gt_path = gt_path
         self.num_outputs = num_outputs
+        if name is not None:
+            self.name = name
+        if description is not None:
+            self.description = description
+        if fix is not None:
+            self.fix = fix
 
     def sample_paths(self) -> List[str]:
         """The sample field paths this label space reads."""
@@ -74,7 +83,7 @@ class LabelSpace:
                 f"Field '{field}' has class_index values outside "
                 f"0-{self.num_outputs - 1}: its predictions do not fit the "
                 f"'{self.name}' label space ({self.num_outputs} classes); "
-                "predict again with a model of that many outputs"
+                f"{self.fix}"
             )
         return pred
 

@@ -13,6 +13,8 @@ matrix, class and group ids, confidences) and returns tables;
 -   :mod:`~imagenetx.metrics.stats`: bootstrap intervals, McNemar with
     Holm's correction, Alexander-Govern
 -   :mod:`~imagenetx.metrics.calibration`: expected calibration error
+-   :mod:`~imagenetx.metrics.correlation`: Kendall's tau and rank position
+    over a population of models (shape bias among published models)
 -   :mod:`~imagenetx.metrics.summary`: reducers and their typed results
 
 The conventions follow the original ``imagenet_x`` toolkit exactly, so the
@@ -23,6 +25,12 @@ from imagenetx.metrics.calibration import (
     ECE_BINS,
     calibration_error,
     slice_calibration_errors,
+)
+from imagenetx.metrics.correlation import (
+    RankCorrelation,
+    RankPosition,
+    kendall_tau,
+    rank_position,
 )
 from imagenetx.metrics.correctness import (
     RealSets,

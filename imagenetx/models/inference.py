@@ -9,6 +9,11 @@ Each predicted sample gets a ``fo.Classification`` in the prediction field:
     probabilities, best first
 -   ``logits``: the 1000 raw outputs, only with ``logits=True``
 
+On a benchmark with its own answers (the 16 categories of a cue-conflict
+dataset: ``Benchmark.decisions``), ``label``, ``class_index`` and
+``confidence`` are the decision in those classes instead, and ``top5`` keeps
+the 1000-way view.
+
 An image that cannot be read leaves the prediction empty and its reason in
 ``<field>_error``; the rest of its batch is predicted. Results are written
 every few hundred samples, so an interrupted run keeps what was written and
@@ -29,6 +34,8 @@ import torch
 from PIL import Image
 from torch.utils.data import default_collate
 
+from imagenetx.benchmarks import get_benchmark
+from imagenetx.classes.decisions import Decisions
 from imagenetx.store.bulk import write_raw
 from imagenetx.store.datasets import get_dataset
 from imagenetx.store.evaluation import evaluate_predictions
@@ -167,6 +174,8 @@ def predict(
     loaded = load_model(
         model, arch, pretrained=pretrained, remap_by_position=remap_by_position
     )
+    benchmark = get_benchmark(dataset)
+    decisions = benchmark.decisions()
 
     err_field = error_field(field)
     has_errors = dataset.has_field(err_field)
@@ -193,14 +202,17 @@ def predict(
     start = time.perf_counter()
     if ids:
         _declare_prediction_field(dataset, field)
-        runner = _Runner(loaded, dev, dtype, compile, batch_size, logits)
+        runner = _Runner(loaded, dev, dtype, compile, batch_size, logits, decisions)
         loader = _loader(paths, loaded, dev, batch_size, num_workers)
-        builder = _Builder(dataset, field, ids, paths, old_errors, summary)
+        builder = _Builder(dataset, field, ids, paths, old_errors, summary,
+                           decisions)
         with fou.ProgressBar(total=len(ids), progress=progress) as pb:
             write_raw(dataset, _chunks(runner.run(loader), builder, pb))
+        benchmark.predictions_written(dataset, field)
     summary.seconds = time.perf_counter() - start
 
-    _evaluate(dataset, field, gt_field, summary, changed=bool(ids))
+    _evaluate(dataset, field, gt_field, summary, changed=bool(ids),
+              labels=decisions.labels if decisions else None)
     return summary
 
 
@@ -305,15 +317,20 @@ def _loader(paths, loaded: LoadedModel, device, batch_size, num_workers):
 
 class _Runner:
     """Runs batches through the model; yields ``(positions, top5 indices,
-    top5 probabilities, logits, failures)`` on the CPU.
+    top5 probabilities, logits, decisions, failures)`` on the CPU
+    (decisions: ``(n, 2)`` index and score in the benchmark's classes, when
+    it has its own).
 
     On a GPU, the results of batch k are copied back without blocking and
     read only after batch k+1 is queued, so the device never waits for
     Python.
     """
 
-    def __init__(self, loaded, device, dtype, compile, batch_size, logits):
+    def __init__(self, loaded, device, dtype, compile, batch_size, logits,
+                 decisions: Optional[Decisions] = None):
         self.device = device
+        self.decision_matrix = None if decisions is None else torch.as_tensor(
+            decisions.matrix, device=device)
         self.logits = logits
         self.dtype = dtype
         self.batch_size = batch_size
@@ -339,18 +356,24 @@ class _Runner:
             if isinstance(out, (tuple, list)):
                 out = out[0]
             out = out[:n].float()
-            conf, idx = out.softmax(dim=1).topk(TOP_K, dim=1)
-        return idx, conf, out if self.logits else None
+            probs = out.softmax(dim=1)
+            conf, idx = probs.topk(TOP_K, dim=1)
+            decided = None
+            if self.decision_matrix is not None:
+                # in float32, outside autocast: a decision is an argmax
+                with torch.autocast(self.device.type, enabled=False):
+                    decided = (probs @ self.decision_matrix).max(dim=1)
+                decided = torch.stack([decided.indices.float(), decided.values], 1)
+        return idx, conf, out if self.logits else None, decided
 
     def run(self, loader):
         pending = None
         for positions, batch, failed in loader:
             current = (positions, None, failed)
             if batch is not None:
-                idx, conf, out = self._forward(batch)
                 copies = [
                     None if t is None else t.to("cpu", non_blocking=True)
-                    for t in (idx, conf, out)
+                    for t in self._forward(batch)
                 ]
                 event = None
                 if self.cuda:
@@ -367,17 +390,18 @@ class _Runner:
     def _finish(item):
         positions, result, failed = item
         if result is None:
-            return positions, None, None, None, failed
-        (idx, conf, out), event = result
+            return positions, None, None, None, None, failed
+        (idx, conf, out, decided), event = result
         if event is not None:
             event.synchronize()
-        return positions, idx, conf, out, failed
+        return positions, idx, conf, out, decided, failed
 
 
 class _Builder:
     """Turns model outputs into stored ``fo.Classification`` documents."""
 
-    def __init__(self, dataset, field, ids, paths, old_errors, summary):
+    def __init__(self, dataset, field, ids, paths, old_errors, summary,
+                 decisions: Optional[Decisions] = None):
         self.dataset = dataset
         self.field = field
         self.err_field = error_field(field)
@@ -386,25 +410,32 @@ class _Builder:
         self.old_errors = old_errors
         self.summary = summary
         self.labels = class_table().labels
+        self.decided_labels = decisions.labels if decisions else None
         self.vector = fo.VectorField()
 
-    def updates(self, positions, idx, conf, out, failed) -> dict:
+    def updates(self, positions, idx, conf, out, decided, failed) -> dict:
         updates = {}
         labels = self.labels
         if idx is not None:
             idx_rows = idx.tolist()
             conf_rows = conf.tolist()
             logit_rows = out.numpy() if out is not None else None
+            decided_rows = decided.tolist() if decided is not None else None
             for row, pos in enumerate(positions.tolist()):
                 top5 = idx_rows[row]
                 extra = {}
                 if logit_rows is not None:
                     extra["logits"] = self.vector.to_mongo(logit_rows[row])
+                if decided_rows is None:
+                    label, index, confidence = labels[top5[0]], top5[0], conf_rows[row][0]
+                else:
+                    index, confidence = int(decided_rows[row][0]), decided_rows[row][1]
+                    label = self.decided_labels[index]
                 update = {
                     self.field: raw_classification(
-                        labels[top5[0]],
-                        top5[0],
-                        confidence=conf_rows[row][0],
+                        label,
+                        index,
+                        confidence=confidence,
                         top5=top5,
                         top5_confidences=conf_rows[row],
                         **extra,
@@ -441,8 +472,9 @@ def _chunks(results, builder: _Builder, pb):
         yield chunk
 
 
-def _evaluate(dataset, field, gt_field, summary, changed: bool):
-    evaluation = evaluate_predictions(dataset, field, gt_field, rerun=changed)
+def _evaluate(dataset, field, gt_field, summary, changed: bool, labels=None):
+    evaluation = evaluate_predictions(dataset, field, gt_field, rerun=changed,
+                                      labels=labels)
     summary.eval_note = evaluation.note
     if evaluation.key is not None:
         summary.eval_key = evaluation.key

@@ -1,8 +1,11 @@
-"""Plotly figures of error ratios, as plain dicts.
+"""Plotly figures of error ratios and shape bias, as plain dicts.
 
 The App panel hands these dicts to its plot and the HTML report to
 ``plotly.graph_objects.Figure``, so both draw the same chart. Input is the
-dict of a :func:`imagenetx.analysis.compute_ratios` result (``.to_dict()``).
+dict of a result (``.to_dict()``): :func:`imagenetx.analysis.compute_ratios`
+for :func:`error_ratio_chart`, :func:`imagenetx.analysis.shape_bias.
+shape_bias` for :func:`shape_bias_chart`, :func:`imagenetx.analysis.
+published.compare_with_published` for :func:`published_scatter`.
 """
 
 import math
@@ -166,3 +169,172 @@ def _pct(value):
 
 def _num(value):
     return "n/a" if value is None else f"{value:.3f}"
+
+
+#: the trace of the pooled human observers in :func:`shape_bias_chart`
+HUMANS_TRACE = "humans (pooled)"
+
+
+def shape_bias_chart(result: dict) -> tuple:
+    """Geirhos et al.'s shape-bias plot: one row per shape category, the
+    fraction of shape decisions (of shape + texture decisions) from 0 to 1,
+    a marker per model and a red diamond for the pooled humans; each
+    model's overall shape bias as a dotted vertical line in its colour.
+
+    Each trace is named after its prediction field and each marker's ``y``
+    is the category, so a click tells which model and category it was.
+
+    Args:
+        result: :meth:`imagenetx.analysis.shape_bias.ShapeBiasResults.to_dict`
+
+    Returns:
+        ``(traces, layout)``
+    """
+    cats = list(result["categories"])
+    entries = list(result["models"].items())
+    if result.get("humans"):
+        entries.append((HUMANS_TRACE, result["humans"]))
+    traces, shapes = [], []
+    for k, (name, entry) in enumerate(entries):
+        human = name == HUMANS_TRACE
+        color = "#D62728" if human else COLORS[k % len(COLORS)]
+        rows = [entry["categories"][c] for c in cats]
+        traces.append({
+            "type": "scatter",
+            "mode": "markers",
+            "name": name,
+            "x": [r["shape_bias"] for r in rows],
+            "y": cats,
+            "marker": {"color": color, "size": 11 if human else 9,
+                       "symbol": "diamond" if human else "circle"},
+            "customdata": [[r["shape"], r["texture"], r["n"]] for r in rows],
+            "hovertemplate": (f"<b>{name}</b>, %{{y}}<br>shape bias %{{x:.3f}}"
+                              "<br>%{customdata[0]} shape / %{customdata[1]} texture "
+                              "of %{customdata[2]} images<extra></extra>"),
+        })
+        if entry["shape_bias"] is not None:
+            shapes.append({"type": "line", "xref": "x", "yref": "paper",
+                           "x0": entry["shape_bias"], "x1": entry["shape_bias"],
+                           "y0": 0, "y1": 1,
+                           "line": {"color": color, "dash": "dot", "width": 1}})
+    layout = {
+        "title": {"text": "Shape bias per category (cue-conflict images)"},
+        "xaxis": {"title": {"text": "fraction of shape decisions (shape bias)"},
+                  "range": [-0.02, 1.02], "zeroline": False},
+        "yaxis": {"title": {"text": "shape category"}, "categoryorder": "array",
+                  "categoryarray": cats[::-1]},
+        "shapes": shapes,
+        "legend": {"orientation": "h", "y": -0.15},
+        "margin": {"t": 40, "l": 90},
+        "height": 560,
+    }
+    return traces, layout
+
+
+#: the published models' categories, coloured as the authors' notebook
+#: (matplotlib tab10 in its order, the baseline black); "other" is grey
+CATEGORY_COLORS = {
+    "stylized": "#1f77b4",
+    "adversarial_training": "#ff7f0e",
+    "training_recipes": "#2ca02c",
+    "freezing": "#d62728",
+    "augmentation": "#9467bd",
+    "contrastive": "#8c564b",
+    "baseline": "#000000",
+    "other": "#a0a0a0",
+}
+HUMANS_COLOR = "#555555"
+
+
+def published_scatter(comparison: dict, measure: str) -> tuple:
+    """Shape bias (x) against one generalization measure (y) of the
+    published models, one colour per training-method category, the model
+    name on hover; the user's fields as dashed vertical lines at their
+    shape bias (labelled with the field name; a star where a published
+    model of that name gives the field a value), the pooled humans as a
+    dotted one; Kendall's tau in the title.
+
+    Args:
+        comparison: a :func:`imagenetx.analysis.published.
+            compare_with_published` result, as ``.to_dict()``
+        measure: one of its measures
+
+    Returns:
+        ``(traces, layout)``: a list of plotly trace dicts and a layout dict
+    """
+    m = comparison["measures"][measure]
+    models = comparison["models"]
+    ys = [v for v in m["values"] if v is not None]
+    lo, hi = (min(ys), max(ys)) if ys else (0, 1)
+    pad = 0.04 * (hi - lo or 1)
+    y_range = [lo - pad, hi + pad]
+    traces = []
+    categories = list(dict.fromkeys(e["category"] for e in models))
+    for category in sorted(categories, key=lambda c: (c == "other", c)):
+        rows = [(e, v) for e, v in zip(models, m["values"])
+                if e["category"] == category and v is not None]
+        traces.append({
+            "type": "scatter",
+            "mode": "markers",
+            "name": category.replace("_", " "),
+            "x": [e["shape_bias"] for e, _ in rows],
+            "y": [v for _, v in rows],
+            "text": [e["model"] for e, _ in rows],
+            "marker": {"color": CATEGORY_COLORS.get(category, "#a0a0a0"), "size": 8,
+                       "line": {"width": 0.6, "color": "#ffffff"}},
+            "hovertemplate": ("<b>%{text}</b><br>" + category.replace("_", " ")
+                              + "<br>shape bias %{x:.3f}<br>" + m["name"]
+                              + " %{y:.2f}" + m["unit"] + "<extra></extra>"),
+        })
+    lines = [(f, e, COLORS[k % len(COLORS)], "dash")
+             for k, (f, e) in enumerate(comparison["fields"].items())]
+    if comparison.get("humans"):
+        lines.append((HUMANS_TRACE, comparison["humans"], HUMANS_COLOR, "dot"))
+    annotations = []
+    for name, e, color, dash in lines:
+        x = e["shape_bias"]
+        if x is None:
+            continue
+        traces.append({
+            "type": "scatter",
+            "mode": "lines",
+            "name": name,
+            "x": [x, x],
+            "y": y_range,
+            "line": {"color": color, "width": 2.5, "dash": dash},
+            "hovertemplate": (f"<b>{name}</b><br>shape bias {x:.3f}<br>rank "
+                              f"{e['rank']} of {e['of']}<extra></extra>"),
+        })
+        value = m["fields"].get(name)
+        if value is not None:
+            traces.append({
+                "type": "scatter", "mode": "markers", "name": name,
+                "showlegend": False, "x": [x], "y": [value],
+                "marker": {"color": color, "size": 15, "symbol": "star",
+                           "line": {"width": 1, "color": "#ffffff"}},
+                "hovertemplate": (f"<b>{name}</b> (published as "
+                                  f"{e['published_model']})<br>shape bias "
+                                  f"%{{x:.3f}}<br>{m['name']} %{{y:.2f}}{m['unit']}"
+                                  "<extra></extra>"),
+            })
+        annotations.append({
+            "text": name, "x": x, "xref": "x", "y": 1, "yref": "paper",
+            "textangle": -90, "xanchor": "right", "yanchor": "top",
+            "showarrow": False, "font": {"size": 11, "color": color},
+        })
+    tau = "n/a" if m["tau"] is None else f"{m['tau']:+.3f}"
+    p = "n/a" if m["p_value"] is None else f"{m['p_value']:.2g}"
+    layout = {
+        "height": 480,
+        "autosize": True,
+        "hovermode": "closest",
+        "title": {"text": (f"Shape bias vs {m['name']}: Kendall's \u03c4 = {tau} "
+                           f"(p = {p}, {m['n']} published models)"),
+                  "font": {"size": 13}},
+        "xaxis": {"title": {"text": "shape bias"}, "range": [0, 1]},
+        "yaxis": {"title": {"text": m["label"]}, "range": y_range},
+        "legend": {"title": {"text": "training method"}},
+        "margin": {"t": 60, "b": 55, "l": 60, "r": 10},
+        "annotations": annotations,
+    }
+    return traces, layout

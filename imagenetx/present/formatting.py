@@ -198,3 +198,79 @@ def discovery_rows(result: dict) -> list:
     keys = ("slice", "n", "errors", "error", "error_ratio", "ci_low",
             "ci_high", "score", "p_adjusted")
     return [{k: s[k] for k in keys} for s in result["slices"]]
+
+
+SHAPE_BIAS_COLUMNS = (
+    "model", "human", "category", "n", "shape", "texture", "shape_bias",
+    "shape_accuracy", "texture_accuracy", "ci_low", "ci_high",
+)
+
+
+def _shape_bias_entries(result: dict):
+    """``(name, human, entry)`` of each model, then the pooled humans."""
+    for name, entry in result["models"].items():
+        yield name, entry.get("human", False), entry
+    if result.get("humans"):
+        yield "humans (pooled)", True, result["humans"]
+
+
+def format_shape_bias(result: dict) -> str:
+    """Text of :meth:`imagenetx.analysis.shape_bias.ShapeBiasResults.to_dict`:
+    one line per decision maker, then per-category shape biases."""
+    lines = [f"Shape bias on '{result['dataset']}' (cue-conflict images; "
+             "shape / (shape + texture) decisions, 95% bootstrap interval)",
+             f"{'model':<20} {'shape bias':>10} {'interval':>14} {'shape':>6} "
+             f"{'texture':>7} {'n':>5}  {'shape acc':>9} {'texture acc':>11}"]
+    entries = list(_shape_bias_entries(result))
+    for name, _, e in entries:
+        lines.append(
+            f"{name:<20} {_num(e['shape_bias'], '.4f'):>10} {_interval(e):>14} "
+            f"{e['shape']:>6} {e['texture']:>7} {e['n']:>5}  "
+            f"{_num(e['shape_accuracy'], '.4f'):>9} {_num(e['texture_accuracy'], '.4f'):>11}")
+    names = [n for n, _, _ in entries]
+    lines += ["", "Shape bias per shape category",
+              f"{'category':<10} " + " ".join(f"{n[:10]:>10}" for n in names)]
+    for c in result["categories"]:
+        lines.append(f"{c:<10} " + " ".join(
+            f"{_num(e['categories'][c]['shape_bias'], '.3f'):>10}" for _, _, e in entries))
+    return "\n".join(lines)
+
+
+def shape_bias_csv(result: dict) -> str:
+    """Long-format CSV: one row per decision maker and category (``all``
+    for the overall row)."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=SHAPE_BIAS_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for name, human, e in _shape_bias_entries(result):
+        for category, row in [("all", e), *e["categories"].items()]:
+            writer.writerow({"model": name, "human": human, "category": category,
+                             **{k: "" if row.get(k) is None else row[k]
+                                for k in SHAPE_BIAS_COLUMNS[3:]}})
+    return out.getvalue()
+
+
+def format_published(result: dict) -> str:
+    """Text of :meth:`imagenetx.analysis.published.PublishedComparison.
+    to_dict`: Kendall's tau of shape bias and each measure over the
+    published models, then where each field's shape bias ranks."""
+    n = result["n_models"]
+    lines = [f"Among Gavrikov & Keuper's published models: {n} models, "
+             f"{result['population_title']}",
+             "Kendall's tau of shape bias and each measure over those models",
+             f"{'measure':<28} {'tau':>7} {'p':>10} {'models':>7}"]
+    for name, m in result["measures"].items():
+        lines.append(f"{name[:28]:<28} {_num(m['tau'], '+.3f'):>7} "
+                     f"{_num(m['p_value'], '.2g'):>10} {m['n']:>7}")
+    lines += ["", "Where each shape bias ranks among theirs (rank 1 = most shape-biased; "
+                  "percentile = share of published models below)",
+              f"{'model':<20} {'shape bias':>10} {'rank':>10} {'percentile':>10}"]
+    rows = list(result["fields"].items())
+    if result.get("humans"):
+        rows.append(("humans (pooled)", result["humans"]))
+    for name, e in rows:
+        rank = "-" if e["rank"] is None else f"{e['rank']} of {e['of']}"
+        note = f"  (published as {e['published_model']})" if e["published_model"] else ""
+        lines.append(f"{name:<20} {_num(e['shape_bias'], '.4f'):>10} {rank:>10} "
+                     f"{_num(e['percentile'], '.1f'):>10}{note}")
+    return "\n".join(lines)

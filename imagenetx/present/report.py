@@ -4,20 +4,26 @@ The page holds the ImageNet-X paper's figures for any slicing of the view
 it is given: Figure 1 (error ratio per slice and model, with intervals and
 the 1.0 line), Table 4 (robust and susceptible slices per group, e.g.
 meta-class), Figure 2 (slice prevalence in the view; ImageNet-X: validation
-vs training) and Figure 8 (co-occurrence, for multi-valued slicings), and
-optionally the slices found by slice discovery. plotly.js is inlined, so the
-page opens offline.
+vs training) and Figure 8 (co-occurrence, for multi-valued slicings); on a
+cue-conflict dataset also the shape-bias plot and table; optionally the
+slices found by slice discovery. plotly.js is inlined, so the page opens
+offline.
 """
 
 import csv
 import html
+import io
 import os
 from dataclasses import dataclass
 
-
 from imagenetx.errors import ImageNetXError
-from imagenetx.present.figures import error_ratio_chart
-from imagenetx.present.formatting import describe_settings, discovery_rows, ratios_rows
+from imagenetx.present.figures import error_ratio_chart, shape_bias_chart
+from imagenetx.present.formatting import (
+    describe_settings,
+    discovery_rows,
+    ratios_rows,
+    shape_bias_csv,
+)
 
 #: factors listed per meta-class as robust / susceptible in Table 4
 TABLE4_K = 3
@@ -145,6 +151,9 @@ def write_report(samples, pred_fields, out: str, settings=None,
     if described == "factors" or ratios["multi"]:
         sections.append((f"{title.capitalize()} co-occurrence (Figure 8)",
                          figure8.to_html(full_html=False, include_plotlyjs=False)))
+    if benchmark.name == "cue_conflict":
+        # after Figure 1, whose section carries plotly.js
+        sections.insert(1, _shape_bias_section(samples, pred_fields, stem, csvs))
     if discover:
         from imagenetx.analysis import discover_slices
 
@@ -165,6 +174,50 @@ def write_report(samples, pred_fields, out: str, settings=None,
     with open(out, "w", encoding="utf-8") as f:
         f.write(page)
     return ReportSummary(out, csvs)
+
+
+def _shape_bias_section(samples, pred_fields, stem: str, csvs: list) -> tuple:
+    """The shape-bias plot and table of a cue-conflict dataset; its CSV is
+    added to ``csvs``."""
+    import plotly.graph_objects as go
+
+    from imagenetx.analysis.shape_bias import shape_bias
+
+    result_obj = shape_bias(samples, pred_fields)
+    result = result_obj.to_dict()
+    traces, layout = shape_bias_chart(result)
+    path = f"{stem}_shape_bias.csv"
+    with open(path, "w", newline="") as f:
+        f.write(shape_bias_csv(result))
+    csvs.insert(0, path)
+    rows = [r for r in csv.DictReader(io.StringIO(shape_bias_csv(result)))
+            if r["category"] == "all"]
+    content = (go.Figure(data=traces, layout=layout).to_html(
+        full_html=False, include_plotlyjs=False) + _html_table(rows)
+        + _published_section(result_obj))
+    return "Shape bias (cue-conflict images; Geirhos et al. 2019)", content
+
+
+def _published_section(result) -> str:
+    """Shape bias against each generalization measure of Gavrikov & Keuper's
+    70 published models, the fields as vertical lines; a note instead when
+    their tables cannot be read (offline, no override folder)."""
+    import plotly.graph_objects as go
+
+    from imagenetx.analysis.published import compare_with_published
+    from imagenetx.present.figures import published_scatter
+
+    try:
+        comparison = compare_with_published(result).to_dict()
+    except ImageNetXError as e:
+        return f"<p>Published models not shown: {html.escape(str(e))}</p>"
+    figures = []
+    for measure in comparison["measures"]:
+        traces, layout = published_scatter(comparison, measure)
+        figures.append(go.Figure(data=traces, layout=layout).to_html(
+            full_html=False, include_plotlyjs=False))
+    return ("<h3>Among published models (Gavrikov &amp; Keuper, CVPR 2024)</h3>"
+            + "".join(figures))
 
 
 def _write_csv(path: str, rows: list) -> str:

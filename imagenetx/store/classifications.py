@@ -6,6 +6,8 @@ evaluation compares label strings, so a name that two classes share would
 count their confusions as correct.
 """
 
+from typing import Sequence
+
 import fiftyone as fo
 from bson import ObjectId
 
@@ -15,7 +17,8 @@ from imagenetx.store.schema import declare_classification, raw_classification
 
 
 def write_classifications(
-    dataset: fo.Dataset, field: str, ids: list, class_indices, **attributes
+    dataset: fo.Dataset, field: str, ids: list, class_indices,
+    labels: Sequence[str] = None, **attributes
 ) -> None:
     """Writes ``fo.Classification`` labels with ``class_index`` in bulk.
 
@@ -23,10 +26,12 @@ def write_classifications(
         dataset: the dataset
         field: the field to write
         ids: the sample ids
-        class_indices: the ImageNet class index of each sample
+        class_indices: the class index of each sample
+        labels (None): the label of each class index; None: ImageNet-1k's
+            unique labels
         **attributes: further attributes, each a list aligned with ``ids``
     """
-    labels = class_table().labels
+    labels = class_table().labels if labels is None else labels
     declare_classification(dataset, field)
     pairs = list(zip(ids, class_indices, *attributes.values()))
     keys = list(attributes)

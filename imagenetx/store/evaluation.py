@@ -9,7 +9,7 @@ index says what they are.
 """
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import fiftyone as fo
 import fiftyone.utils.eval.classification as fouc
@@ -41,6 +41,7 @@ def evaluate_predictions(
     field: str,
     gt_field: str = "ground_truth",
     rerun: bool = True,
+    labels: Optional[Sequence[str]] = None,
 ) -> Evaluation:
     """Evaluates a prediction field against the ground truth, ``eval_<field>``.
 
@@ -54,6 +55,9 @@ def evaluate_predictions(
         field: the ``fo.Classification`` prediction field
         gt_field ("ground_truth"): the ground truth field
         rerun (True): False reuses an existing evaluation under the key
+        labels (None): the labels both fields use (a benchmark's own
+            classes, e.g. the 16 cue-conflict categories); None: ImageNet's
+            unique labels
 
     Returns:
         an :class:`Evaluation`, empty when either field is missing
@@ -73,9 +77,8 @@ def evaluate_predictions(
         view = dataset.exists(field).exists(gt_field)
         if not len(view):
             return Evaluation()
-        table = class_table()
-        labels = set(table.labels)
-        other = [x for x in view.distinct(f"{gt_field}.label") if x not in labels]
+        known = set(class_table().labels if labels is None else labels)
+        other = [x for x in view.distinct(f"{gt_field}.label") if x not in known]
         if other:
             if dataset.has_evaluation(key):  # stale now
                 dataset.delete_evaluation(key)

@@ -1,0 +1,77 @@
+"""The cue-conflict benchmark's analysis spec.
+
+Slicings: ``shape`` and ``texture`` category, and ``cue_conflict`` (shape
+and texture differ). Label spaces over the 16 categories: ``shape`` (the
+decision is the shape category: the ground truth) and ``texture`` (it is
+the texture category). A 1000-way model is asked through model-vs-human's
+mapping (:class:`~imagenetx.classes.decisions.Decisions`): each category's
+mean softmax probability over its ImageNet indices, the best one wins.
+"""
+
+from imagenetx.benchmarks.base import Benchmark
+from imagenetx.classes.cue_conflict import categories, mean_matrix
+from imagenetx.classes.decisions import Decisions
+from imagenetx.classes.spaces import ExactClass
+from imagenetx.errors import ImageNetXError
+from imagenetx.metrics.slicing import Slicing
+
+#: the fields every cue-conflict dataset carries (see ``loaders``)
+CONTRACT_FIELDS = ("shape", "texture", "texture_index", "cue_conflict")
+NOT_16 = ("it is not a 16-class decision: predict on this dataset with "
+          "`imagenetx predict` (it maps the 1000 ImageNet classes onto the 16 "
+          "categories) or import published responses")
+
+
+def require_contract(samples, gt_field: str = "ground_truth") -> None:
+    """Raises ImageNetXError unless ``samples`` hold the cue-conflict
+    fields."""
+    for path in (*CONTRACT_FIELDS, f"{gt_field}.class_index"):
+        if not samples.has_field(path):
+            raise ImageNetXError(
+                f"Dataset '{samples._dataset.name}' has no field '{path}' of "
+                "the cue-conflict contract: load it with `imagenetx load "
+                "cue-conflict`")
+
+
+class CueConflict(Benchmark):
+    """Geirhos et al.'s texture-shape cue-conflict stimuli."""
+
+    name = "cue_conflict"
+    title = "Cue-conflict"
+    default_slicing = "shape"
+    default_label_space = "shape"
+    group_slicing = "shape"
+
+    def matches(self, samples, settings=None) -> bool:
+        return all(samples.has_field(f) for f in CONTRACT_FIELDS)
+
+    def check_fields(self, samples, settings):
+        require_contract(samples, settings.gt_field)
+
+    def slicing_names(self, samples, settings):
+        return ["shape", "texture", "cue_conflict"]
+
+    def slicing(self, samples, settings, name):
+        if name in ("shape", "texture"):
+            return Slicing(name, name, categories(), title=f"{name} category")
+        if name == "cue_conflict":
+            return Slicing(name, name, (True, False), title="cue conflict")
+        return None
+
+    def label_spaces(self, settings):
+        k = len(categories())
+        return {
+            "shape": ExactClass(f"{settings.gt_field}.class_index", k, "shape",
+                                "the decision is the shape category", NOT_16),
+            "texture": ExactClass("texture_index", k, "texture",
+                                  "the decision is the texture category", NOT_16),
+        }
+
+    def predictions_written(self, dataset, field: str) -> None:
+        """Saves the view of the field's texture-driven decisions."""
+        from imagenetx.benchmarks.cue_conflict.views import save_texture_view
+
+        save_texture_view(dataset, field)
+
+    def decisions(self) -> Decisions:
+        return Decisions("16-class (model-vs-human)", categories(), mean_matrix())
