@@ -36,3 +36,4 @@ perf: install-test
 	$(PYTHON) perf/import_predictions.py
 	$(PYTHON) perf/panel_refresh.py
 	$(PYTHON) perf/context.py
+	$(PYTHON) perf/discovery.py

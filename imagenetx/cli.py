@@ -4,7 +4,17 @@ import argparse
 import os
 import sys
 
-from imagenetx.options import AMPS, REAL_MODES, ROW_ORDERS, WHICH
+from imagenetx.options import (
+    AMPS,
+    DISCOVERY_ALPHA as ALPHA,
+    DISCOVERY_MAX_ORDER as MAX_ORDER,
+    DISCOVERY_MIN_SUPPORT as MIN_SUPPORT,
+    DISCOVERY_SCORES as SCORES,
+    DISCOVERY_TOP_K as TOP_K,
+    REAL_MODES,
+    ROW_ORDERS,
+    WHICH,
+)
 
 
 def _add_common(p):
@@ -16,11 +26,20 @@ def _add_analysis(p):
     """The analysis settings (:class:`imagenetx.analysis.Settings`)."""
     p.add_argument("--slicing", metavar="NAME",
                    help="what to slice by: a slicing of the dataset's benchmark (ImageNet-X: "
-                        "top_factor (default), factors, metaclass; ImageNet-D: nuisance "
-                        "(default), nuisance_value, class) or any categorical field, e.g. tags")
+                        "top_factor (default), factors, metaclass, class; ImageNet-D: "
+                        "nuisance (default), nuisance_value, class) or any categorical "
+                        "field, e.g. tags")
     p.add_argument("--which", choices=WHICH,
                    help="ImageNet-X: count images under their top factor (--slicing "
                         "top_factor) or all their factors (--slicing factors)")
+    _add_scoring(p)
+    p.add_argument("--by", metavar="SLICING",
+                   help="add a group x slice table per model, e.g. --by metaclass")
+    p.add_argument("--by-metaclass", action="store_true", help="same as --by metaclass")
+
+
+def _add_scoring(p):
+    """The settings of what counts as correct and which images count."""
     p.add_argument("--correct", metavar="NAME",
                    help="correctness, a label space of the benchmark: ImageNet-X: class "
                         "(default), metaclass, real; ImageNet-D: class (any of its "
@@ -31,9 +50,6 @@ def _add_analysis(p):
     p.add_argument("--within", metavar="SLICING=VALUE",
                    help="only the images of one slice, e.g. metaclass=dog")
     p.add_argument("--metaclass", help="ImageNet-X: only this meta-class (--within metaclass=M)")
-    p.add_argument("--by", metavar="SLICING",
-                   help="add a group x slice table per model, e.g. --by metaclass")
-    p.add_argument("--by-metaclass", action="store_true", help="same as --by metaclass")
     p.add_argument("--include-prototypes", action="store_true",
                    help="ImageNet-X: keep the 3,000 prototype images the paper leaves out")
 
@@ -50,14 +66,15 @@ def _settings(args) -> dict:
                 f"--within '{args.within}' is not SLICING=VALUE: write e.g. "
                 "--within metaclass=dog")
         within = (key, value)
+    out = dict(correct=args.correct, real_mode=args.real_mode,
+               include_prototypes=args.include_prototypes,
+               gt_field=args.gt_field, within=within, metaclass=args.metaclass)
+    if not hasattr(args, "which"):  # _add_scoring only
+        return out
     if args.slicing and args.which:
         raise ImageNetXError("Pass --slicing or --which, not both")
-    return dict(
-        slicing=args.slicing, which=args.which, correct=args.correct,
-        real_mode=args.real_mode, include_prototypes=args.include_prototypes,
-        gt_field=args.gt_field, within=within, metaclass=args.metaclass,
-        by="metaclass" if args.by_metaclass else args.by,
-    )
+    return dict(out, slicing=args.slicing, which=args.which,
+                by="metaclass" if args.by_metaclass else args.by)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -145,6 +162,30 @@ def _parser() -> argparse.ArgumentParser:
     fmt.add_argument("--csv", action="store_true", help="print long-format CSV")
     _add_common(p)
 
+    p = sub.add_parser("discover", help="find conjunctions of slices where a model errs most "
+                                        "above its average")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--pred-field", required=True, metavar="F",
+                   help="the fo.Classification prediction field")
+    p.add_argument("--slicing", dest="slicings", nargs="+", metavar="NAME",
+                   help="the slicings to intersect (default, ImageNet-X: factors metaclass "
+                        "class; ImageNet-D: nuisance class), or categorical fields, e.g. tags")
+    p.add_argument("--max-order", type=int, default=MAX_ORDER,
+                   help=f"the most slices a conjunction intersects (default: {MAX_ORDER})")
+    p.add_argument("--min-support", type=int, default=MIN_SUPPORT,
+                   help=f"the fewest images a slice holds (default: {MIN_SUPPORT})")
+    p.add_argument("--top", type=int, default=TOP_K,
+                   help=f"how many slices to report (default: {TOP_K})")
+    p.add_argument("--score", choices=SCORES, default="bound",
+                   help="bound: Bonferroni lower bound on the error ratio (default); "
+                        "sliceline: SliceLine's score with --alpha")
+    p.add_argument("--alpha", type=float, default=ALPHA,
+                   help=f"SliceLine's error/size trade-off (default: {ALPHA})")
+    _add_scoring(p)
+    p.add_argument("--no-intervals", action="store_true", help="skip the bootstrap intervals")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_common(p)
+
     p = sub.add_parser("shape-bias", help="shape bias of 16-class decisions on a cue-conflict "
                                           "dataset, beside the published humans")
     p.add_argument("--dataset", required=True)
@@ -207,6 +248,8 @@ def _parser() -> argparse.ArgumentParser:
                         "(e.g. imagenet_testbed)")
     p.add_argument("--results-dir", metavar="DIR",
                    help="a local copy of the authors' results/ folder")
+    p.add_argument("--discover", action="store_true",
+                   help="add the slices `imagenetx discover` finds for each field")
     _add_analysis(p)
     _add_common(p)
 
@@ -438,12 +481,30 @@ def _run(args) -> int:
             print(format_spillover(result))
         return 0
 
+    if args.command == "discover":
+        import json
+
+        from imagenetx.analysis import discover_slices
+        from imagenetx.present.formatting import format_discovery
+
+        result = discover_slices(
+            args.dataset, args.pred_field, args.slicings, max_order=args.max_order,
+            min_support=args.min_support, top_k=args.top, score=args.score,
+            alpha=args.alpha, intervals=not args.no_intervals,
+            **_settings(args)).to_dict()
+        if args.json:
+            print(json.dumps(result, allow_nan=False))
+        else:
+            print(format_discovery(result))
+        return 0
+
     if args.command == "report":
         from imagenetx.present.report import write_report
 
         print(write_report(args.dataset, args.pred_fields, args.out,
                            context_groups=args.context_groups,
-                           results_dir=args.results_dir, **_settings(args)))
+                           results_dir=args.results_dir, discover=args.discover,
+                           **_settings(args)))
         return 0
 
     if args.command == "app":

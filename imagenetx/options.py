@@ -18,3 +18,13 @@ AMPS = ("auto", "bf16", "fp16", "off")
 
 #: how the rows of a logits pickle without file names map to val images
 ROW_ORDERS = ("toolkit", "val")
+
+#: how slice discovery ranks conjunctions
+DISCOVERY_SCORES = ("bound", "sliceline")
+
+#: slice discovery's defaults: most slices per conjunction, fewest images
+#: per slice, slices reported, SliceLine's alpha
+DISCOVERY_MAX_ORDER = 3
+DISCOVERY_MIN_SUPPORT = 20
+DISCOVERY_TOP_K = 10
+DISCOVERY_ALPHA = 0.95

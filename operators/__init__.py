@@ -4,6 +4,7 @@ import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
 from .cue_conflict import LoadCueConflict
+from .discovery import DiscoverSlices
 from .hub import LoadFromHub
 from .imagenet_d import LoadImageNetD
 from .inference import RunModel
@@ -65,4 +66,5 @@ def register_operators(plugin):
     plugin.register(LoadImageNetD)
     plugin.register(LoadCueConflict)
     plugin.register(ShowMistakes)
+    plugin.register(DiscoverSlices)
     plugin.register(ExportReport)

@@ -13,6 +13,11 @@ in ``clean`` mode, those with a non-empty ReaL set.
 """
 
 from imagenetx.analysis.compare import compare_groups, compare_models
+from imagenetx.analysis.discovery import (
+    DiscoveryResults,
+    discover_slices,
+    slice_mistakes_view,
+)
 from imagenetx.analysis.engine import (
     analysis_options,
     compute_ratios,
@@ -36,9 +41,12 @@ __all__ = [
     "compare_groups",
     "compare_models",
     "compute_ratios",
+    "discover_slices",
+    "DiscoveryResults",
     "factor_accuracies",
     "mistakes_view",
     "prepare",
     "slice_accuracies",
+    "slice_mistakes_view",
     "slice_prevalence",
 ]

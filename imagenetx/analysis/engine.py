@@ -10,7 +10,7 @@ is always ``n - correct`` of its slice.
 """
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -44,6 +44,8 @@ class Prepared:
         group_ids: ``(n,)`` group index, or None
         correct, counted, confidence: per prediction field, ``(n,)``
         ids: the sample ids, when asked for
+        extra: ``{name: (Slicing, (n, k) membership)}`` of the further
+            slicings asked for (slice discovery intersects them)
     """
 
     dataset_name: str
@@ -60,6 +62,7 @@ class Prepared:
     counted: Dict[str, np.ndarray] = field(default_factory=dict)
     confidence: Dict[str, np.ndarray] = field(default_factory=dict)
     ids: Optional[List[str]] = None
+    extra: Dict[str, Tuple[Slicing, np.ndarray]] = field(default_factory=dict)
 
     def table(self, field: str, intervals: bool = False) -> SliceTable:
         """One field's per-slice accuracy over its counted images."""
@@ -134,7 +137,7 @@ def _check_pred_fields(samples, pred_fields) -> list:
 
 
 def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
-            **kwargs) -> Prepared:
+            extra_slicings: Sequence[str] = (), **kwargs) -> Prepared:
     """Resolves the settings, reads the view once and scores each field.
 
     Args:
@@ -142,6 +145,8 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
         pred_fields: one prediction field or a list of them
         settings (None): a :class:`Settings`; ``kwargs`` override it
         ids (False): also read the sample ids
+        extra_slicings (()): further slicings to read in the same query
+            (:attr:`Prepared.extra`)
 
     Raises:
         ImageNetXError: for an unknown slicing, label space, value or field,
@@ -176,8 +181,9 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
             raise ImageNetXError(
                 f"by='{s.by}' is multi-valued: group by a single-valued slicing")
 
+    extra = [_resolve_slicing(samples, benchmark, s, e) for e in extra_slicings]
     gt_path = f"{s.gt_field}.class_index"
-    paths = [slicing.path, gt_path, *space.sample_paths()]
+    paths = [slicing.path, gt_path, *space.sample_paths(), *(e.path for e in extra)]
     if group is not None:
         paths.append(group.path)
     for f in pred_fields:
@@ -206,7 +212,8 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
 
     out = Prepared(name, s, benchmark, slicing, space, group, view,
                    slicing.membership(columns[slicing.path]), classes,
-                   group_ids, ids=columns.get("id"))
+                   group_ids, ids=columns.get("id"),
+                   extra={e.name: (e, e.membership(columns[e.path])) for e in extra})
     for f in pred_fields:
         is_correct, counted = space.score(f, columns)
         counted &= classes >= 0

@@ -6,7 +6,7 @@ truth has a ``class_index``, sliced by any categorical field of the user's
 (:func:`field_slicing`), scored by exact class.
 """
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import fiftyone as fo
 
@@ -30,6 +30,8 @@ class Benchmark:
         default_label_space: the label space used when none is named
         group_slicing: the single-valued slicing offered for per-group
             tables and as a filter (e.g. ImageNet-X's meta-classes)
+        discovery_slicings: the slicings slice discovery intersects when
+            none are named (empty: the user must name them)
     """
 
     name = "generic"
@@ -37,6 +39,7 @@ class Benchmark:
     default_slicing: Optional[str] = None
     default_label_space = "class"
     group_slicing: Optional[str] = None
+    discovery_slicings: Tuple[str, ...] = ()
 
     def matches(self, samples, settings=None) -> bool:
         """Whether a dataset holds this benchmark's fields (their names may

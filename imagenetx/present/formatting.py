@@ -163,6 +163,43 @@ def ratios_csv(result: dict) -> str:
     return out.getvalue()
 
 
+def format_discovery(result: dict) -> str:
+    """A readable table of :func:`imagenetx.analysis.discover_slices`
+    results (its ``.to_dict()``): one row per slice found, best first."""
+    score = ("bound on the error ratio, Bonferroni over "
+             f"{result['family']:,} conjunctions" if result["score"] == "bound"
+             else f"SliceLine score, alpha {result['alpha']}")
+    head = (f"Dataset '{result['dataset']}', field '{result['pred_field']}': "
+            f"conjunctions of {' x '.join(result['slicings'])} (up to "
+            f"{result['max_order']}, at least {result['min_support']:,} images), "
+            f"correct = {result['correct']}")
+    lines = [head,
+             f"{result['n']:,} images, error {_num(result['error'], '.4f')}; "
+             f"ranked by {score}", ""]
+    if not result["slices"]:
+        lines.append("No slice errs significantly above average"
+                     if result["score"] == "bound" else "No slice scores above 0")
+        return "\n".join(lines)
+    width = max(24, *(len(s["slice"]) + 2 for s in result["slices"]))
+    lines.append(f"{'#':>3}  {'slice':<{width}}{'images':>8}{'errors':>8}"
+                 f"{'error':>8}{'ratio':>8}  {'interval':<15}{'score':>7}{'p adj.':>10}")
+    for i, s in enumerate(result["slices"], 1):
+        lines.append(
+            f"{i:>3}  {s['slice']:<{width}}{s['n']:>8,}{s['errors']:>8,}"
+            f"{s['error']:>8.3f}{_num(s['error_ratio'], '.2f'):>8}  "
+            f"{_interval(s):<15}{_num(s['score'], '.2f'):>7}"
+            f"{_num(s['p_adjusted'], '.1e'):>10}")
+    return "\n".join(lines)
+
+
+def discovery_rows(result: dict) -> list:
+    """One flat dict per slice of a :func:`imagenetx.analysis.discover_slices`
+    result's ``.to_dict()``, best first (for CSV and HTML tables)."""
+    keys = ("slice", "n", "errors", "error", "error_ratio", "ci_low",
+            "ci_high", "score", "p_adjusted")
+    return [{k: s[k] for k in keys} for s in result["slices"]]
+
+
 SHAPE_BIAS_COLUMNS = (
     "model", "human", "category", "n", "shape", "texture", "shape_bias",
     "shape_accuracy", "texture_accuracy", "ci_low", "ci_high",

@@ -7,7 +7,8 @@ meta-class), Figure 2 (slice prevalence in the view; ImageNet-X: validation
 vs training) and Figure 8 (co-occurrence, for multi-valued slicings); on a
 cue-conflict dataset also the shape-bias plot and table; with
 ``context_groups``, Figure 4 (the models among published ones, see
-:mod:`imagenetx.analysis.context`). plotly.js is inlined, so the page opens
+:mod:`imagenetx.analysis.context`); optionally the slices found by slice
+discovery. plotly.js is inlined, so the page opens
 offline.
 """
 
@@ -19,7 +20,12 @@ from dataclasses import dataclass
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.present.figures import error_ratio_chart, shape_bias_chart
-from imagenetx.present.formatting import describe_settings, ratios_rows, shape_bias_csv
+from imagenetx.present.formatting import (
+    describe_settings,
+    discovery_rows,
+    ratios_rows,
+    shape_bias_csv,
+)
 
 #: factors listed per meta-class as robust / susceptible in Table 4
 TABLE4_K = 3
@@ -39,7 +45,7 @@ class ReportSummary:
 
 def write_report(samples, pred_fields, out: str, settings=None,
                  context_groups=None, results_dir: str = None,
-                 **ratio_kwargs) -> ReportSummary:
+                 discover: bool = False, **ratio_kwargs) -> ReportSummary:
     """Writes the HTML report of prediction fields over a view.
 
     Args:
@@ -56,6 +62,10 @@ def write_report(samples, pred_fields, out: str, settings=None,
             (e.g. ``["imagenet_testbed"]``): adds the Figure 4 section and
             ``<stem>_context.csv``
         results_dir (None): a local copy of the authors' ``results`` folder
+        discover (False): add a slice discovery section (the top
+            conjunctions of the benchmark's discovery slicings per field,
+            :func:`imagenetx.analysis.discover_slices` with its defaults)
+            and its table ``<stem>_discovered_slices.csv``
 
     Returns:
         a :class:`ReportSummary`
@@ -79,6 +89,11 @@ def write_report(samples, pred_fields, out: str, settings=None,
     settings = Settings.create(settings, **ratio_kwargs)
     benchmark = get_benchmark(samples, settings.benchmark, settings)
     slicing = settings.slicing or benchmark.default_slicing
+    if discover and not benchmark.discovery_slicings:
+        raise ImageNetXError(
+            f"Slice discovery in the report uses the benchmark's slicings, and "
+            f"{benchmark.title} has none: leave out --discover and run "
+            "`imagenetx discover --slicing ...` with the fields to intersect")
     if settings.by is None and benchmark.group_slicing not in (None, slicing):
         settings = Settings.create(settings, by=benchmark.group_slicing)
     results = compute_ratios(samples, pred_fields, settings)
@@ -168,6 +183,22 @@ def write_report(samples, pred_fields, out: str, settings=None,
             + f"<p>z: residual from the published models' trend in units of their "
               f"spread; factors with |z| &ge; {context['unusual_z']:g}:</p>"
             + (_html_table(unusual) if unusual else "<p>none</p>")))
+    if discover:
+        from imagenetx.analysis import discover_slices
+
+        found = [
+            {"model": field, "rank": rank, **row}
+            for field in ratios["models"]
+            for rank, row in enumerate(discovery_rows(discover_slices(
+                samples, field, settings=Settings.create(settings, by=None)
+            ).to_dict()), 1)
+        ]
+        csvs.append(_write_csv(f"{stem}_discovered_slices.csv", found))
+        sections.append((
+            "Where the models fail beyond single slices (slice discovery: "
+            "conjunctions ranked by a Bonferroni lower bound on the error ratio)",
+            _html_table(found) if found else
+            "<p>No conjunction errs significantly above average.</p>"))
     page = _page(ratios, benchmark.title, sections)
     with open(out, "w", encoding="utf-8") as f:
         f.write(page)

@@ -23,6 +23,7 @@ class ImageNetD(Benchmark):
     default_slicing = "nuisance"
     default_label_space = "class"
     group_slicing = "nuisance"
+    discovery_slicings = ("nuisance", "class")
 
     def matches(self, samples, settings=None) -> bool:
         gt = settings.gt_field if settings else "ground_truth"

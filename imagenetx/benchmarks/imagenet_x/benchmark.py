@@ -1,5 +1,5 @@
 """ImageNet-X's analysis spec: its slicings (top factor, all factors,
-meta-class) and label spaces (class, meta-class, ReaL)."""
+meta-class, class) and label spaces (class, meta-class, ReaL)."""
 
 from imagenetx.benchmarks.base import Benchmark
 from imagenetx.benchmarks.imagenet_x.factors import FACTORS
@@ -21,13 +21,14 @@ class ImageNetX(Benchmark):
     default_slicing = "top_factor"
     default_label_space = "class"
     group_slicing = "metaclass"
+    discovery_slicings = ("factors", "metaclass", "class")
 
     def matches(self, samples, settings=None) -> bool:
         field_name = settings.field_name if settings else "imagenetx"
         return samples.has_field(f"{field_name}.top_factor")
 
     def slicing_names(self, samples, settings):
-        return ["top_factor", "factors", "metaclass"]
+        return ["top_factor", "factors", "metaclass", "class"]
 
     def slicing(self, samples, settings, name):
         fn = settings.field_name
@@ -38,6 +39,8 @@ class ImageNetX(Benchmark):
                                multi=True, title="factor"),
             "metaclass": Slicing("metaclass", f"{fn}.metaclass", METACLASSES,
                                  title="meta-class"),
+            "class": Slicing("class", f"{settings.gt_field}.label",
+                             class_table().labels, title="class"),
         }.get(name)
 
     def label_spaces(self, settings):
