@@ -273,6 +273,9 @@ def format_published(result: dict) -> str:
         note = f"  (published as {e['published_model']})" if e["published_model"] else ""
         lines.append(f"{name:<20} {_num(e['shape_bias'], '.4f'):>10} {rank:>10} "
                      f"{_num(e['percentile'], '.1f'):>10}{note}")
+    return "\n".join(lines)
+
+
 def _correct_label(result: dict) -> str:
     return result["correct"] + (" (paper mode)" if result["correct"] == "real" else "")
 
