@@ -2,7 +2,10 @@
 ImageNet-D nuisance, any categorical field) over the current view; a click
 on a bar shows that model's mistakes in that slice. On a cue-conflict
 dataset it opens on the shape-bias plot instead; a click on a marker shows
-that model's texture-driven decisions in that category."""
+that model's texture-driven decisions in that category. On ImageNet-X, the
+"published models" chart is the paper's Figure 4 with the fields among the
+ImageNet testbed's models; a click on a field's point shows its mistakes on
+that factor."""
 
 import json
 
@@ -17,8 +20,12 @@ ALL = "all"
 #: the name of the stack that holds it
 SHOW = "show."
 CONTROLS = "controls."
-#: the charts of a cue-conflict dataset, the first the default
-CUE_CONFLICT_CHARTS = ("shape bias", "error ratios")
+ERROR_RATIOS, SHAPE_BIAS, PUBLISHED = "error ratios", "shape bias", "published models"
+#: the charts a benchmark offers beside the error ratios, the first the default
+CHARTS = {"cue_conflict": (SHAPE_BIAS, ERROR_RATIOS),
+          "imagenet_x": (ERROR_RATIOS, PUBLISHED)}
+#: the published models of the Figure 4 chart
+CONTEXT_GROUPS = ("imagenet_testbed",)
 
 
 class ImageNetXPanel(foo.Panel):
@@ -69,13 +76,15 @@ class ImageNetXPanel(foo.Panel):
         from imagenetx.analysis import mistakes_view
         from imagenetx.benchmarks.cue_conflict.views import texture_decisions_view
         from imagenetx.errors import ImageNetXError
-        from imagenetx.present.figures import HUMANS_TRACE
 
-        shape_bias = _chart(ctx) == CUE_CONFLICT_CHARTS[0]
+        chart = _chart(ctx)
+        shape_bias = chart == SHAPE_BIAS
         field = ctx.params.get("trace")
-        value = ctx.params.get("y" if shape_bias else "x")
-        if not field or value is None or field == HUMANS_TRACE:
-            return
+        # Figure 4: a field's point carries its factor as its plotly id
+        value = ctx.params.get({SHAPE_BIAS: "y", PUBLISHED: "id"}.get(chart, "x"))
+        available = ctx.panel.state.get("available") or []
+        if not field or value is None or field not in available:
+            return  # the humans, a published model, a trend line
         drill = ctx.panel.state.drill
         base = _rebuild(ctx, drill["base"]) if drill else ctx.view
         try:
@@ -108,9 +117,14 @@ class ImageNetXPanel(foo.Panel):
         """Computes the chart of the current settings over the current
         view into the panel's state and data."""
         from imagenetx.analysis import analysis_options, compute_ratios
+        from imagenetx.analysis.context import reference_cloud
         from imagenetx.analysis.shape_bias import shape_bias
         from imagenetx.errors import ImageNetXError
-        from imagenetx.present.figures import error_ratio_chart, shape_bias_chart
+        from imagenetx.present.figures import (
+            context_chart,
+            error_ratio_chart,
+            shape_bias_chart,
+        )
         from imagenetx.store.schema import prediction_fields
 
         state = ctx.panel.state
@@ -152,10 +166,15 @@ class ImageNetXPanel(foo.Panel):
         if state.status == "ok" and state.get("computed_for") == key:
             return
         try:
-            if _chart(ctx) == CUE_CONFLICT_CHARTS[0]:
+            if _chart(ctx) == SHAPE_BIAS:
                 result = shape_bias(view, chosen).to_dict()
                 traces, layout = shape_bias_chart(result)
                 summary, title = _shape_bias_summary(result), "shape category"
+            elif _chart(ctx) == PUBLISHED:
+                result = reference_cloud(view, chosen, CONTEXT_GROUPS,
+                                         **_settings(ctx)).to_dict()
+                traces, layout = context_chart(result)
+                summary, title = _context_summary(result), "factor"
             else:
                 ratios = compute_ratios(view, chosen, **_settings(ctx)).to_dict()
                 traces, layout = error_ratio_chart(ratios)
@@ -218,8 +237,8 @@ class ImageNetXPanel(foo.Panel):
         options = state.get("options") or {}
         group = options.get("group_slicing")
         dropdowns = []
-        if options.get("benchmark") == "cue_conflict":
-            dropdowns.append(("chart", CUE_CONFLICT_CHARTS, "Chart"))
+        if options.get("benchmark") in CHARTS:
+            dropdowns.append(("chart", CHARTS[options["benchmark"]], "Chart"))
         dropdowns += [
             ("slicing", tuple(options.get("slicings") or ()), "Slice by"),
             ("correct", tuple(options.get("label_spaces") or ()), "Correct if"),
@@ -232,7 +251,7 @@ class ImageNetXPanel(foo.Panel):
         for name, values, label in dropdowns:
             if name == "real_mode" and state.get(CONTROLS + "correct") != "real":
                 continue
-            if name != "chart" and _chart(ctx) == CUE_CONFLICT_CHARTS[0]:
+            if name != "chart" and _chart(ctx) == SHAPE_BIAS:
                 continue  # shape bias has its own slicing and label spaces
             choices = types.DropdownView(label=label)
             for value in values:
@@ -258,9 +277,13 @@ class ImageNetXPanel(foo.Panel):
             )
             row.btn("back", label="Back to the previous view", icon="undo",
                     on_click=self.back)
-        elif _chart(ctx) == CUE_CONFLICT_CHARTS[0]:
+        elif _chart(ctx) == SHAPE_BIAS:
             panel.md("Click a marker to show the images of that category that "
                      "the model decided by their texture.", name="hint")
+        elif _chart(ctx) == PUBLISHED:
+            panel.md("Grey: the ImageNet testbed's published models (hover: "
+                     "name). Click a field's point to show its mistakes on "
+                     "that factor.", name="hint")
         else:
             panel.md("Click a bar to show that model's mistakes in that "
                      f"{state.get('slice_title') or 'slice'}.", name="hint")
@@ -287,16 +310,16 @@ def _init_settings(ctx, options):
     values = (options["slicings"].get(group) or []) if group else []
     if state.get(CONTROLS + "within") not in values:
         state.set(CONTROLS + "within", ALL)
-    if options["benchmark"] == "cue_conflict":
-        if state.get(CONTROLS + "chart") not in CUE_CONFLICT_CHARTS:
-            state.set(CONTROLS + "chart", CUE_CONFLICT_CHARTS[0])
-    else:
+    charts = CHARTS.get(options["benchmark"])
+    if charts is None:
         state.set(CONTROLS + "chart", None)
+    elif state.get(CONTROLS + "chart") not in charts:
+        state.set(CONTROLS + "chart", charts[0])
 
 
 def _chart(ctx) -> str:
-    """The chart shown: ``shape bias`` or ``error ratios``."""
-    return ctx.panel.state.get(CONTROLS + "chart") or CUE_CONFLICT_CHARTS[1]
+    """The chart shown: one of :data:`CHARTS`, else the error ratios."""
+    return ctx.panel.state.get(CONTROLS + "chart") or ERROR_RATIOS
 
 
 def _default_correct(ctx, options) -> str:
@@ -340,6 +363,18 @@ def _shape_bias_summary(result: dict) -> str:
     if result.get("humans"):
         lines.append(f"- **humans** (pooled, {len(result['humans']['fields'])} "
                      f"observers): {_fmt(result['humans']['shape_bias'])}")
+    return "\n".join(lines)
+
+
+def _context_summary(result: dict) -> str:
+    lines = []
+    for field, user in result["users"].items():
+        weak = sorted(((f, e["z"]) for f, e in user["factors"].items()
+                       if e["z"] is not None and abs(e["z"]) >= result["unusual_z"]),
+                      key=lambda fz: fz[1])
+        listing = ", ".join(f"{f} (z {z:+.1f})" for f, z in weak) or "none"
+        lines.append(f"- **{field}**: accuracy {_fmt(user['accuracy'])}; unusual "
+                     f"for its accuracy: {listing}")
     return "\n".join(lines)
 
 

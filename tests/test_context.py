@@ -333,3 +333,34 @@ def test_bad_input_gives_one_clear_error(val_dataset, tmp_path, capsys):
                  "nope", "--results-dir", RESULTS]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Unknown reference group 'nope'" in err[0]
+
+
+@needs_shared_data
+def test_panel_draws_figure_4_and_clicks_through_to_a_factor(val_dataset, monkeypatch):
+    import fiftyone.server.view as fosv
+    from test_panel import PanelSession
+
+    from imagenetx.analysis import mistakes_view
+    from imagenetx.plugin import install_plugin
+
+    install_plugin()
+    monkeypatch.setenv(reference.RESULTS_DIR_ENV, RESULTS)
+    panel = PanelSession(val_dataset.name)
+    panel.send("on_load")
+    assert panel.state["controls"]["chart"] == "error ratios"
+    requests = panel.send("on_change_controls", path="controls.chart",
+                          value="published models")
+    assert panel.state["status"] == "ok", panel.state.get("message")
+    traces = panel.data(requests)["chart"]
+    published = [t for t in traces if t["name"] == "published models"]
+    assert len(published) == 16 and len(published[0]["x"]) == 335
+    texture = next(t for t in traces if t["name"] == "ResNet50" and t["ids"] == ["texture"])
+    expected = reference_cloud(val_dataset, ["ResNet50"], ["imagenet_testbed"]).to_dict()
+    assert texture["y"] == [expected["users"]["ResNet50"]["factors"]["texture"]["accuracy"]]
+    assert "ResNet50" in panel.state["summary"]
+
+    panel.send("on_click_bar", trace="ResNet50", x=texture["x"][0], y=texture["y"][0],
+               id="texture")
+    shown = fosv.get_view(val_dataset.name, stages=panel.view_stages)
+    assert len(shown) == len(mistakes_view(val_dataset, "ResNet50", "texture"))
+    assert panel.state["drill"]["slice"] == "texture"

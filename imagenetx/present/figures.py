@@ -385,8 +385,8 @@ def context_chart(result: dict) -> tuple:
 
     Returns:
         ``(traces, layout)``; each user trace is named after its field and
-        its ``customdata`` starts with the factor, so a click tells which
-        model and factor it was
+        its point's plotly ``ids`` (and ``customdata[0]``) is the factor, so
+        a click tells which model and factor it was
     """
     from imagenetx.metrics.trends import expit, logit
 
@@ -435,7 +435,7 @@ def context_chart(result: dict) -> tuple:
             traces.append({
                 "type": "scatter", "mode": "markers", "name": field, **axes,
                 "legendgroup": field, "showlegend": k == 0,
-                "x": [u["accuracy"]], "y": [e["accuracy"]],
+                "x": [u["accuracy"]], "y": [e["accuracy"]], "ids": [f],
                 "customdata": [[f, _num(e["z"]), _num(e["expected"])]],
                 "marker": {"size": 10, "color": COLORS[j % len(COLORS)],
                            "line": {"width": 1, "color": "white"}},
