@@ -361,24 +361,11 @@ def _run(args) -> int:
         return 0
 
     if args.command == "import-predictions":
-        from imagenetx.benchmarks.cue_conflict.responses import (
-            import_responses,
-            is_responses_csv,
-        )
-        from imagenetx.errors import ImageNetXError
-        from imagenetx.models.predictions import import_predictions
+        from imagenetx.models.predictions import import_prediction_files
 
-        if any(map(is_responses_csv, args.file)):
-            print(import_responses(args.dataset, args.file, args.field,
-                                   overwrite=args.overwrite))
-            return 0
-        if len(args.file) != 1 or not args.field:
-            raise ImageNetXError(
-                "A prediction file (toolkit CSV or pickle) is imported one at a "
-                "time, with --field naming the field to write")
-        print(import_predictions(args.dataset, args.file[0], args.field,
-                                 overwrite=args.overwrite, row_order=args.row_order,
-                                 gt_field=args.gt_field))
+        print(import_prediction_files(args.dataset, args.file, args.field,
+                                      overwrite=args.overwrite, row_order=args.row_order,
+                                      gt_field=args.gt_field))
         return 0
 
     if args.command == "shape-bias":

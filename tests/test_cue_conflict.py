@@ -25,6 +25,7 @@ from imagenetx.benchmarks.cue_conflict.responses import import_responses
 from imagenetx.benchmarks.cue_conflict.views import texture_decisions_view
 from imagenetx.cli import main
 from imagenetx.errors import ImageNetXError
+from imagenetx.models.predictions import import_prediction_files
 from imagenetx.store.downloads import RemoteFiles
 
 CUE = REPO.parent / "shared" / "data" / "cue-conflict"
@@ -193,6 +194,8 @@ def test_bad_responses_and_fields_write_nothing(cue, tmp_path):
     other.write_text("file_name,label\nairplane1-bicycle2.png,cat\n")
     with pytest.raises(ImageNetXError, match="not a model-vs-human responses CSV"):
         import_responses(cue, [other])
+    with pytest.raises(ImageNetXError, match="one at a time, with --field"):
+        import_prediction_files(cue, [other, other])
     unknown = tmp_path / "unknown.csv"
     src = (RESPONSES / "style-transfer-512-nomask-experiment_resnet50_session-1.csv").read_text()
     unknown.write_text(src.replace("airplane1-bicycle2.png", "airplane99-bicycle2.png"))

@@ -613,3 +613,34 @@ def _argmax_softmax(logits: np.ndarray, path: str):
         class_index[start : start + len(x)] = top
         confidence[start : start + len(x)] = 1.0 / total
     return class_index, confidence
+
+
+def import_prediction_files(samples, paths, field: str = None, overwrite: bool = False,
+                            row_order: str = "toolkit", gt_field: str = "ground_truth"):
+    """Imports prediction files of any kind the project reads: published
+    cue-conflict responses (one or more model-vs-human raw-data CSVs, one
+    field per subject, :func:`~imagenetx.benchmarks.cue_conflict.responses.
+    import_responses`), else one toolkit CSV or testbed pickle into
+    ``field`` (:func:`import_predictions`).
+
+    Returns:
+        the summary of the import that ran
+
+    Raises:
+        ImageNetXError: for several files that are not responses, a missing
+            ``field``, or anything the import itself refuses
+    """
+    from imagenetx.benchmarks.cue_conflict.responses import (
+        import_responses,
+        is_responses_csv,
+    )
+
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if any(map(is_responses_csv, paths)):
+        return import_responses(samples, paths, field, overwrite=overwrite)
+    if len(paths) != 1 or not field:
+        raise ImageNetXError(
+            "A prediction file (toolkit CSV or pickle) is imported one at a "
+            "time, with --field naming the field to write")
+    return import_predictions(samples, paths[0], field, overwrite=overwrite,
+                              row_order=row_order, gt_field=gt_field)
