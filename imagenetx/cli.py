@@ -77,6 +77,20 @@ def _settings(args) -> dict:
                 by="metaclass" if args.by_metaclass else args.by)
 
 
+def _print_result(args, result: dict, text, csv=None) -> int:
+    """Prints a result dict as one JSON object (``--json``), CSV
+    (``--csv``, with ``csv(result)``) or text (``text(result)``)."""
+    import json
+
+    if getattr(args, "json", False):
+        print(json.dumps(result, allow_nan=False))
+    elif getattr(args, "csv", False):
+        sys.stdout.write(csv(result))
+    else:
+        print(text(result))
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="imagenetx",
@@ -369,8 +383,6 @@ def _run(args) -> int:
         return 0
 
     if args.command == "shape-bias":
-        import json
-
         from imagenetx.analysis.shape_bias import shape_bias
         from imagenetx.errors import ImageNetXError
         from imagenetx.present.formatting import (
@@ -399,78 +411,42 @@ def _run(args) -> int:
                              intervals=not args.no_intervals,
                              include_humans=not args.no_humans)
         result = results.to_dict()
-        comparison = None
-        if args.published:
-            from imagenetx.analysis.published import compare_with_published
+        if not args.published:
+            return _print_result(args, result, format_shape_bias, shape_bias_csv)
+        from imagenetx.analysis.published import compare_with_published
 
-            comparison = compare_with_published(
-                results, measures, args.published_models, published=published).to_dict()
-        if args.json:
-            if comparison is not None:
-                result["published"] = comparison
-            print(json.dumps(result, allow_nan=False))
-        elif args.csv:
-            sys.stdout.write(shape_bias_csv(result))
-        else:
-            print(format_shape_bias(result))
-            if comparison is not None:
-                print()
-                print(format_published(comparison))
-        return 0
+        result["published"] = compare_with_published(
+            results, measures, args.published_models, published=published).to_dict()
+        return _print_result(args, result, lambda r: format_shape_bias(r) + "\n\n"
+                             + format_published(r["published"]))
 
     if args.command == "ratios":
-        import json
-
         from imagenetx.analysis import compute_ratios
         from imagenetx.present.formatting import format_ratios, ratios_csv
 
         result = compute_ratios(args.dataset, args.pred_fields,
                                 intervals=not args.no_intervals,
                                 **_settings(args)).to_dict()
-        if args.json:
-            print(json.dumps(result, allow_nan=False))
-        elif args.csv:
-            sys.stdout.write(ratios_csv(result))
-        else:
-            print(format_ratios(result))
-        return 0
+        return _print_result(args, result, format_ratios, ratios_csv)
 
     if args.command == "context":
-        import json
-
         from imagenetx.analysis.context import reference_cloud
         from imagenetx.present.formatting import context_csv, format_context
 
         result = reference_cloud(args.dataset, args.pred_fields, args.groups,
                                  results_dir=args.results_dir,
                                  **_settings(args)).to_dict()
-        if args.json:
-            print(json.dumps(result, allow_nan=False))
-        elif args.csv:
-            sys.stdout.write(context_csv(result))
-        else:
-            print(format_context(result))
-        return 0
+        return _print_result(args, result, format_context, context_csv)
 
     if args.command == "spillover":
-        import json
-
         from imagenetx.analysis.spillover import spillover
         from imagenetx.present.formatting import format_spillover, spillover_csv
 
         result = spillover(args.sweep, args.which, args.correct, args.method,
                            results_dir=args.results_dir).to_dict()
-        if args.json:
-            print(json.dumps(result, allow_nan=False))
-        elif args.csv:
-            sys.stdout.write(spillover_csv(result))
-        else:
-            print(format_spillover(result))
-        return 0
+        return _print_result(args, result, format_spillover, spillover_csv)
 
     if args.command == "discover":
-        import json
-
         from imagenetx.analysis import discover_slices
         from imagenetx.present.formatting import format_discovery
 
@@ -479,11 +455,7 @@ def _run(args) -> int:
             min_support=args.min_support, top_k=args.top, score=args.score,
             alpha=args.alpha, intervals=not args.no_intervals,
             **_settings(args)).to_dict()
-        if args.json:
-            print(json.dumps(result, allow_nan=False))
-        else:
-            print(format_discovery(result))
-        return 0
+        return _print_result(args, result, format_discovery)
 
     if args.command == "report":
         from imagenetx.present.report import write_report
