@@ -22,6 +22,13 @@ def _add_common(p):
                    help="ground truth fo.Classification field (default: ground_truth)")
 
 
+def _add_output(p, csv: str = "print long-format CSV"):
+    """``--json`` or ``--csv`` (what :func:`_print_result` reads)."""
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print one JSON object")
+    fmt.add_argument("--csv", action="store_true", help=csv)
+
+
 def _add_analysis(p):
     """The analysis settings (:class:`imagenetx.analysis.Settings`)."""
     p.add_argument("--slicing", metavar="NAME",
@@ -171,9 +178,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="one or more fo.Classification prediction fields")
     _add_analysis(p)
     p.add_argument("--no-intervals", action="store_true", help="skip the bootstrap intervals")
-    fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="print one JSON object")
-    fmt.add_argument("--csv", action="store_true", help="print long-format CSV")
+    _add_output(p)
     _add_common(p)
 
     p = sub.add_parser("discover", help="find conjunctions of slices where a model errs most "
@@ -220,9 +225,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--published-dir", metavar="DIR",
                    help="--published: a folder with benchmark.csv and r50_categories.json "
                         "(default: $IMAGENETX_GAVRIKOV_DIR, else downloaded into the cache)")
-    fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="print one JSON object")
-    fmt.add_argument("--csv", action="store_true", help="print long-format CSV")
+    _add_output(p)
     p = sub.add_parser("context", help="put prediction fields among published models, "
                                        "per factor (the paper's Figure 4)")
     p.add_argument("--dataset", required=True)
@@ -234,9 +237,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="a local copy of the authors' results/ folder (default: "
                         "$IMAGENETX_RESULTS_DIR, else downloaded and cached)")
     _add_analysis(p)
-    fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="print one JSON object")
-    fmt.add_argument("--csv", action="store_true", help="print long-format CSV")
+    _add_output(p)
     _add_common(p)
 
     p = sub.add_parser("spillover", help="augmentation spill-over: per-factor trends "
@@ -249,9 +250,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="spearman", help="trend test: spearman (default) or ols")
     p.add_argument("--results-dir", metavar="DIR",
                    help="a local copy of the authors' results/ folder")
-    fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="print one JSON object")
-    fmt.add_argument("--csv", action="store_true", help="print the trend table as CSV")
+    _add_output(p, csv="print the trend table as CSV")
 
     p = sub.add_parser("report", help="write an HTML report of error ratios, tables as CSV")
     p.add_argument("--dataset", required=True)

@@ -3,6 +3,8 @@
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
+from .forms import add_new_dataset_inputs, new_dataset_params, open_built_dataset
+
 
 class LoadCueConflict(foo.Operator):
     """Builds the dataset of the 1,280 texture-shape cue-conflict stimuli
@@ -28,23 +30,15 @@ class LoadCueConflict(foo.Operator):
                    description="path on the server laid out as <category>/"
                                "<shape><i>-<texture><j>.png; empty: download "
                                "the public release into the cache")
-        inputs.str("name", default="cue-conflict", label="Dataset name")
-        inputs.bool("overwrite", default=False,
-                    label="Replace an existing dataset of that name")
+        add_new_dataset_inputs(inputs, "cue-conflict")
         return types.Property(inputs, view=types.View(label="Load cue conflict"))
 
     def execute(self, ctx):
         from imagenetx.benchmarks.cue_conflict import load_cue_conflict
 
         dataset, summary = load_cue_conflict(
-            ctx.params.get("dir") or None,
-            name=ctx.params.get("name") or None,
-            overwrite=bool(ctx.params.get("overwrite")),
-        )
-        if not ctx.delegated:
-            ctx.ops.open_dataset(dataset.name)
-        return {"dataset": dataset.name, "summary": str(summary),
-                "samples": summary.samples}
+            ctx.params.get("dir") or None, **new_dataset_params(ctx))
+        return open_built_dataset(ctx, dataset, summary, samples=summary.samples)
 
     def resolve_output(self, ctx):
         outputs = types.Object()

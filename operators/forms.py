@@ -1,4 +1,5 @@
-"""Form pieces shared by the operators that score prediction fields."""
+"""Form pieces shared by the operators: scoring prediction fields, building
+datasets."""
 
 import fiftyone.operators.types as types
 
@@ -45,3 +46,26 @@ def mode_params(ctx) -> dict:
         "correct": ctx.params.get("correct") or None,
         "real_mode": ctx.params.get("real_mode") or "clean",
     }
+
+
+def add_new_dataset_inputs(inputs, default_name=None, description=None) -> None:
+    """The dataset name and overwrite inputs of the operators that build a
+    dataset."""
+    inputs.str("name", default=default_name, label="Dataset name",
+               description=description)
+    inputs.bool("overwrite", default=False,
+                label="Replace an existing dataset of that name")
+
+
+def new_dataset_params(ctx) -> dict:
+    """The values of :func:`add_new_dataset_inputs`, as library keyword args."""
+    return {"name": ctx.params.get("name") or None,
+            "overwrite": bool(ctx.params.get("overwrite"))}
+
+
+def open_built_dataset(ctx, dataset, summary, **extra) -> dict:
+    """Opens a dataset an operator built (unless delegated) and returns the
+    operator's result: its name and summary."""
+    if not ctx.delegated:
+        ctx.ops.open_dataset(dataset.name)
+    return {"dataset": dataset.name, "summary": str(summary), **extra}

@@ -3,6 +3,8 @@
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
+from .forms import add_new_dataset_inputs, new_dataset_params, open_built_dataset
+
 
 class LoadFromHub(foo.Operator):
     """Pulls a dataset from the Hugging Face Hub, tags it with ImageNet-X (or
@@ -25,10 +27,7 @@ class LoadFromHub(foo.Operator):
         inputs.str("split", label="Split", description="optional")
         inputs.int("max_samples", label="Max samples",
                    description="optional: load at most this many")
-        inputs.str("name", label="Dataset name",
-                   description="optional: the repo id by default")
-        inputs.bool("overwrite", default=False,
-                    label="Replace an existing dataset of that name")
+        add_new_dataset_inputs(inputs, description="optional: the repo id by default")
         return types.Property(inputs, view=types.View(label="Load from the Hub"))
 
     def execute(self, ctx):
@@ -38,15 +37,12 @@ class LoadFromHub(foo.Operator):
             ctx.params["repo_id"],
             split=ctx.params.get("split") or None,
             max_samples=ctx.params.get("max_samples") or None,
-            name=ctx.params.get("name") or None,
-            overwrite=bool(ctx.params.get("overwrite")),
             token=ctx.secrets.get("HF_TOKEN"),
+            **new_dataset_params(ctx),
         )
-        if not ctx.delegated:
-            ctx.ops.open_dataset(dataset.name)
         # an ImageNet-D repo gives an ImageNetDSummary, without "annotated"
-        return {"dataset": dataset.name, "summary": str(summary),
-                "annotated": getattr(summary, "annotated", 0)}
+        return open_built_dataset(ctx, dataset, summary,
+                                  annotated=getattr(summary, "annotated", 0))
 
     def resolve_output(self, ctx):
         outputs = types.Object()

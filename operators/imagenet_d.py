@@ -3,6 +3,8 @@
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
+from .forms import add_new_dataset_inputs, new_dataset_params, open_built_dataset
+
 
 class LoadImageNetD(foo.Operator):
     """Builds a dataset from the ImageNet-D release folder on the server
@@ -25,23 +27,15 @@ class LoadImageNetD(foo.Operator):
         inputs = types.Object()
         inputs.str("release_dir", required=True, label="Release folder",
                    description="path on the server of ImageNet-D/")
-        inputs.str("name", default="imagenet-d", label="Dataset name")
-        inputs.bool("overwrite", default=False,
-                    label="Replace an existing dataset of that name")
+        add_new_dataset_inputs(inputs, "imagenet-d")
         return types.Property(inputs, view=types.View(label="Load ImageNet-D"))
 
     def execute(self, ctx):
         from imagenetx.benchmarks.imagenet_d import load_imagenet_d_dir
 
         dataset, summary = load_imagenet_d_dir(
-            ctx.params["release_dir"],
-            name=ctx.params.get("name") or None,
-            overwrite=bool(ctx.params.get("overwrite")),
-        )
-        if not ctx.delegated:
-            ctx.ops.open_dataset(dataset.name)
-        return {"dataset": dataset.name, "summary": str(summary),
-                "samples": summary.samples}
+            ctx.params["release_dir"], **new_dataset_params(ctx))
+        return open_built_dataset(ctx, dataset, summary, samples=summary.samples)
 
     def resolve_output(self, ctx):
         outputs = types.Object()

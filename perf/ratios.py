@@ -8,11 +8,9 @@ predictions`` and a perturbed copy of each (5% of predictions changed,
 seeded); the toolkit reads the same 4 predictions as CSV files.
 """
 
-import csv
 import os
 import statistics
 import sys
-import tempfile
 import time
 import warnings
 
@@ -20,26 +18,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _env  # noqa: E402,F401
 
 import fiftyone as fo  # noqa: E402
-import numpy as np  # noqa: E402
 
 from imagenetx.analysis import compute_ratios  # noqa: E402
 from imagenetx.benchmarks.imagenet_x.factors import FACTORS  # noqa: E402
-from imagenetx.store.classifications import write_classifications  # noqa: E402
 from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset  # noqa: E402
 
-SHARED = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-    "shared", "data", "imagenetx", "predictions",
-)
+SHARED = _env.PREDICTIONS
 REPEATS = 5
-
-
-def _read(path):
-    """{file name: (class, probability)}, in the file's row order."""
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    return {r["file_name"]: (int(r["predicted_class"]),
-                             float(r["predicted_probability"])) for r in rows}
 
 
 def main():
@@ -54,25 +39,7 @@ def main():
     tag_dataset(ds)
     names = [os.path.basename(p) for p in ds.values("filepath")]
 
-    csv_dir = tempfile.mkdtemp(prefix="imagenetx-bench-preds-")
-    rng = np.random.default_rng(0)
-    fields = []
-    for model in ("ResNet50", "DINO"):
-        preds = _read(os.path.join(SHARED, f"{model}.csv"))
-        classes = np.array([preds[n][0] for n in names])
-        conf = np.array([preds[n][1] for n in names])
-        flip = rng.random(len(classes)) < 0.05
-        perturbed = np.where(flip, rng.integers(0, 1000, len(classes)), classes)
-        for field, values in ((model, classes), (f"{model}_perturbed", perturbed)):
-            write_classifications(ds, field, ids, values, confidence=conf.tolist())
-            # the toolkit needs its own row order (that of its
-            # filename_label.csv, which the shared CSVs follow)
-            row = {n: (v, c) for n, v, c in zip(names, values.tolist(), conf.tolist())}
-            with open(os.path.join(csv_dir, f"{field}.csv"), "w", newline="") as f:
-                w = csv.writer(f)
-                w.writerow(["file_name", "predicted_class", "predicted_probability"])
-                w.writerows((n, *row[n]) for n in preds)
-            fields.append(field)
+    fields, csv_dir = _env.four_prediction_fields(ds, ids, names)
 
     # ours: one query for the 4 fields, then the statistics; the column
     # cache is off, so every call reads the database as the first wave did
