@@ -18,7 +18,9 @@ This module turns the top-1 accuracy of each (band, SD) into the model's
    recognizes through SD 0.16, 4 = SD 0.02 (or nothing at all) breaks it.
 2. **Fit** (``fit_gaussian``): ``A * exp(-(x - mu)**2 / (2 * sigma**2))``
    over the band indices x = 0..6 by ``scipy.optimize.curve_fit`` from
-   ``p0 = (1, 0, 1)`` with ``0 <= A <= 4``.
+   ``p0 = (1, 0, 1)`` with ``0 <= A <= 4`` (``|sigma|`` kept: the fit may
+   return it negative; where SciPy's default evaluation budget runs out, as
+   on a lone spike, the fit is rerun with a larger one instead of failing).
 3. **Channel** (``channel_props``): bandwidth = FWHM =
    ``2 * sqrt(ln 4) * sigma`` octaves, centre frequency = ``1.75 * 2**mu``
    cycles/image, peak noise sensitivity = ``2**(A - 4)``.
@@ -201,10 +203,16 @@ def fit_thresholds(thresholds: Sequence[float], normalized: bool = True,
         return CriticalBandFit(math.nan, math.nan, 2.0 ** (a - 4), a, math.nan, math.inf,
                                ints, tuple(curve_x), tuple(np.full(CURVE_POINTS, a)),
                                True, normalized, criterion)
+    fit = dict(p0=[1.0, 0.0, 1.0], bounds=((0, -np.inf, -np.inf), (4, np.inf, np.inf)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", OptimizeWarning)
-        (a, mu, sigma), _ = curve_fit(_gauss, x, t, p0=[1.0, 0.0, 1.0],
-                                      bounds=((0, -np.inf, -np.inf), (4, np.inf, np.inf)))
+        try:
+            (a, mu, sigma), _ = curve_fit(_gauss, x, t, **fit)
+        except RuntimeError:
+            # a lone spike drives sigma towards 0 past SciPy's default
+            # evaluation budget (their code stops there); allow more
+            (a, mu, sigma), _ = curve_fit(_gauss, x, t, max_nfev=100_000, **fit)
+    sigma = abs(sigma)  # the Gaussian is even in sigma; curve_fit may return it negative
     return CriticalBandFit(
         center_frequency=float(band_center_frequency(mu)),
         bandwidth_octaves=float(2 * np.sqrt(np.log(4)) * sigma),

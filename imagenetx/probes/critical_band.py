@@ -158,7 +158,7 @@ def band_noise(white: torch.Tensor, band: int) -> torch.Tensor:
     return recon * _rms(first) / _rms(recon)
 
 
-def pil_gray(images: torch.Tensor) -> torch.Tensor:
+def pil_gray(images: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """PIL ``convert("L")`` of ``(n, 3, H, W)`` images in [0, 1], as ``(n, H, W)`` in [0, 1].
 
     The images are taken to 8 bits first (as the original reads 8-bit
@@ -167,7 +167,7 @@ def pil_gray(images: torch.Tensor) -> torch.Tensor:
     """
     q = torch.round(images.clamp(0, 1).to(torch.float32) * 255)
     lum = torch.floor((q[:, 0] * 19595 + q[:, 1] * 38470 + q[:, 2] * 7471 + 32768) / 65536)
-    return lum / 255.0
+    return lum.to(dtype) / 255.0
 
 
 def low_contrast(gray: torch.Tensor) -> torch.Tensor:
@@ -235,7 +235,7 @@ def critical_band_images(images: torch.Tensor, band: Optional[int], sd: float,
         raise ImageNetXError(f"Critical band: a {h}x{w} image gives a {scales}-level pyramid; "
                              f"the 7 octave bands need images of at least 160 pixels a side "
                              f"(the probe's 224 crop).")
-    gray = low_contrast(pil_gray(images).to(dtype))
+    gray = low_contrast(pil_gray(images, dtype))
     if band is None:
         out = gray
     else:
