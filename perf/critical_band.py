@@ -2,7 +2,8 @@
 the model, against the same model on the same batch alone, in the same run.
 
 The model is timm's ``--model`` (default efficientnet_lite0, the model of
-the project's tests; random weights: only its cost matters), eval mode, no grad; the batch is ``--batch`` random 224 x 224 images on
+the project's tests; random weights: only its cost matters), eval mode,
+no grad; the batch is ``--batch`` random 224 x 224 images on
 ``--device``. The probe side times 7 levels (one per band, SD 0.08: the
 cost does not depend on the SD) plus ImageNet normalization; each side is
 best of ``--repeats``, warm.
@@ -74,8 +75,9 @@ def main():
     t_apply = best(probe_only, args.repeats, device)
     n = args.batch * len(levels)
     print(f"critical band on {device}, batch {args.batch}, 7 levels: "
-          f"probe + {args.model} {n / t_probe:.1f} img/s, {args.model} alone {n / t_plain:.1f} img/s, "
-          f"ratio {t_probe / t_plain:.2f}x; the probe alone {1000 * t_apply / n:.2f} ms/img")
+          f"probe + {args.model} {n / t_probe:.1f} img/s, "
+          f"{args.model} alone {n / t_plain:.1f} img/s, ratio {t_probe / t_plain:.2f}x; "
+          f"the probe alone {1000 * t_apply / n:.2f} ms/img")
 
 
 if __name__ == "__main__":

@@ -179,7 +179,7 @@ def band_thresholds(matrix: np.ndarray, criterion: float = CRITERION) -> np.ndar
         for j in range(matrix.shape[0]):
             if matrix[matrix.shape[0] - 1 - j, band] > criterion:
                 break
-        out.append(j)  # noqa: B023 - their loop leaves j = 4 when nothing breaks it
+        out.append(j)  # their loop leaves j = 4 when nothing breaks it, too
     return np.array(out, dtype=int)
 
 
