@@ -165,6 +165,12 @@ def test_noise_is_deterministic_per_seed(photos):
     d1 = probe.apply(x, "3:0.02", [5, 6, 7, 9]) - clean
     d2 = probe.apply(x, "3:0.04", [5, 6, 7, 9]) - clean
     torch.testing.assert_close(d2, 2 * d1, atol=1e-5, rtol=0)
+    # SD 3: many noise pixels must be redrawn (the original's while loop),
+    # from the image's own generator, so still reproducible and in range
+    big = probe.apply(x[:1], "6:3", [5])
+    assert torch.equal(big, probe.apply(x[:1], "6:3", [5]))
+    assert big.min() >= 0 and big.max() <= 1
+    assert ((big > 0.1 + 1e-6) & (big < 0.9 - 1e-6)).float().mean() > 0.05
 
 
 def _radial_log2_frequency(n: int) -> np.ndarray:
