@@ -13,6 +13,7 @@ from imagenetx.options import (
     DISCOVERY_TOP_K as TOP_K,
     REAL_MODES,
     ROW_ORDERS,
+    V2_VARIANTS,
     WHICH,
 )
 
@@ -98,6 +99,24 @@ def _print_result(args, result: dict, text, csv=None) -> int:
     return 0
 
 
+def _add_ood_sources(group):
+    """``--imagenet-a-dir DIR`` ... one per OOD release layout."""
+    from imagenetx.benchmarks.ood.layouts import LAYOUTS
+
+    for layout in LAYOUTS.values():
+        group.add_argument(layout.option, metavar="DIR", dest=f"ood_{layout.kind}",
+                           help=f"the {layout.title} release folder, {layout.folders}")
+
+
+def _ood_source(args):
+    """``(kind, folder)`` of the OOD option given, else None."""
+    from imagenetx.benchmarks.ood.layouts import LAYOUTS
+
+    given = [(k, getattr(args, f"ood_{k}")) for k in LAYOUTS
+             if getattr(args, f"ood_{k}", None) is not None]
+    return given[0] if given else None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="imagenetx",
@@ -127,6 +146,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="a Hugging Face Hub dataset, ORG/NAME (ImageNet-D repos are converted)")
     src.add_argument("--imagenet-d-dir", metavar="DIR",
                      help="the ImageNet-D release folder (background/, texture/, material/)")
+    _add_ood_sources(src)
+    p.add_argument("--variant", choices=V2_VARIANTS,
+                   help="--imagenetv2-dir: the variant of a folder whose name does not say "
+                        "it, or the one variant to read of several")
     p.add_argument("--split", help="val or train (folder); the repo split (Hub)")
     p.add_argument("--max-samples", type=int, help="Hub only: load at most N samples")
     p.add_argument("--name", help="dataset name")
@@ -321,14 +344,27 @@ def _run(args) -> int:
         from imagenetx.benchmarks.imagenet_x import sources
         from imagenetx.errors import ImageNetXError
 
-        sources_given = [args.benchmark, args.imagenet_dir, args.hub, args.imagenet_d_dir]
+        ood = _ood_source(args)
+        sources_given = [args.benchmark, args.imagenet_dir, args.hub, args.imagenet_d_dir, ood]
         if sum(x is not None for x in sources_given) != 1:
             raise ImageNetXError(
-                "Name one source: cue-conflict, --imagenet-dir DIR, --hub REPO_ID "
-                "or --imagenet-d-dir DIR")
+                "Name one source: cue-conflict, --imagenet-dir DIR, --hub REPO_ID, "
+                "--imagenet-d-dir DIR or an OOD release folder (--imagenet-a-dir, "
+                "--imagenet-r-dir, --imagenet-sketch-dir, --imagenetv2-dir, --imagenet-c-dir)")
         if args.dir and not args.benchmark:
             raise ImageNetXError("--dir applies to `load cue-conflict` only")
-        if args.benchmark == "cue-conflict":
+        if args.variant and not (ood and ood[0] == "v2"):
+            raise ImageNetXError("--variant applies to --imagenetv2-dir only")
+        if ood:
+            from imagenetx.benchmarks.ood import load_ood_dir
+
+            if args.max_samples is not None or args.split:
+                raise ImageNetXError(
+                    "--split and --max-samples do not apply to OOD release folders")
+            dataset, summary = load_ood_dir(
+                ood[0], ood[1], name=args.name, overwrite=args.overwrite,
+                gt_field=args.gt_field, variant=args.variant)
+        elif args.benchmark == "cue-conflict":
             from imagenetx.benchmarks.cue_conflict import load_cue_conflict
 
             if args.max_samples is not None or args.split:

@@ -29,6 +29,7 @@ from typing import Dict, List, Optional, Tuple
 from imagenetx.classes.imagenet import NUM_CLASSES, class_table
 from imagenetx.classes.ood import subset_indices
 from imagenetx.errors import ImageNetXError
+from imagenetx.options import V2_VARIANTS
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
 
@@ -44,8 +45,7 @@ SEVERITIES = (1, 2, 3, 4, 5)
 #: the folders the ImageNet-C tar files unpack into, around the corruptions
 CORRUPTION_GROUPS = ("noise", "blur", "weather", "digital", "extra")
 
-#: ImageNetV2's three variants and the release folder names that say them
-V2_VARIANTS = ("matched-frequency", "threshold-0.7", "top-images")
+#: the release folder names that say ImageNetV2's variants
 _V2_PATTERNS = (
     (re.compile(r"matched[-_]?frequency", re.I), "matched-frequency"),
     (re.compile(r"threshold[-_]?0?\.?7", re.I), "threshold-0.7"),
