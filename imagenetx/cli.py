@@ -117,6 +117,18 @@ def _ood_source(args):
     return given[0] if given else None
 
 
+def _csv_text(rows: list) -> str:
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return buffer.getvalue()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="imagenetx",
@@ -249,6 +261,31 @@ def _parser() -> argparse.ArgumentParser:
                    help="--published: a folder with benchmark.csv and r50_categories.json "
                         "(default: $IMAGENETX_GAVRIKOV_DIR, else downloaded into the cache)")
     _add_output(p)
+    p = sub.add_parser("biases", help="your models among Gavrikov & Keuper's published ones: "
+                                      "each bias against each generalization measure")
+    p.add_argument("--dataset", dest="datasets", nargs="+", default=[], metavar="NAME",
+                   help="datasets to measure --pred-field on: cue-conflict (shape bias), "
+                        "ImageNet-X (ImageNet accuracy), ImageNet-A/R/Sketch/V2/C")
+    p.add_argument("--pred-field", dest="pred_fields", nargs="+", default=[], metavar="F",
+                   help="the prediction fields measured on --dataset (one model each)")
+    p.add_argument("--value", dest="values", nargs="+", default=[], metavar="MODEL:NAME=VALUE",
+                   help="a value measured elsewhere, e.g. lite0:spectral-bias=0.02 or "
+                        "lite0:metric/criticalband/bw_norm=4.2 (table units: accuracy in %%)")
+    p.add_argument("--bias", dest="biases", nargs="+", metavar="NAME",
+                   help="shape-bias, spectral-bias, critical-band-bw, critical-band-cf, "
+                        "critical-band-pns (default: these five), lpp, hpp, or a column")
+    p.add_argument("--measure", dest="measures", nargs="+", metavar="NAME",
+                   help="imagenet, imagenet-a, imagenet-r, imagenet-v2, imagenet-sketch, "
+                        "imagenet-c (default: these six), id, robustness, concepts, "
+                        "adversarial, or a column of benchmark.csv")
+    p.add_argument("--published-models", choices=["all", "resnet50"], default="all",
+                   help="all 70 published models (default) or the paper's 48 ResNet-50s")
+    p.add_argument("--published-dir", metavar="DIR",
+                   help="a folder with benchmark.csv and r50_categories.json (default: "
+                        "$IMAGENETX_GAVRIKOV_DIR, else downloaded into the cache)")
+    p.add_argument("--out", metavar="HTML", help="also write the HTML report and its CSV")
+    _add_output(p, csv="print one row per bias, measure and model")
+
     p = sub.add_parser("context", help="put prediction fields among published models, "
                                        "per factor (the paper's Figure 4)")
     p.add_argument("--dataset", required=True)
@@ -416,6 +453,37 @@ def _run(args) -> int:
                                       overwrite=args.overwrite, row_order=args.row_order,
                                       gt_field=args.gt_field))
         return 0
+
+    if args.command == "biases":
+        from imagenetx.analysis.biases import compare_biases, gather_values, parse_values
+        from imagenetx.errors import ImageNetXError
+        from imagenetx.benchmarks.cue_conflict.published import (
+            DEFAULT_BIASES,
+            DEFAULT_MEASURES,
+            load_published,
+        )
+        from imagenetx.present.biases import format_biases, write_bias_report
+
+        # bad tables and unknown names fail before anything is measured
+        published = load_published(args.published_dir)
+        biases, measures = args.biases or DEFAULT_BIASES, args.measures or DEFAULT_MEASURES
+        for name in (*biases, *measures):
+            published.describe(name)
+        values, notes = parse_values(args.values), []
+        if args.datasets or args.pred_fields:
+            if not (args.datasets and args.pred_fields):
+                raise ImageNetXError("--dataset and --pred-field go together")
+            measured, notes = gather_values(args.datasets, args.pred_fields)
+            for label, found in measured.items():
+                values[label] = {**found, **values.get(label, {})}
+        comparison = compare_biases(values, biases, measures, args.published_models,
+                                    published=published)
+        comparison.notes[:0] = notes
+        if args.out:
+            for path in write_bias_report(comparison, args.out):
+                print(f"wrote {path}", file=sys.stderr)
+        return _print_result(args, comparison.to_dict(), format_biases,
+                             lambda r: _csv_text(comparison.rows()))
 
     if args.command == "shape-bias":
         from imagenetx.analysis.shape_bias import shape_bias

@@ -267,3 +267,153 @@ def test_a_model_without_1000_outputs_writes_nothing(loaded, tmp_path, capsys):
 
     with pytest.raises(ImageNetXError, match="stores 10 logits, not 1000"):
         compute_ratios(ds, "wide", intervals=False)
+
+
+# -- part 6: every bias against every measure among the published models ----
+
+GAVRIKOV = REPO.parent / "shared" / "data" / "gavrikov"
+LOW = [f"metric/bandpass/LFC/{c}" for c in ("0.1", "0.2", "0.3", "0.4", "0.5")]
+HIGH = [f"metric/bandpass/HFC/{c}" for c in ("0.1", "0.2", "0.3", "0.4", "0.5")]
+#: bias / measure name -> how the authors' notebook gets it from benchmark.csv
+NOTEBOOK = {
+    "shape-bias": lambda df: df["shape-bias"],
+    "lpp": lambda df: df[LOW].mean(axis=1),
+    "hpp": lambda df: df[HIGH].mean(axis=1),
+    "spectral-bias": lambda df: df[HIGH].mean(axis=1) / (
+        df[LOW].mean(axis=1) + df[HIGH].mean(axis=1)),
+    "critical-band-bw": lambda df: df["metric/criticalband/bw_norm"],
+    "critical-band-cf": lambda df: df["metric/criticalband/cf_norm"],
+    "critical-band-pns": lambda df: df["metric/criticalband/pns_norm"],
+    "imagenet": lambda df: df["top1_acc/imagenet"],
+    "imagenet-a": lambda df: df["top1_acc/imagenet-a"],
+    "imagenet-r": lambda df: df["top1_acc/imagenet-r"],
+    "imagenet-sketch": lambda df: df["top1_acc/imagenet-sketch"],
+    "imagenet-v2": lambda df: df["top1_acc/imagenet-v2"],
+    "imagenet-c": lambda df: df["top1_acc/imagenet-c"],
+}
+
+
+@pytest.fixture(scope="module")
+def gavrikov():
+    """benchmark.csv with pandas: all 70 models and the paper's 48 ResNet-50s."""
+    if not (GAVRIKOV / "benchmark.csv").is_file():
+        pytest.skip(f"{GAVRIKOV / 'benchmark.csv'} is absent")
+    import pandas as pd
+
+    df = pd.read_csv(GAVRIKOV / "benchmark.csv")
+    groups = json.loads((GAVRIKOV / "r50_categories.json").read_text())
+    resnets = {m for ms in groups.values() for m in ms}
+    return df, df[df.model.isin(resnets)]
+
+
+def pd_pair(df, b, m):
+    import pandas as pd
+
+    return pd.DataFrame({b: NOTEBOOK[b](df), m: NOTEBOOK[m](df)}).dropna()
+
+
+@pytest.mark.parametrize("population", ["all", "resnet50"])
+def test_taus_equal_pandas_and_scipy_on_the_shipped_table(gavrikov, population):
+    from scipy import stats
+
+    from imagenetx.analysis.biases import compare_biases
+    from imagenetx.benchmarks.cue_conflict.published import load_published
+
+    df = gavrikov[0] if population == "all" else gavrikov[1]
+    biases = ["shape-bias", "spectral-bias", "lpp", "hpp", "critical-band-bw",
+              "critical-band-cf", "critical-band-pns"]
+    measures = ["imagenet", "imagenet-a", "imagenet-r", "imagenet-sketch", "imagenet-v2",
+                "imagenet-c"]
+    result = compare_biases({}, biases, measures, population,
+                            published=load_published(str(GAVRIKOV)))
+    assert len(result.published) == len(df) == (70 if population == "all" else 48)
+    for (b, m), corr in result.correlations.items():
+        pair = pd_pair(df, b, m)
+        expected = stats.kendalltau(pair[b], pair[m])
+        assert corr.n == len(pair)
+        assert corr.tau == pytest.approx(expected.statistic, abs=1e-12)
+        assert corr.p_value == pytest.approx(expected.pvalue, rel=1e-9)
+    for name in biases:
+        np.testing.assert_allclose(result.biases[name].values,
+                                   NOTEBOOK[name](df).to_numpy(float), rtol=1e-12)
+
+
+def test_the_users_model_is_placed_by_rank(gavrikov):
+    from imagenetx.analysis.biases import compare_biases
+    from imagenetx.benchmarks.cue_conflict.published import load_published
+
+    df = gavrikov[0]
+    given = {"lite0": {"shape-bias": 0.3071, "top1_acc/imagenet-a": 7.5,
+                       # spectral bias from its ten band-pass fractions
+                       **{c: 0.5 for c in LOW}, **{c: 0.01 for c in HIGH}}}
+    result = compare_biases(given, ["shape-bias", "spectral-bias", "critical-band-bw"],
+                            ["imagenet-a", "imagenet"], published=load_published(str(GAVRIKOV)))
+    user, ranks = result.users["lite0"], result.positions["lite0"]
+    assert user["spectral-bias"] == pytest.approx(0.01 / 0.51)
+    for name, value in (("shape-bias", 0.3071), ("imagenet-a", 7.5),
+                        ("spectral-bias", 0.01 / 0.51)):
+        population = NOTEBOOK[name](df).dropna()
+        assert ranks[name].rank == 1 + int((population > value).sum())
+        assert ranks[name].of == len(population) + 1
+    assert np.isnan(user["imagenet"]) and ranks["imagenet"].rank is None
+    assert np.isnan(user["critical-band-bw"])
+
+
+def test_biases_command_gathers_values_from_the_datasets(loaded, lite0, gavrikov, tmp_path,
+                                                         capsys, monkeypatch):
+    import csv
+
+    monkeypatch.setenv("IMAGENETX_GAVRIKOV_DIR", str(GAVRIKOV))
+    out = tmp_path / "report" / "biases.html"
+    assert main(["biases", "--dataset", loaded["a"].name, loaded["c"].name,
+                 "--pred-field", "lite0", "--value", "lite0:shape-bias=0.3071",
+                 "--measure", "imagenet-a", "imagenet-c", "--out", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    user = result["users"]["lite0"]
+    a = compute_ratios(loaded["a"], "lite0", intervals=False).models["lite0"].accuracy
+    assert user["imagenet-a"]["value"] == pytest.approx(100 * a)
+    ds = loaded["c"]
+    right = np.array(ds.values("lite0.class_index")) == np.array(
+        ds.values("ground_truth.class_index"))
+    cells = {}
+    for ok, c, s in zip(right, ds.values("corruption"), ds.values("severity")):
+        cells.setdefault((c, s), []).append(ok)
+    assert user["imagenet-c"]["value"] == pytest.approx(
+        100 * np.mean([np.mean(v) for v in cells.values()]))
+    assert any("4 corruption x severity cells" in n for n in result["notes"])
+    assert user["shape-bias"]["value"] == 0.3071
+    rows = list(csv.DictReader(open(out.with_suffix(".csv"))))
+    mine = [r for r in rows if r["model"] == "lite0"]
+    assert len(mine) == 5 * 2 and all(r["user"] == "True" for r in mine)
+    assert len(rows) == 5 * 2 * 71
+    page = out.read_text()
+    assert "Kendall" in page and "lite0" in page and "plotly" in page
+
+
+def test_biases_grid_marks_the_user_in_every_panel(gavrikov):
+    from imagenetx.analysis.biases import compare_biases
+    from imagenetx.benchmarks.cue_conflict.published import load_published
+    from imagenetx.present.figures import bias_grid
+
+    result = compare_biases({"mine": {"shape-bias": 0.5, "imagenet": 70.0}},
+                            ["shape-bias", "spectral-bias"], ["imagenet", "imagenet-a"],
+                            published=load_published(str(GAVRIKOV))).to_dict()
+    traces, layout = bias_grid(result)
+    stars = [t for t in traces if t["name"] == "mine" and t["mode"] == "markers"]
+    assert [(t["x"], t["y"]) for t in stars] == [([0.5], [70.0])]  # shape-bias x imagenet
+    lines = [t for t in traces if t["name"] == "mine" and t["mode"] == "lines"]
+    assert len(lines) == 2  # shape bias known, -A not; spectral bias unknown, ImageNet known
+    assert "tau -0.41" in layout["annotations"][0]["text"]
+
+
+def test_biases_bad_input_is_one_error(loaded, gavrikov, capsys, monkeypatch):
+    monkeypatch.setenv("IMAGENETX_GAVRIKOV_DIR", str(GAVRIKOV))
+    for args, message in (
+        (["--bias", "shape-bais"], "did you mean shape-bias"),
+        (["--value", "lite0:shape-bias"], "is not MODEL:NAME=NUMBER"),
+        (["--dataset", loaded["a"].name], "--dataset and --pred-field go together"),
+        (["--dataset", loaded["a"].name, "--pred-field", "nothing"], "holds predictions"),
+    ):
+        assert main(["biases", *args]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
