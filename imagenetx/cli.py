@@ -462,9 +462,11 @@ def _run(args) -> int:
             DEFAULT_MEASURES,
             load_published,
         )
-        from imagenetx.present.biases import format_biases, write_bias_report
+        from imagenetx.present.biases import check_out, format_biases, write_bias_report
 
-        # bad tables and unknown names fail before anything is measured
+        # bad tables, names and paths fail before anything is measured
+        if args.out:
+            check_out(args.out)
         published = load_published(args.published_dir)
         biases, measures = args.biases or DEFAULT_BIASES, args.measures or DEFAULT_MEASURES
         for name in (*biases, *measures):

@@ -364,7 +364,7 @@ def test_biases_command_gathers_values_from_the_datasets(loaded, lite0, gavrikov
     import csv
 
     monkeypatch.setenv("IMAGENETX_GAVRIKOV_DIR", str(GAVRIKOV))
-    out = tmp_path / "report" / "biases.html"
+    out = tmp_path / "biases.html"
     assert main(["biases", "--dataset", loaded["a"].name, loaded["c"].name,
                  "--pred-field", "lite0", "--value", "lite0:shape-bias=0.3071",
                  "--measure", "imagenet-a", "imagenet-c", "--out", str(out), "--json"]) == 0
@@ -403,7 +403,7 @@ def test_biases_grid_marks_the_user_in_every_panel(gavrikov):
     assert [(t["x"], t["y"]) for t in stars] == [([0.5], [70.0])]  # shape-bias x imagenet
     lines = [t for t in traces if t["name"] == "mine" and t["mode"] == "lines"]
     assert len(lines) == 2  # shape bias known, -A not; spectral bias unknown, ImageNet known
-    assert "tau -0.41" in layout["annotations"][0]["text"]
+    assert "imagenet, tau -0.41" in layout["annotations"][0]["text"]
 
 
 def test_biases_bad_input_is_one_error(loaded, gavrikov, capsys, monkeypatch):
@@ -411,6 +411,7 @@ def test_biases_bad_input_is_one_error(loaded, gavrikov, capsys, monkeypatch):
     for args, message in (
         (["--bias", "shape-bais"], "did you mean shape-bias"),
         (["--value", "lite0:shape-bias"], "is not MODEL:NAME=NUMBER"),
+        (["--out", "/no/such/folder/b.html"], "does not exist: create"),
         (["--dataset", loaded["a"].name], "--dataset and --pred-field go together"),
         (["--dataset", loaded["a"].name, "--pred-field", "nothing"], "holds predictions"),
     ):

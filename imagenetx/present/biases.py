@@ -6,6 +6,7 @@ import html
 from pathlib import Path
 from typing import List
 
+from imagenetx.errors import ImageNetXError
 from imagenetx.present.figures import bias_grid
 from imagenetx.present.report import _html_table, _write_csv
 
@@ -23,18 +24,35 @@ def rank_rows(result: dict) -> List[dict]:
             for label, values in result["users"].items() for name, v in values.items()]
 
 
+def check_out(out: str) -> None:
+    """Raises ImageNetXError unless ``out`` is an .html path in an existing
+    folder (the rules of ``imagenetx report --out``)."""
+    path = Path(out)
+    if path.suffix.lower() not in (".html", ".htm"):
+        raise ImageNetXError(
+            f"--out '{out}' is not an .html path: name the page, e.g. --out biases.html")
+    if not path.absolute().parent.is_dir():
+        raise ImageNetXError(
+            f"The folder of --out '{out}' does not exist: create "
+            f"{path.absolute().parent} first or write the report elsewhere")
+
+
 def write_bias_report(comparison, out: str) -> List[str]:
     """Writes ``out`` (HTML, plotly.js inlined) and ``<stem>.csv`` (one row
     per bias, measure and model, :meth:`BiasComparison.rows`).
 
     Returns:
         the paths written
+
+    Raises:
+        ImageNetXError: for an ``out`` that is not .html or whose folder
+            does not exist
     """
     import plotly.graph_objects as go
 
     result = comparison.to_dict()
+    check_out(out)
     out_path = Path(out)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
     csv_path = str(out_path.with_suffix(".csv"))
     _write_csv(csv_path, comparison.rows())
     traces, layout = bias_grid(result)

@@ -518,12 +518,17 @@ def spillover_chart(result: dict, measure: str = "prevalence_shift") -> tuple:
     return traces, layout
 
 
+#: the user's models in :func:`bias_grid`: none of the category colours
+USER_COLORS = ("#E6194B", "#FFD700", "#00CED1", "#FF1493", "#7FFF00", "#4B0082")
+
+
 def bias_grid(comparison: dict) -> tuple:
     """Every bias (x, one row of panels each) against every generalization
     measure (y, one column each) for the published models, coloured by
     training-method category (hover: the model), with each user model as a
     star (a dashed line at its value where it has only one of the two), and
-    Kendall's tau over the published models in each panel's title.
+    Kendall's tau over the published models in each panel's title (its
+    p-value in the report's table).
 
     Args:
         comparison: :func:`imagenetx.analysis.biases.compare_biases`, as
@@ -539,7 +544,7 @@ def bias_grid(comparison: dict) -> tuple:
         for m in measures:
             p = taus[(b, m)]
             tau = "n/a" if p["tau"] is None else f"{p['tau']:+.2f}"
-            names.append(f"{m} ~ {b}: tau {tau} (p {_p(p['p_value'])})")
+            names.append(f"{m}, tau {tau}")
     cols = len(measures)
     layout, notes = _panels(names, cols)
     models = comparison["models"]
@@ -567,15 +572,15 @@ def bias_grid(comparison: dict) -> tuple:
                                   "<extra></extra>"),
             })
         for j, (label, user) in enumerate(comparison["users"].items()):
-            color = COLORS[j % len(COLORS)]
+            color = USER_COLORS[j % len(USER_COLORS)]
             x, y = user[b]["value"], user[m]["value"]
             common = {"name": label, "legendgroup": f"user {label}",
                       "xaxis": f"x{s}", "yaxis": f"y{s}"}
             if x is not None and y is not None:
                 traces.append({**common, "type": "scatter", "mode": "markers",
                                "showlegend": k == 0, "x": [x], "y": [y],
-                               "marker": {"color": color, "size": 14, "symbol": "star",
-                                          "line": {"width": 1, "color": "#ffffff"}},
+                               "marker": {"color": color, "size": 16, "symbol": "star",
+                                          "line": {"width": 1.5, "color": "#222222"}},
                                "hovertemplate": (
                                    f"<b>{label}</b><br>{b} {x:.3f} (rank {user[b]['rank']} "
                                    f"of {user[b]['of']})<br>{m} {y:.2f} (rank "
@@ -590,6 +595,8 @@ def bias_grid(comparison: dict) -> tuple:
                                "line": {"color": color, "width": 2, "dash": "dash"},
                                "hovertemplate": f"<b>{label}</b><extra></extra>"})
     rows = len(biases)
+    for note in notes:
+        note["font"] = {"size": 10}
     layout.update({"height": 280 * rows + 80, "autosize": True, "annotations": notes,
                    "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
                    "title": {"text": "Biases against generalization: "
