@@ -418,3 +418,43 @@ def test_biases_bad_input_is_one_error(loaded, gavrikov, capsys, monkeypatch):
         assert main(["biases", *args]) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
+
+
+def test_gathered_shape_bias_and_imagenet_accuracy(photos_dir, lite0, tmp_path):
+    from imagenetx.analysis.biases import gather_values
+    from imagenetx.errors import ImageNetXError
+
+    # ImageNet-X: real photos under val file names, real lite0 predictions
+    assert main(["load", "--imagenet-dir", str(photos_dir), "--name", "ood-imagenet-x",
+                 "--overwrite"]) == 0
+    assert main(["predict", "--dataset", "ood-imagenet-x", "--model", f"checkpoint:{lite0}",
+                 "--arch", ARCH, "--remap-by-position", "--field", "lite0",
+                 "--num-workers", "0"]) == 0
+    ds = fo.load_dataset("ood-imagenet-x")
+    val = ds.match({"imagenetx.split": "val"})
+    right = [p.class_index == g.class_index
+             for p, g in zip(val.values("lite0"), val.values("ground_truth"))]
+    values, _ = gather_values(["ood-imagenet-x"], ["lite0"])
+    assert values["lite0"]["top1_acc/imagenet"] == pytest.approx(100 * np.mean(right))
+
+    # cue-conflict: the shipped ResNet-50 responses give model-vs-human's 0.2207
+    cue = REPO.parent / "shared" / "data" / "cue-conflict"
+    if not (cue / "images").is_dir():
+        pytest.skip(f"{cue} is absent")
+    from imagenetx.benchmarks.cue_conflict import load_cue_conflict
+    from imagenetx.benchmarks.cue_conflict.responses import import_responses
+
+    cue_ds, _ = load_cue_conflict(str(cue / "images"), name="ood-cue", overwrite=True)
+    import_responses(cue_ds, sorted((cue / "responses").glob("*resnet50*.csv")))
+    values, _ = gather_values(["ood-cue", "ood-imagenet-x"], ["resnet50", "lite0"])
+    assert round(values["resnet50"]["shape-bias"], 4) == 0.2207
+    assert "top1_acc/imagenet" in values["lite0"]
+
+    # a dataset of a benchmark without a published measure
+    plain = fo.Dataset("ood-plain")
+    plain.add_sample(fo.Sample(filepath=str(next(photos_dir.iterdir())),
+                               ground_truth=fo.Classification(label="x", class_index=1),
+                               lite0=fo.Classification(label="x", class_index=1)))
+    plain.add_sample_field("lite0.class_index", fo.IntField)
+    with pytest.raises(ImageNetXError, match="measures none of the published"):
+        gather_values(["ood-plain"], ["lite0"])
