@@ -458,3 +458,24 @@ def test_gathered_shape_bias_and_imagenet_accuracy(photos_dir, lite0, tmp_path):
     plain.add_sample_field("lite0.class_index", fo.IntField)
     with pytest.raises(ImageNetXError, match="measures none of the published"):
         gather_values(["ood-plain"], ["lite0"])
+
+
+def test_operator_loads_a_release_folder(release):
+    import fiftyone.operators as foo
+
+    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+
+    install_plugin()
+    folder, expected = release["v2"]
+    result = foo.execute_operator(
+        f"{PLUGIN_NAME}/load_ood",
+        ctx={"params": {"kind": "v2", "release_dir": str(folder), "name": "ood-op"}})
+    assert result.error is None, result.error
+    assert result.result["samples"] == len(expected)
+    ds = fo.load_dataset("ood-op")
+    assert ds.count_values("variant") == {"matched-frequency": 4, "top-images": 4}
+    with pytest.raises(Exception, match="not in the ImageNet-C"):
+        foo.execute_operator(
+            f"{PLUGIN_NAME}/load_ood",
+            ctx={"params": {"kind": "c", "release_dir": str(folder), "name": "ood-op-bad"}})
+    assert not fo.dataset_exists("ood-op-bad")

@@ -34,10 +34,10 @@ class OODBenchmark(Benchmark):
         self.needs_logits = layout.subset is not None
 
     def matches(self, samples, settings=None) -> bool:
-        # ImageNet-A/R/Sketch have no fields of their own: only the
-        # benchmark name in dataset.info says them
-        return bool(self.layout.fields) and all(
-            samples.has_field(f) for f in self.layout.fields)
+        # only the benchmark name in dataset.info says these: A/R/Sketch have
+        # no fields of their own, and a user's own `variant` or `corruption`
+        # field must not turn a dataset into ImageNetV2 or ImageNet-C
+        return False
 
     def check_fields(self, samples, settings):
         for path in (f"{settings.gt_field}.class_index", *self.layout.fields):
