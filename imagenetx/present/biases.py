@@ -97,7 +97,8 @@ def format_biases(result: dict) -> str:
         lines.append(f"\n{label} (rank among the published models, 1 = highest):")
         for name, v in values.items():
             if v["value"] is not None:
-                lines.append(f"  {name:<{width}} {v['value']:10.4f}   rank {v['rank']} of {v['of']}")
+                lines.append(f"  {name:<{width}} {v['value']:10.4f}   "
+                             f"rank {v['rank']} of {v['of']}")
     for note in result["notes"]:
         lines.append(f"note: {note}")
     return "\n".join(lines)

@@ -154,7 +154,10 @@ def _wnid_index() -> Dict[str, int]:
 
 
 def _class_index_of(name: str) -> Optional[int]:
-    return int(name) if name.isdigit() and int(name) < NUM_CLASSES and str(int(name)) == name else None
+    """The class index a folder name ``0``..``999`` says, else None."""
+    if name.isdigit() and str(int(name)) == name and int(name) < NUM_CLASSES:
+        return int(name)
+    return None
 
 
 def _looks_like(folder: str) -> Optional[str]:
