@@ -35,8 +35,9 @@ def _add_analysis(p):
     p.add_argument("--slicing", metavar="NAME",
                    help="what to slice by: a slicing of the dataset's benchmark (ImageNet-X: "
                         "top_factor (default), factors, metaclass, class; ImageNet-D: "
-                        "nuisance (default), nuisance_value, class) or any categorical "
-                        "field, e.g. tags")
+                        "nuisance (default), nuisance_value, class; ImageNet-A/R/Sketch: "
+                        "class; ImageNetV2: variant, class; ImageNet-C: corruption "
+                        "(default), severity, class) or any categorical field, e.g. tags")
     p.add_argument("--which", choices=WHICH,
                    help="ImageNet-X: count images under their top factor (--slicing "
                         "top_factor) or all their factors (--slicing factors)")
@@ -51,7 +52,8 @@ def _add_scoring(p):
     p.add_argument("--correct", metavar="NAME",
                    help="correctness, a label space of the benchmark: ImageNet-X: class "
                         "(default), metaclass, real; ImageNet-D: class (any of its "
-                        "ImageNet-1k indices)")
+                        "ImageNet-1k indices); ImageNet-A/R: subset (default: argmax over "
+                        "their 200 classes), class")
     p.add_argument("--real-mode", choices=REAL_MODES, default="clean",
                    help="--correct real: leave out images with an empty ReaL set (clean, "
                         "default) or count them wrong like the original toolkit (paper)")
