@@ -263,6 +263,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="--published: a folder with benchmark.csv and r50_categories.json "
                         "(default: $IMAGENETX_GAVRIKOV_DIR, else downloaded into the cache)")
     _add_output(p)
+
     p = sub.add_parser("biases", help="your models among Gavrikov & Keuper's published ones: "
                                       "each bias against each generalization measure")
     p.add_argument("--dataset", dest="datasets", nargs="+", default=[], metavar="NAME",
@@ -457,8 +458,7 @@ def _run(args) -> int:
         return 0
 
     if args.command == "biases":
-        from imagenetx.analysis.biases import compare_biases, gather_values, parse_values
-        from imagenetx.errors import ImageNetXError
+        from imagenetx.analysis.biases import collect_values, compare_biases, parse_values
         from imagenetx.benchmarks.cue_conflict.published import (
             DEFAULT_BIASES,
             DEFAULT_MEASURES,
@@ -473,16 +473,10 @@ def _run(args) -> int:
         biases, measures = args.biases or DEFAULT_BIASES, args.measures or DEFAULT_MEASURES
         for name in (*biases, *measures):
             published.describe(name)
-        values, notes = parse_values(args.values), []
-        if args.datasets or args.pred_fields:
-            if not (args.datasets and args.pred_fields):
-                raise ImageNetXError("--dataset and --pred-field go together")
-            measured, notes = gather_values(args.datasets, args.pred_fields)
-            for label, found in measured.items():
-                values[label] = {**found, **values.get(label, {})}
+        values, notes = collect_values(parse_values(args.values), args.datasets,
+                                       args.pred_fields)
         comparison = compare_biases(values, biases, measures, args.published_models,
-                                    published=published)
-        comparison.notes[:0] = notes
+                                    published=published, notes=notes)
         if args.out:
             for path in write_bias_report(comparison, args.out):
                 print(f"wrote {path}", file=sys.stderr)

@@ -163,6 +163,7 @@ def compare_biases(
     population: str = ALL,
     published: Optional[PublishedModels] = None,
     folder: Optional[str] = None,
+    notes: Sequence[str] = (),
 ) -> BiasComparison:
     """Places the user's models in every bias x measure scatter of the
     published models.
@@ -178,6 +179,7 @@ def compare_biases(
             of ``folder``
         folder: a local folder with the tables (else
             ``$IMAGENETX_GAVRIKOV_DIR`` or the download cache)
+        notes: notes about the values (:func:`collect_values`), kept first
 
     Raises:
         ImageNetXError: for an unknown name or population, no bias or
@@ -191,7 +193,7 @@ def compare_biases(
     axes = {}
     for name in dict.fromkeys([*biases, *measures]):
         axes[name] = Axis(models.describe(name), models.measure(name))
-    users, positions, notes = {}, {}, []
+    users, positions, notes = {}, {}, list(notes)
     for label, given in values.items():
         users[label], positions[label] = {}, {}
         for name, a in axes.items():
@@ -231,6 +233,30 @@ def parse_values(texts: Sequence[str]) -> Dict[str, Dict[str, float]]:
 
 
 # -- the user's values from their datasets ----------------------------------
+
+
+def collect_values(given: Mapping[str, Mapping[str, float]], datasets: Sequence[str] = (),
+                   fields: Sequence[str] = ()) -> Tuple[Dict, List[str]]:
+    """The values ``given`` plus those :func:`gather_values` measures of
+    ``fields`` on ``datasets`` (a given value wins over a measured one).
+
+    Returns:
+        ``({model: {name: value}}, notes)``
+
+    Raises:
+        ImageNetXError: for datasets without fields or fields without
+            datasets, or as :func:`gather_values`
+    """
+    values = {label: dict(v) for label, v in given.items()}
+    if not datasets and not fields:
+        return values, []
+    if not (datasets and fields):
+        raise ImageNetXError("--dataset and --pred-field go together: name the datasets "
+                             "and the prediction fields to measure on them")
+    measured, notes = gather_values(datasets, fields)
+    for label, found in measured.items():
+        values[label] = {**found, **values.get(label, {})}
+    return values, notes
 
 
 def gather_values(datasets: Sequence[str], fields: Sequence[str]) -> Tuple[Dict, List[str]]:
