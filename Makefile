@@ -38,3 +38,4 @@ perf: install-test
 	$(PYTHON) perf/context.py
 	$(PYTHON) perf/discovery.py
 	$(PYTHON) perf/critical_band.py
+	$(PYTHON) perf/ood_load.py

@@ -13,6 +13,7 @@ from imagenetx.options import (
     DISCOVERY_TOP_K as TOP_K,
     REAL_MODES,
     ROW_ORDERS,
+    V2_VARIANTS,
     WHICH,
 )
 
@@ -34,8 +35,9 @@ def _add_analysis(p):
     p.add_argument("--slicing", metavar="NAME",
                    help="what to slice by: a slicing of the dataset's benchmark (ImageNet-X: "
                         "top_factor (default), factors, metaclass, class; ImageNet-D: "
-                        "nuisance (default), nuisance_value, class) or any categorical "
-                        "field, e.g. tags")
+                        "nuisance (default), nuisance_value, class; ImageNet-A/R/Sketch: "
+                        "class; ImageNetV2: variant, class; ImageNet-C: corruption "
+                        "(default), severity, class) or any categorical field, e.g. tags")
     p.add_argument("--which", choices=WHICH,
                    help="ImageNet-X: count images under their top factor (--slicing "
                         "top_factor) or all their factors (--slicing factors)")
@@ -50,7 +52,8 @@ def _add_scoring(p):
     p.add_argument("--correct", metavar="NAME",
                    help="correctness, a label space of the benchmark: ImageNet-X: class "
                         "(default), metaclass, real; ImageNet-D: class (any of its "
-                        "ImageNet-1k indices)")
+                        "ImageNet-1k indices); ImageNet-A/R: subset (default: argmax over "
+                        "their 200 classes), class")
     p.add_argument("--real-mode", choices=REAL_MODES, default="clean",
                    help="--correct real: leave out images with an empty ReaL set (clean, "
                         "default) or count them wrong like the original toolkit (paper)")
@@ -98,6 +101,36 @@ def _print_result(args, result: dict, text, csv=None) -> int:
     return 0
 
 
+def _add_ood_sources(group):
+    """``--imagenet-a-dir DIR`` ... one per OOD release layout."""
+    from imagenetx.benchmarks.ood.layouts import LAYOUTS
+
+    for layout in LAYOUTS.values():
+        group.add_argument(layout.option, metavar="DIR", dest=f"ood_{layout.kind}",
+                           help=f"the {layout.title} release folder, {layout.folders}")
+
+
+def _ood_source(args):
+    """``(kind, folder)`` of the OOD option given, else None."""
+    from imagenetx.benchmarks.ood.layouts import LAYOUTS
+
+    given = [(k, getattr(args, f"ood_{k}")) for k in LAYOUTS
+             if getattr(args, f"ood_{k}", None) is not None]
+    return given[0] if given else None
+
+
+def _csv_text(rows: list) -> str:
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return buffer.getvalue()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="imagenetx",
@@ -127,6 +160,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="a Hugging Face Hub dataset, ORG/NAME (ImageNet-D repos are converted)")
     src.add_argument("--imagenet-d-dir", metavar="DIR",
                      help="the ImageNet-D release folder (background/, texture/, material/)")
+    _add_ood_sources(src)
+    p.add_argument("--variant", choices=V2_VARIANTS,
+                   help="--imagenetv2-dir: the variant of a folder whose name does not say "
+                        "it, or the one variant to read of several")
     p.add_argument("--split", help="val or train (folder); the repo split (Hub)")
     p.add_argument("--max-samples", type=int, help="Hub only: load at most N samples")
     p.add_argument("--name", help="dataset name")
@@ -226,6 +263,32 @@ def _parser() -> argparse.ArgumentParser:
                    help="--published: a folder with benchmark.csv and r50_categories.json "
                         "(default: $IMAGENETX_GAVRIKOV_DIR, else downloaded into the cache)")
     _add_output(p)
+
+    p = sub.add_parser("biases", help="your models among Gavrikov & Keuper's published ones: "
+                                      "each bias against each generalization measure")
+    p.add_argument("--dataset", dest="datasets", nargs="+", default=[], metavar="NAME",
+                   help="datasets to measure --pred-field on: cue-conflict (shape bias), "
+                        "ImageNet-X (ImageNet accuracy), ImageNet-A/R/Sketch/V2/C")
+    p.add_argument("--pred-field", dest="pred_fields", nargs="+", default=[], metavar="F",
+                   help="the prediction fields measured on --dataset (one model each)")
+    p.add_argument("--value", dest="values", nargs="+", default=[], metavar="MODEL:NAME=VALUE",
+                   help="a value measured elsewhere, e.g. lite0:spectral-bias=0.02 or "
+                        "lite0:metric/criticalband/bw_norm=4.2 (table units: accuracy in %%)")
+    p.add_argument("--bias", dest="biases", nargs="+", metavar="NAME",
+                   help="shape-bias, spectral-bias, critical-band-bw, critical-band-cf, "
+                        "critical-band-pns (default: these five), lpp, hpp, or a column")
+    p.add_argument("--measure", dest="measures", nargs="+", metavar="NAME",
+                   help="imagenet, imagenet-a, imagenet-r, imagenet-v2, imagenet-sketch, "
+                        "imagenet-c (default: these six), id, robustness, concepts, "
+                        "adversarial, or a column of benchmark.csv")
+    p.add_argument("--published-models", choices=["all", "resnet50"], default="all",
+                   help="all 70 published models (default) or the paper's 48 ResNet-50s")
+    p.add_argument("--published-dir", metavar="DIR",
+                   help="a folder with benchmark.csv and r50_categories.json (default: "
+                        "$IMAGENETX_GAVRIKOV_DIR, else downloaded into the cache)")
+    p.add_argument("--out", metavar="HTML", help="also write the HTML report and its CSV")
+    _add_output(p, csv="print one row per bias, measure and model")
+
     p = sub.add_parser("context", help="put prediction fields among published models, "
                                        "per factor (the paper's Figure 4)")
     p.add_argument("--dataset", required=True)
@@ -321,14 +384,27 @@ def _run(args) -> int:
         from imagenetx.benchmarks.imagenet_x import sources
         from imagenetx.errors import ImageNetXError
 
-        sources_given = [args.benchmark, args.imagenet_dir, args.hub, args.imagenet_d_dir]
+        ood = _ood_source(args)
+        sources_given = [args.benchmark, args.imagenet_dir, args.hub, args.imagenet_d_dir, ood]
         if sum(x is not None for x in sources_given) != 1:
             raise ImageNetXError(
-                "Name one source: cue-conflict, --imagenet-dir DIR, --hub REPO_ID "
-                "or --imagenet-d-dir DIR")
+                "Name one source: cue-conflict, --imagenet-dir DIR, --hub REPO_ID, "
+                "--imagenet-d-dir DIR or an OOD release folder (--imagenet-a-dir, "
+                "--imagenet-r-dir, --imagenet-sketch-dir, --imagenetv2-dir, --imagenet-c-dir)")
         if args.dir and not args.benchmark:
             raise ImageNetXError("--dir applies to `load cue-conflict` only")
-        if args.benchmark == "cue-conflict":
+        if args.variant and not (ood and ood[0] == "v2"):
+            raise ImageNetXError("--variant applies to --imagenetv2-dir only")
+        if ood:
+            from imagenetx.benchmarks.ood import load_ood_dir
+
+            if args.max_samples is not None or args.split:
+                raise ImageNetXError(
+                    "--split and --max-samples do not apply to OOD release folders")
+            dataset, summary = load_ood_dir(
+                ood[0], ood[1], name=args.name, overwrite=args.overwrite,
+                gt_field=args.gt_field, variant=args.variant)
+        elif args.benchmark == "cue-conflict":
             from imagenetx.benchmarks.cue_conflict import load_cue_conflict
 
             if args.max_samples is not None or args.split:
@@ -380,6 +456,32 @@ def _run(args) -> int:
                                       overwrite=args.overwrite, row_order=args.row_order,
                                       gt_field=args.gt_field))
         return 0
+
+    if args.command == "biases":
+        from imagenetx.analysis.biases import collect_values, compare_biases, parse_values
+        from imagenetx.benchmarks.cue_conflict.published import (
+            DEFAULT_BIASES,
+            DEFAULT_MEASURES,
+            load_published,
+        )
+        from imagenetx.present.biases import check_out, format_biases, write_bias_report
+
+        # bad tables, names and paths fail before anything is measured
+        if args.out:
+            check_out(args.out)
+        published = load_published(args.published_dir)
+        biases, measures = args.biases or DEFAULT_BIASES, args.measures or DEFAULT_MEASURES
+        for name in (*biases, *measures):
+            published.describe(name)
+        values, notes = collect_values(parse_values(args.values), args.datasets,
+                                       args.pred_fields)
+        comparison = compare_biases(values, biases, measures, args.published_models,
+                                    published=published, notes=notes)
+        if args.out:
+            for path in write_bias_report(comparison, args.out):
+                print(f"wrote {path}", file=sys.stderr)
+        return _print_result(args, comparison.to_dict(), format_biases,
+                             lambda r: _csv_text(comparison.rows()))
 
     if args.command == "shape-bias":
         from imagenetx.analysis.shape_bias import shape_bias

@@ -28,3 +28,6 @@ DISCOVERY_MAX_ORDER = 3
 DISCOVERY_MIN_SUPPORT = 20
 DISCOVERY_TOP_K = 10
 DISCOVERY_ALPHA = 0.95
+
+#: ImageNetV2's three variants (Recht et al., 2019)
+V2_VARIANTS = ("matched-frequency", "threshold-0.7", "top-images")

@@ -8,6 +8,7 @@ from .discovery import DiscoverSlices
 from .hub import LoadFromHub
 from .imagenet_d import LoadImageNetD
 from .inference import RunModel
+from .ood import LoadOOD
 from .predictions import ImportPredictions
 from .report import ExportReport
 from .views import ShowMistakes
@@ -65,6 +66,7 @@ def register_operators(plugin):
     plugin.register(LoadFromHub)
     plugin.register(LoadImageNetD)
     plugin.register(LoadCueConflict)
+    plugin.register(LoadOOD)
     plugin.register(ShowMistakes)
     plugin.register(DiscoverSlices)
     plugin.register(ExportReport)

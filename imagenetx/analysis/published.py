@@ -16,11 +16,13 @@ from typing import Dict, Optional, Sequence
 
 import numpy as np
 
+from imagenetx.analysis.biases import compare_biases
 from imagenetx.analysis.shape_bias import HUMANS, ShapeBiasResults
 from imagenetx.benchmarks.cue_conflict.published import (
     ALL,
     DEFAULT_MEASURES,
     POPULATION_TITLES,
+    SHAPE_BIAS_COLUMN,
     Measure,
     PublishedModels,
     load_published,
@@ -29,7 +31,6 @@ from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.correlation import (
     RankCorrelation,
     RankPosition,
-    kendall_tau,
     rank_position,
 )
 from imagenetx.metrics.stats import to_json
@@ -171,15 +172,16 @@ def compare_with_published(
     humans = (position(HUMANS, results.human_mean[0].shape_bias)
               if results.human_mean is not None else None)
 
+    # the published scatter and tau: the general bias x measure grid, one row
+    grid = compare_biases({}, [SHAPE_BIAS_COLUMN], measures, population, published=everyone)
     out = {}
-    for name in dict.fromkeys(measures):
-        values = population_models.measure(name)
+    for name, axis in grid.measures.items():
         everyone_values = everyone.measure(name)
         own = {}
         for f, pos in fields.items():
             i = everyone.index(pos.published_model) if pos.published_model else None
             own[f] = None if i is None or not np.isfinite(everyone_values[i]) \
                 else float(everyone_values[i])
-        out[name] = MeasureComparison(
-            population_models.describe(name), values, kendall_tau(bias, values), own)
+        out[name] = MeasureComparison(axis.measure, axis.values,
+                                      grid.correlations[(SHAPE_BIAS_COLUMN, name)], own)
     return PublishedComparison(results.dataset, population_models, out, fields, humans)

@@ -32,6 +32,8 @@ class Benchmark:
             tables and as a filter (e.g. ImageNet-X's meta-classes)
         discovery_slicings: the slicings slice discovery intersects when
             none are named (empty: the user must name them)
+        needs_logits: whether its label spaces read the stored logits
+            (``imagenetx predict`` then stores them)
     """
 
     name = "generic"
@@ -40,6 +42,7 @@ class Benchmark:
     default_label_space = "class"
     group_slicing: Optional[str] = None
     discovery_slicings: Tuple[str, ...] = ()
+    needs_logits = False
 
     def matches(self, samples, settings=None) -> bool:
         """Whether a dataset holds this benchmark's fields (their names may

@@ -144,7 +144,8 @@ def predict(
         amp ("auto"): autocast dtype, ``"bf16"``, ``"fp16"`` or ``"off"``;
             ``"auto"`` is bf16 (fp16 on older GPUs) on CUDA and off on CPU
         compile (False): whether to ``torch.compile`` the model
-        logits (False): whether to store the 1000 logits
+        logits (False): whether to store the 1000 logits (always on a
+            benchmark that scores them, such as ImageNet-A/R)
         limit (None): predict at most this many samples
         overwrite (False): predict all samples, not only those without a
             prediction
@@ -176,6 +177,7 @@ def predict(
     )
     benchmark = get_benchmark(dataset)
     decisions = benchmark.decisions()
+    logits = logits or benchmark.needs_logits
 
     err_field = error_field(field)
     has_errors = dataset.has_field(err_field)

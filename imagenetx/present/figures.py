@@ -516,3 +516,89 @@ def spillover_chart(result: dict, measure: str = "prevalence_shift") -> tuple:
         "margin": {"t": 70, "b": 60, "l": 45, "r": 10},
     })
     return traces, layout
+
+
+#: the user's models in :func:`bias_grid`: none of the category colours
+USER_COLORS = ("#E6194B", "#FFD700", "#00CED1", "#FF1493", "#7FFF00", "#4B0082")
+
+
+def bias_grid(comparison: dict) -> tuple:
+    """Every bias (x, one row of panels each) against every generalization
+    measure (y, one column each) for the published models, coloured by
+    training-method category (hover: the model), with each user model as a
+    star (a dashed line at its value where it has only one of the two), and
+    Kendall's tau over the published models in each panel's title (its
+    p-value in the report's table).
+
+    Args:
+        comparison: :func:`imagenetx.analysis.biases.compare_biases`, as
+            ``.to_dict()``
+
+    Returns:
+        ``(traces, layout)``: plotly trace dicts and a layout dict
+    """
+    biases, measures = list(comparison["biases"]), list(comparison["measures"])
+    taus = {(p["bias"], p["measure"]): p for p in comparison["pairs"]}
+    names = []
+    for b in biases:
+        for m in measures:
+            p = taus[(b, m)]
+            tau = "n/a" if p["tau"] is None else f"{p['tau']:+.2f}"
+            names.append(f"{m}, tau {tau}")
+    cols = len(measures)
+    layout, notes = _panels(names, cols)
+    models = comparison["models"]
+    categories = sorted(dict.fromkeys(e["category"] for e in models),
+                        key=lambda c: (c == "other", c))
+    traces = []
+    for k, (b, m) in enumerate((b, m) for b in biases for m in measures):
+        s = "" if k == 0 else str(k + 1)
+        bx, my = comparison["biases"][b], comparison["measures"][m]
+        layout[f"xaxis{s}"]["title"] = {"text": b, "font": {"size": 10}}
+        if k % cols == 0:
+            layout[f"yaxis{s}"]["title"] = {"text": "accuracy [%]" if my["unit"] == "%"
+                                            else m, "font": {"size": 10}}
+        for category in categories:
+            rows = [(e["model"], x, y) for e, x, y in zip(models, bx["values"], my["values"])
+                    if e["category"] == category and x is not None and y is not None]
+            traces.append({
+                "type": "scatter", "mode": "markers", "name": category.replace("_", " "),
+                "legendgroup": category, "showlegend": k == 0,
+                "xaxis": f"x{s}", "yaxis": f"y{s}",
+                "x": [r[1] for r in rows], "y": [r[2] for r in rows],
+                "text": [r[0] for r in rows],
+                "marker": {"color": CATEGORY_COLORS.get(category, "#a0a0a0"), "size": 6},
+                "hovertemplate": (f"<b>%{{text}}</b><br>{b} %{{x:.3f}}<br>{m} %{{y:.2f}}"
+                                  "<extra></extra>"),
+            })
+        for j, (label, user) in enumerate(comparison["users"].items()):
+            color = USER_COLORS[j % len(USER_COLORS)]
+            x, y = user[b]["value"], user[m]["value"]
+            common = {"name": label, "legendgroup": f"user {label}",
+                      "xaxis": f"x{s}", "yaxis": f"y{s}"}
+            if x is not None and y is not None:
+                traces.append({**common, "type": "scatter", "mode": "markers",
+                               "showlegend": k == 0, "x": [x], "y": [y],
+                               "marker": {"color": color, "size": 16, "symbol": "star",
+                                          "line": {"width": 1.5, "color": "#222222"}},
+                               "hovertemplate": (
+                                   f"<b>{label}</b><br>{b} {x:.3f} (rank {user[b]['rank']} "
+                                   f"of {user[b]['of']})<br>{m} {y:.2f} (rank "
+                                   f"{user[m]['rank']} of {user[m]['of']})<extra></extra>")})
+            elif x is not None or y is not None:
+                ys = [v for v in my["values"] if v is not None] or [0, 1]
+                xs = [v for v in bx["values"] if v is not None] or [0, 1]
+                line = ({"x": [x, x], "y": [min(ys), max(ys)]} if x is not None
+                        else {"x": [min(xs), max(xs)], "y": [y, y]})
+                traces.append({**common, "type": "scatter", "mode": "lines",
+                               "showlegend": k == 0, **line,
+                               "line": {"color": color, "width": 2, "dash": "dash"},
+                               "hovertemplate": f"<b>{label}</b><extra></extra>"})
+    rows = len(biases)
+    for note in notes:
+        note["font"] = {"size": 10}
+    layout.update({"height": 280 * rows + 80, "autosize": True, "annotations": notes,
+                   "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
+                   "title": {"text": "Biases against generalization: "
+                                     f"{comparison['population_title']}", "x": 0}})
+    return traces, layout

@@ -90,16 +90,40 @@ class Measure:
         label: an axis title
         columns: the ``benchmark.csv`` columns averaged
         unit: ``"%"`` for accuracies, ``""`` otherwise
+        combine: how the columns become one value: ``"mean"``, or
+            ``"spectral_bias"`` (the first half of the columns are the
+            low-pass, the second the high-pass fractions: HPP / (LPP + HPP)
+            of their means, as the authors' notebook computes it)
     """
 
     name: str
     label: str
     columns: Tuple[str, ...]
     unit: str = "%"
+    combine: str = "mean"
 
     def to_dict(self) -> dict:
         return {"name": self.name, "label": self.label,
                 "columns": list(self.columns), "unit": self.unit}
+
+    def reduce(self, values: np.ndarray) -> np.ndarray:
+        """One value per model of a ``(columns, models)`` array: the mean
+        over the finite entries (pandas' ``mean(axis=1)``), or the spectral
+        bias of the two halves; NaN where a model has none."""
+        values = np.asarray(values, dtype=float)
+        if self.combine == "spectral_bias":
+            half = len(self.columns) // 2
+            low, high = _nanmean(values[:half]), _nanmean(values[half:])
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return high / (low + high)
+        return _nanmean(values)
+
+
+def _nanmean(values: np.ndarray) -> np.ndarray:
+    finite = np.isfinite(values)
+    count = finite.sum(axis=0)
+    out = np.where(finite, values, 0.0).sum(axis=0) / np.maximum(count, 1)
+    return np.where(count == 0, math.nan, out)
 
 
 def _acc(name: str, label: str, *sets: str) -> Measure:
@@ -123,6 +147,29 @@ MEASURES: Dict[str, Measure] = {m.name: m for m in (
          "imagenet-sketch", "imagenet-r", "stylized"),
     _acc("adversarial", "Adversarial accuracy [%] (PGD-40, low budget)", "PGD-40/low"),
 )}
+#: the band-pass cut-offs the spectral measures average, as the notebook
+SPECTRAL_CUTOFFS = ("0.1", "0.2", "0.3", "0.4", "0.5")
+_LOW = tuple(f"metric/bandpass/LFC/{c}" for c in SPECTRAL_CUTOFFS)
+_HIGH = tuple(f"metric/bandpass/HFC/{c}" for c in SPECTRAL_CUTOFFS)
+
+#: the biases offered by name: the columns the authors' notebook plots
+#: (critical band: the ``_norm`` parameters)
+BIASES: Dict[str, Measure] = {m.name: m for m in (
+    Measure("shape-bias", "Shape bias", (SHAPE_BIAS_COLUMN,), ""),
+    Measure("spectral-bias", "Spectral bias HPP / (LPP + HPP)", _LOW + _HIGH, "",
+            "spectral_bias"),
+    Measure("lpp", "Low-pass performance LPP (c = 0.1..0.5)", _LOW, ""),
+    Measure("hpp", "High-pass performance HPP (c = 0.1..0.5)", _HIGH, ""),
+    Measure("critical-band-bw", "Critical band: bandwidth [octaves]",
+            ("metric/criticalband/bw_norm",), ""),
+    Measure("critical-band-cf", "Critical band: centre frequency",
+            ("metric/criticalband/cf_norm",), ""),
+    Measure("critical-band-pns", "Critical band: peak noise sensitivity",
+            ("metric/criticalband/pns_norm",), ""),
+)}
+DEFAULT_BIASES = ("shape-bias", "spectral-bias", "critical-band-bw",
+                  "critical-band-cf", "critical-band-pns")
+
 #: what ``imagenetx shape-bias --published`` reports without ``--measure``
 DEFAULT_MEASURES = ("imagenet", "imagenet-a", "imagenet-r", "imagenet-v2",
                     "imagenet-sketch", "imagenet-c")
@@ -175,15 +222,16 @@ class PublishedModels:
             ImageNetXError: for a name that is neither, or a column without
                 a single value
         """
-        measure = MEASURES.get(name)
+        measure = MEASURES.get(name) or BIASES.get(name)
         if measure is None:
             if name == MODEL_COLUMN or name not in self.columns:
                 close = difflib.get_close_matches(
-                    name, list(MEASURES) + list(self.columns), n=3)
+                    name, list(MEASURES) + list(BIASES) + list(self.columns), n=3)
                 hint = f" (did you mean {', '.join(close)}?)" if close else ""
                 raise ImageNetXError(
                     f"Unknown published measure '{name}'{hint}: name one of "
-                    f"{', '.join(MEASURES)}, or a column of {BENCHMARK_CSV} such "
+                    f"{', '.join(MEASURES)}, {', '.join(BIASES)}, or a column of "
+                    f"{BENCHMARK_CSV} such "
                     "as top1_acc/fog_3 or metric/criticalband/bw_norm")
             unit = "%" if name.startswith("top1_acc/") else ""
             measure = Measure(name, name + (" [%]" if unit else ""), (name,), unit)
@@ -203,11 +251,7 @@ class PublishedModels:
             ImageNetXError: as :meth:`describe`, or when no model has a value
         """
         measure = self.describe(name)
-        values = np.stack([self.columns[c] for c in measure.columns])
-        finite = np.isfinite(values)
-        count = finite.sum(axis=0)
-        out = np.where(finite, values, 0.0).sum(axis=0) / np.maximum(count, 1)
-        out[count == 0] = math.nan
+        out = measure.reduce(np.stack([self.columns[c] for c in measure.columns]))
         if not np.isfinite(out).any():
             raise ImageNetXError(
                 f"No published model has a value of '{name}' in {self.source}: "

@@ -1,0 +1,17 @@
+"""ImageNet's out-of-distribution benchmarks read from their release
+folders: ImageNet-A and -R (200 classes each, scored by the argmax over
+them), ImageNet-Sketch, ImageNetV2 (three variants) and ImageNet-C
+(corruption x severity).
+
+-   :mod:`~imagenetx.benchmarks.ood.layouts`: the table of release layouts
+    and the folder walk
+-   :mod:`~imagenetx.benchmarks.ood.loaders`: a release folder -> a
+    FiftyOne dataset (the sample contract)
+-   :mod:`~imagenetx.benchmarks.ood.benchmark`: slicings and label spaces
+    for the analysis engine
+"""
+
+from imagenetx.benchmarks.ood.layouts import LAYOUTS, get_layout
+from imagenetx.benchmarks.ood.loaders import OODSummary, load_ood_dir
+
+__all__ = ["LAYOUTS", "OODSummary", "get_layout", "load_ood_dir"]

@@ -1,0 +1,80 @@
+"""The OOD benchmarks' analysis spec: one class, one instance per layout.
+
+Slicings: ``class`` (the ground truth's classes: the 200 of ImageNet-A/R,
+else the 1000), ImageNetV2's ``variant``, ImageNet-C's ``corruption`` and
+``severity``. Label spaces: ``class`` (the 1000-way top-1 is the true
+class) and, for ImageNet-A/R, ``subset`` (the default): the argmax over the
+benchmark's 200 classes of the stored logits, as the authors and timm's
+``validate.py`` score them, so ``imagenetx predict`` stores the logits on
+these datasets.
+"""
+
+from imagenetx.benchmarks.base import Benchmark, field_slicing
+from imagenetx.benchmarks.ood.layouts import CORRUPTIONS, SEVERITIES, Layout
+from imagenetx.classes.imagenet import class_table
+from imagenetx.classes.spaces import ClassSubset, ExactClass
+from imagenetx.errors import ImageNetXError
+from imagenetx.metrics.slicing import Slicing
+
+#: per slicing field, the default slicing and group slicing it implies
+_DEFAULTS = {(): ("class", None), ("variant",): ("variant", "variant"),
+             ("corruption", "severity"): ("corruption", "severity")}
+
+
+class OODBenchmark(Benchmark):
+    """An ImageNet OOD benchmark read from its release layout."""
+
+    def __init__(self, layout: Layout):
+        self.layout = layout
+        self.name = layout.benchmark
+        self.title = layout.title
+        self.default_slicing, self.group_slicing = _DEFAULTS[layout.fields]
+        self.default_label_space = "subset" if layout.subset else "class"
+        self.discovery_slicings = (*layout.fields, "class")
+        self.needs_logits = layout.subset is not None
+
+    def matches(self, samples, settings=None) -> bool:
+        # only the benchmark name in dataset.info says these: A/R/Sketch have
+        # no fields of their own, and a user's own `variant` or `corruption`
+        # field must not turn a dataset into ImageNetV2 or ImageNet-C
+        return False
+
+    def check_fields(self, samples, settings):
+        for path in (f"{settings.gt_field}.class_index", *self.layout.fields):
+            if not samples.has_field(path):
+                raise ImageNetXError(
+                    f"Dataset '{samples._dataset.name}' has no field '{path}' of the "
+                    f"{self.title} contract: load it with `imagenetx load "
+                    f"{self.layout.option} DIR`, or pass --gt-field")
+
+    def slicing_names(self, samples, settings):
+        return [*self.layout.fields, "class"]
+
+    def slicing(self, samples, settings, name):
+        if name == "class":
+            labels = class_table().labels
+            return Slicing("class", f"{settings.gt_field}.label",
+                           tuple(labels[i] for i in self.layout.classes), title="class")
+        if name == "corruption" and name in self.layout.fields:
+            present = set(samples.distinct("corruption"))
+            return Slicing(name, name, tuple(c for c in CORRUPTIONS if c in present),
+                           title="corruption")
+        if name == "severity" and name in self.layout.fields:
+            return Slicing(name, name, SEVERITIES, title="severity")
+        if name == "variant" and name in self.layout.fields:
+            return field_slicing(samples, "variant")
+        return None
+
+    def label_spaces(self, settings):
+        gt = f"{settings.gt_field}.class_index"
+        spaces = {"class": ExactClass(gt)}
+        if self.layout.subset:
+            spaces = {"subset": ClassSubset(ExactClass(gt), self.layout.classes, "subset"),
+                      **spaces}
+        return spaces
+
+    def base_view(self, samples, settings):
+        query = {f"{settings.gt_field}.class_index": {"$ne": None}}
+        for name in self.layout.fields:
+            query[name] = {"$ne": None}
+        return samples.match(query)

@@ -1,0 +1,344 @@
+"""The release folder layouts of the ImageNet OOD benchmarks, one table.
+
+Each :class:`Layout` says how a release names its class folders and which
+folder levels above them become slicing fields:
+
+=============== ===================================== =====================
+benchmark       folders                               slicing fields
+=============== ===================================== =====================
+ImageNet-A      ``<wnid>/<image>`` (200 classes)      (class)
+ImageNet-R      ``<wnid>/<image>`` (200 classes)      (class)
+ImageNet-Sketch ``<wnid>/<image>`` (1000 classes)     (class)
+ImageNetV2      ``[<variant folder>/]<0..999>/<image>`` ``variant``
+ImageNet-C      ``[<group>/]<corruption>/<severity>/<wnid>/<image>``
+                                                      ``corruption``,
+                                                      ``severity``
+=============== ===================================== =====================
+
+:func:`find_images` walks a folder in one layout and returns the images
+with their class and slicing values, or raises one error naming the
+folder, what was expected and, when the folder fits another layout, which
+option to use instead.
+"""
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from imagenetx.classes.imagenet import NUM_CLASSES, class_table
+from imagenetx.classes.ood import subset_indices
+from imagenetx.errors import ImageNetXError
+from imagenetx.options import V2_VARIANTS
+
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
+
+#: the 15 ImageNet-C corruptions, then the 4 extra ones of the release
+CORRUPTIONS = (
+    "gaussian_noise", "shot_noise", "impulse_noise",
+    "defocus_blur", "glass_blur", "motion_blur", "zoom_blur",
+    "snow", "frost", "fog", "brightness",
+    "contrast", "elastic_transform", "pixelate", "jpeg_compression",
+    "speckle_noise", "gaussian_blur", "spatter", "saturate",
+)
+SEVERITIES = (1, 2, 3, 4, 5)
+#: the folders the ImageNet-C tar files unpack into, around the corruptions
+CORRUPTION_GROUPS = ("noise", "blur", "weather", "digital", "extra")
+
+#: the release folder names that say ImageNetV2's variants
+_V2_PATTERNS = (
+    (re.compile(r"matched[-_]?frequency", re.I), "matched-frequency"),
+    (re.compile(r"threshold[-_]?0?\.?7", re.I), "threshold-0.7"),
+    (re.compile(r"top[-_]?images", re.I), "top-images"),
+)
+
+_WNID = re.compile(r"^n\d{8}$")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One benchmark's release layout.
+
+    Attributes:
+        kind: its short name (``a``, ``r``, ``sketch``, ``v2``, ``c``)
+        benchmark: the benchmark name in ``dataset.info`` (``imagenet_a``)
+        title: the display name
+        option: the ``imagenetx load`` option that reads it
+        folders: the folders under the release root, for messages
+        default_name: the dataset name when none is given
+        subset: the class subset its models are scored on, or None (1000)
+        fields: the slicing fields its folders give each sample
+        column: its accuracy column in Gavrikov & Keuper's ``benchmark.csv``
+    """
+
+    kind: str
+    benchmark: str
+    title: str
+    option: str
+    folders: str
+    default_name: str
+    subset: Optional[str] = None
+    fields: Tuple[str, ...] = ()
+    column: str = ""
+
+    @property
+    def classes(self) -> Tuple[int, ...]:
+        """The ImageNet-1k indices of its classes."""
+        return subset_indices(self.subset) if self.subset else tuple(range(NUM_CLASSES))
+
+
+LAYOUTS: Dict[str, Layout] = {lay.kind: lay for lay in (
+    Layout("a", "imagenet_a", "ImageNet-A", "--imagenet-a-dir", "<wnid>/<image>",
+           "imagenet-a", subset="imagenet_a", column="top1_acc/imagenet-a"),
+    Layout("r", "imagenet_r", "ImageNet-R", "--imagenet-r-dir", "<wnid>/<image>",
+           "imagenet-r", subset="imagenet_r", column="top1_acc/imagenet-r"),
+    Layout("sketch", "imagenet_sketch", "ImageNet-Sketch", "--imagenet-sketch-dir",
+           "<wnid>/<image>", "imagenet-sketch", column="top1_acc/imagenet-sketch"),
+    Layout("v2", "imagenet_v2", "ImageNetV2", "--imagenetv2-dir",
+           "[<variant folder>/]<class index 0..999>/<image>", "imagenet-v2",
+           fields=("variant",), column="top1_acc/imagenet-v2"),
+    Layout("c", "imagenet_c", "ImageNet-C", "--imagenet-c-dir",
+           "[<group>/]<corruption>/<severity 1..5>/<wnid>/<image>", "imagenet-c",
+           fields=("corruption", "severity"), column="top1_acc/imagenet-c"),
+)}
+
+
+def get_layout(kind: str) -> Layout:
+    """The layout of a kind (``a``, ``r``, ``sketch``, ``v2``, ``c``) or a
+    benchmark name (``imagenet_a``).
+
+    Raises:
+        ImageNetXError: for another name
+    """
+    for layout in LAYOUTS.values():
+        if kind in (layout.kind, layout.benchmark):
+            return layout
+    raise ImageNetXError(
+        f"Unknown OOD benchmark '{kind}': use one of {', '.join(LAYOUTS)}")
+
+
+@dataclass(frozen=True)
+class Image:
+    """One image found: its path, ImageNet-1k class and slicing values."""
+
+    path: str
+    class_index: int
+    values: Tuple = ()
+
+
+def _entries(folder: str):
+    return sorted((e for e in os.scandir(folder) if not e.name.startswith(".")),
+                  key=lambda e: e.name)
+
+
+def _subdirs(folder: str) -> List[str]:
+    return [e.name for e in _entries(folder) if e.is_dir()]
+
+
+def _images(folder: str) -> List[str]:
+    return [e.path for e in _entries(folder)
+            if e.is_file() and e.name.lower().endswith(IMAGE_EXTENSIONS)]
+
+
+def v2_variant(name: str) -> Optional[str]:
+    """The ImageNetV2 variant a folder name says
+    (``imagenetv2-matched-frequency-format-val`` -> ``matched-frequency``)."""
+    for pattern, variant in _V2_PATTERNS:
+        if pattern.search(name):
+            return variant
+    return None
+
+
+def _wnid_index() -> Dict[str, int]:
+    return {w: i for i, w in enumerate(class_table().wnids)}
+
+
+def _class_index_of(name: str) -> Optional[int]:
+    """The class index a folder name ``0``..``999`` says, else None."""
+    if name.isdigit() and str(int(name)) == name and int(name) < NUM_CLASSES:
+        return int(name)
+    return None
+
+
+def _looks_like(folder: str) -> Optional[str]:
+    """Which layout's option a folder (or its one child) seems to fit, for
+    the hint of an error."""
+    for root in (folder, *[os.path.join(folder, d) for d in _subdirs(folder)[:3]]):
+        names = _subdirs(root)
+        if not names:
+            continue
+        if any(n in CORRUPTIONS or n in CORRUPTION_GROUPS for n in names):
+            return LAYOUTS["c"].option
+        if any(v2_variant(n) for n in names) or all(_class_index_of(n) is not None for n in names):
+            return LAYOUTS["v2"].option
+        if all(_WNID.match(n) for n in names):
+            return "an option of a <wnid>/<image> layout (" + ", ".join(
+                lay.option for lay in LAYOUTS.values() if lay.folders == "<wnid>/<image>") + ")"
+    return None
+
+
+def _no_layout(layout: Layout, folder: str, found: str) -> ImageNetXError:
+    hint = _looks_like(folder)
+    if hint and layout.option not in hint:
+        fix = f"it fits another benchmark's layout: use {hint} instead"
+    else:
+        fix = f"pass the release folder to {layout.option}"
+    return ImageNetXError(
+        f"Folder '{folder}' is not in the {layout.title} release layout "
+        f"{layout.folders} ({found}): {fix}")
+
+
+def _class_folders(layout: Layout, folder: str, parse, what: str) -> List[Tuple[str, int]]:
+    """``(path, class index)`` of the class folders of ``folder``.
+
+    Raises:
+        ImageNetXError: for folders that are not classes of the benchmark
+    """
+    allowed = set(layout.classes)
+    out, unknown = [], []
+    for name in _subdirs(folder):
+        index = parse(name)
+        if index is None or index not in allowed:
+            unknown.append(name)
+        else:
+            out.append((os.path.join(folder, name), index))
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+        raise ImageNetXError(
+            f"Folder '{folder}' has {len(unknown)} folder(s) that are not "
+            f"{layout.title} classes ({shown}): its class folders are {what}, "
+            f"laid out as {layout.folders}; remove or rename those folders")
+    return out
+
+
+def _wnid_root(layout: Layout, folder: str) -> str:
+    """The folder holding the class folders: ``folder`` or its one child
+    (archives unpack into ``imagenet-a/``, ``sketch/``, ...)."""
+    names = _subdirs(folder)
+    if names and any(_WNID.match(n) for n in names):
+        return folder
+    if len(names) == 1 and any(_WNID.match(n) for n in _subdirs(os.path.join(folder, names[0]))):
+        return os.path.join(folder, names[0])
+    raise _no_layout(layout, folder, "no <wnid> class folders found")
+
+
+def _find_wnid(layout: Layout, folder: str) -> List[Image]:
+    wnids = _wnid_index()
+    what = ("the WordNet ids of its 200 classes" if layout.subset
+            else "ImageNet WordNet ids (n01440764, ...)")
+    root = _wnid_root(layout, folder)
+    return [Image(p, index) for path, index in
+            _class_folders(layout, root, wnids.get, what) for p in _images(path)]
+
+
+def _find_v2(layout: Layout, folder: str, variant: Optional[str]) -> List[Image]:
+    names = _subdirs(folder)
+    index_dirs = [n for n in names if _class_index_of(n) is not None]
+    if index_dirs:
+        roots = [(folder, variant or v2_variant(os.path.basename(os.path.normpath(folder))))]
+    else:
+        roots = [(os.path.join(folder, n), v2_variant(n)) for n in names if v2_variant(n)]
+        if not roots:
+            raise _no_layout(layout, folder, "no class index folders 0..999 and no "
+                                             "variant folder such as "
+                                             "imagenetv2-matched-frequency-format-val")
+        if variant is not None:
+            roots = [(p, v) for p, v in roots if v == variant]
+            if not roots:
+                raise ImageNetXError(
+                    f"Folder '{folder}' has no ImageNetV2 {variant} folder: pass "
+                    "another variant or the folder that holds it")
+    images = []
+    for root, found_variant in roots:
+        if found_variant is None:
+            raise ImageNetXError(
+                f"ImageNetV2 folder '{root}' does not say its variant: name it as "
+                "released (imagenetv2-matched-frequency-format-val, "
+                "imagenetv2-threshold0.7-format-val, imagenetv2-top-images-format-val) "
+                f"or pass the variant ({', '.join(V2_VARIANTS)})")
+        for path, index in _class_folders(layout, root, _class_index_of,
+                                          "class indices 0..999"):
+            images.extend(Image(p, index, (found_variant,)) for p in _images(path))
+    return images
+
+
+def _corruption_folders(layout: Layout, folder: str) -> List[Tuple[str, str]]:
+    """``(path, corruption)`` of the corruption folders, directly under
+    ``folder`` or under its group folders (``noise/``, ``blur/``, ...)."""
+    out, unknown = [], []
+    for name in _subdirs(folder):
+        path = os.path.join(folder, name)
+        if name in CORRUPTIONS:
+            out.append((path, name))
+        elif name in CORRUPTION_GROUPS:
+            for inner in _subdirs(path):
+                if inner in CORRUPTIONS:
+                    out.append((os.path.join(path, inner), inner))
+                else:
+                    unknown.append(f"{name}/{inner}")
+        else:
+            unknown.append(name)
+    if not out:
+        raise _no_layout(layout, folder, "no corruption folders such as gaussian_noise/")
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+        raise ImageNetXError(
+            f"Folder '{folder}' has folders that are not ImageNet-C corruptions "
+            f"({shown}): expected {', '.join(CORRUPTIONS[:3])}, ... laid out as "
+            f"{layout.folders}; remove or rename those folders")
+    return out
+
+
+def _find_c(layout: Layout, folder: str) -> List[Image]:
+    wnids = _wnid_index()
+    images = []
+    for path, corruption in _corruption_folders(layout, folder):
+        names = _subdirs(path)
+        bad = [n for n in names if n not in {str(s) for s in SEVERITIES}]
+        if bad or not names:
+            raise ImageNetXError(
+                f"ImageNet-C folder '{path}' holds {', '.join(bad[:5]) or 'no folders'} "
+                f"where severity folders 1..5 belong (laid out as {layout.folders})")
+        for severity in names:
+            for cpath, index in _class_folders(layout, os.path.join(path, severity),
+                                               wnids.get, "ImageNet WordNet ids"):
+                images.extend(Image(p, index, (corruption, int(severity)))
+                              for p in _images(cpath))
+    return images
+
+
+def find_images(layout: Layout, folder: str, variant: Optional[str] = None) -> List[Image]:
+    """The images of a release folder in ``layout``, sorted by path.
+
+    Args:
+        layout: the benchmark's layout
+        folder: the release folder (or, for ``<wnid>`` layouts, a folder
+            holding only it)
+        variant (None): ImageNetV2 only: the variant of a folder whose name
+            does not say it, or the one variant to read of several
+
+    Raises:
+        ImageNetXError: for a missing folder, a folder in none of the
+            layouts, folders that are not the benchmark's classes,
+            corruptions or severities, or no images
+    """
+    root = os.path.abspath(os.path.expanduser(folder))
+    if not os.path.isdir(root):
+        raise ImageNetXError(
+            f"{layout.title} folder '{folder}' does not exist: pass the release "
+            f"folder to {layout.option}, laid out as {layout.folders}")
+    if variant is not None and (layout.kind != "v2" or variant not in V2_VARIANTS):
+        raise ImageNetXError(
+            f"A variant applies to ImageNetV2 only and is one of {', '.join(V2_VARIANTS)}, "
+            f"not '{variant}'")
+    if layout.kind == "v2":
+        images = _find_v2(layout, root, variant)
+    elif layout.kind == "c":
+        images = _find_c(layout, root)
+    else:
+        images = _find_wnid(layout, root)
+    if not images:
+        raise ImageNetXError(
+            f"{layout.title} folder '{folder}' has class folders but no images "
+            f"({', '.join(IMAGE_EXTENSIONS)}) in them: expected {layout.folders}")
+    return sorted(images, key=lambda i: i.path)
