@@ -21,6 +21,7 @@ import fiftyone.core.utils as fou
 from pymongo.errors import DocumentTooLarge, OperationFailure
 
 from imagenetx.memory import gc_paused
+from imagenetx.store.datasets import all_slices
 
 
 #: how many reads :func:`read_columns` keeps
@@ -29,12 +30,14 @@ _CACHE: "OrderedDict[tuple, Dict[str, list]]" = OrderedDict()
 
 
 def _cache_key(view) -> tuple:
-    dataset = view._dataset
+    # all group slices of a grouped dataset: a write to any slice counts
+    dataset = all_slices(view._dataset)
     # a stage's serialized form carries a fresh uuid: compare what it does
     # a dataset serializes as its document; as a view, as its (no) stages
     stages = json.dumps([[s["_cls"], s["kwargs"]] for s in view.view()._serialize()],
                         sort_keys=True, default=str)
-    return (dataset.name, dataset.count(), str(dataset.max("last_modified_at")), stages)
+    return (view._dataset.name, dataset.count(), str(dataset.max("last_modified_at")),
+            stages)
 
 
 def read_columns(view, paths: Sequence[str], ids: bool = False,

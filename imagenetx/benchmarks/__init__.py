@@ -6,6 +6,7 @@ command line and report work on any of them.
 -   :mod:`~imagenetx.benchmarks.imagenet_x`: ImageNet-X factors
 -   :mod:`~imagenetx.benchmarks.imagenet_d`: ImageNet-D nuisances
 -   :mod:`~imagenetx.benchmarks.cue_conflict`: texture-shape cue conflict
+-   :mod:`~imagenetx.benchmarks.imagenet_e`: attribute edits, grouped
 -   :mod:`~imagenetx.benchmarks.base`: the generic benchmark, any dataset
     sliced by any categorical field
 """
@@ -18,9 +19,11 @@ def benchmarks() -> dict:
     from imagenetx.benchmarks.base import Benchmark
     from imagenetx.benchmarks.cue_conflict.benchmark import CueConflict
     from imagenetx.benchmarks.imagenet_d.benchmark import ImageNetD
+    from imagenetx.benchmarks.imagenet_e.benchmark import ImageNetE
     from imagenetx.benchmarks.imagenet_x.benchmark import ImageNetX
 
-    return {b.name: b for b in (ImageNetX(), ImageNetD(), CueConflict(), Benchmark())}
+    return {b.name: b for b in (ImageNetE(), ImageNetX(), ImageNetD(), CueConflict(),
+                                Benchmark())}
 
 
 def get_benchmark(samples, name: str = None, settings=None):

@@ -108,6 +108,7 @@ def tag_dataset(
     gt_field: str = DEFAULT_GT_FIELD,
     tag_prefix: str = DEFAULT_TAG_PREFIX,
     field_name: str = DEFAULT_FIELD,
+    by_stem: bool = False,
 ) -> TagSummary:
     """Attaches ImageNet-X to the samples of a dataset, matched by file name.
 
@@ -126,6 +127,9 @@ def tag_dataset(
         gt_field ("ground_truth"): the ``fo.Classification`` ground truth
         tag_prefix ("x:"): the prefix of the top-factor tags
         field_name ("imagenetx"): the embedded document field to write
+        by_stem (False): match by file stem whatever the extension, so
+            that edited copies of a val image (``ILSVRC2012_val_XXXXXXXX.png``)
+            get its annotations
 
     Returns:
         a :class:`TagSummary`
@@ -153,13 +157,15 @@ def tag_dataset(
     del rows
     ids = columns[0]  # ObjectIds
     names = [os.path.basename(p) for p in columns[1]]
+    if by_stem:
+        names = [os.path.splitext(n)[0] + ".JPEG" for n in names]
     tags = columns[2]
     gts = columns[3] if has_gt else [None] * len(ids)
     current = columns[-1] if has_field else [None] * len(ids)
 
     rows = _locate(names)  # (split, row) or None per sample
     annotated = [i for i, r in enumerate(rows) if r is not None]
-    summary = TagSummary(dataset.name, len(ids), len(annotated))
+    summary = TagSummary(dataset._dataset.name, len(ids), len(annotated))
     for i in annotated:
         split = rows[i][0]
         summary.by_split[split] = summary.by_split.get(split, 0) + 1
