@@ -253,8 +253,9 @@ def broken_pairs_view(samples, pred_field: str, slice_name: str,
     right = (pred >= 0) & (truth >= 0) & (pred == truth)
     answered = (pred >= 0) & (truth >= 0)
     broken = np.flatnonzero(right[:, 0] & answered[:, 1] & ~right[:, 1])
-    ids = [cols.group_ids[i] for i in broken]
-    return (all_slices(samples, [original, slice_name])
-            .match(F(f"{GROUP_FIELD}._id").is_in(ids))
-            .sort_by([(F(f"{GROUP_FIELD}._id"), 1),
+    ids = [str(cols.group_ids[i]) for i in broken]
+    # string ids: the view travels to the App as JSON
+    return (samples.select_groups(ids)
+            .select_group_slices([original, slice_name], _allow_mixed=True)
+            .sort_by([(f"{GROUP_FIELD}._id", 1),
                       (F(f"{GROUP_FIELD}.name") != original, 1)]))

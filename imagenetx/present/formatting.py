@@ -467,3 +467,20 @@ def format_paired(result: dict) -> str:
                     cells.append(_num(None if d is None else d * 100, "+.1f"))
                 lines.append(f"  {f:<17} " + " ".join(f"{c:>9}" for c in cells))
     return "\n".join(lines)
+
+
+def paired_factor_table(result: dict, model: str) -> str:
+    """A markdown table of one model's drop (points) per factor of the
+    source image (rows) and edited slice (columns)."""
+    m = result["models"][model]
+    slices = [s["slice"] for s in result["slices"]]
+    factors = list(next(iter(m["factors"].values()))) if m["factors"] else []
+    lines = ["| factor | " + " | ".join(slices) + " |",
+             "|---|" + "---:|" * len(slices)]
+    for f in factors:
+        cells = []
+        for s in slices:
+            d = m["factors"][s][f]
+            cells.append("-" if d["drop"] is None else f"{d['drop'] * 100:+.1f} ({d['n']})")
+        lines.append(f"| {f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
