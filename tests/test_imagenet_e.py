@@ -347,3 +347,16 @@ def test_unknown_slice_and_ungrouped_dataset(predicted, photos_dir):
         predict(plain, f"checkpoint:{LITE0}", "x", arch="efficientnet_lite0",
                 remap_by_position=True, slices=["ori"])
     assert not plain.has_field("x")
+
+
+def test_report_has_the_paired_section(predicted, tmp_path):
+    from imagenetx.present.report import write_report
+
+    summary = write_report(predicted, ["lite0"], str(tmp_path / "ie.html"))
+    page = (tmp_path / "ie.html").read_text()
+    assert "Edits against their originals" in page and "per ImageNet-X factor" in page
+    paired_csv = tmp_path / "ie_paired.csv"
+    assert str(paired_csv) in summary.csvs
+    lines = paired_csv.read_text().splitlines()
+    assert len(lines) == 1 + 3 + 3 * 16  # header, 3 slices, 3 x 16 factors
+    assert "Error ratio per variant" in page  # the unpaired per-slice accuracies
