@@ -7,6 +7,7 @@ from .cue_conflict import LoadCueConflict
 from .discovery import DiscoverSlices
 from .hub import LoadFromHub
 from .imagenet_d import LoadImageNetD
+from .imagenet_e import LoadImageNetE
 from .inference import RunModel
 from .predictions import ImportPredictions
 from .report import ExportReport
@@ -64,6 +65,7 @@ def register_operators(plugin):
     plugin.register(RunModel)
     plugin.register(LoadFromHub)
     plugin.register(LoadImageNetD)
+    plugin.register(LoadImageNetE)
     plugin.register(LoadCueConflict)
     plugin.register(ShowMistakes)
     plugin.register(DiscoverSlices)

@@ -360,3 +360,17 @@ def test_report_has_the_paired_section(predicted, tmp_path):
     lines = paired_csv.read_text().splitlines()
     assert len(lines) == 1 + 3 + 3 * 16  # header, 3 slices, 3 x 16 factors
     assert "Error ratio per variant" in page  # the unpaired per-slice accuracies
+
+
+def test_load_operator_opens_the_grouped_dataset(release):
+    import fiftyone.operators as foo
+
+    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+
+    install_plugin()
+    result = foo.execute_operator(
+        f"{PLUGIN_NAME}/load_imagenet_e",
+        ctx={"params": {"release_dir": str(release), "name": "ie-op"}})
+    assert result.error is None, result.error
+    assert (result.result["samples"], result.result["groups"]) == (12, 3)
+    assert fo.load_dataset("ie-op").media_type == "group"

@@ -105,7 +105,8 @@ class _Columns:
     factors: Optional[list] = None  # the originals' factor values, per group
 
 
-def _read(samples, pred_fields, slices, original, gt_field, factor_path=None) -> _Columns:
+def _read(samples, pred_fields, slices, gt_field, factor_path=None) -> _Columns:
+    """Reads the slices (the original first) in one query."""
     group_path, slice_path = f"{GROUP_FIELD}._id", f"{GROUP_FIELD}.name"
     gt_path = f"{gt_field}.class_index"
     paths = [group_path, slice_path, gt_path, EDIT_FIELD, LEVEL_FIELD,
@@ -133,9 +134,9 @@ def _read(samples, pred_fields, slices, original, gt_field, factor_path=None) ->
                    {f: matrix(cols[f"{f}.class_index"]) for f in pred_fields}, edits)
     if factor_path:
         factors = [None] * len(uniq)
-        is_original = s_idx == 0
-        for g, value in zip(inverse[is_original], np.array(cols[factor_path], dtype=object)[is_original]):
-            factors[g] = value
+        for g, s, value in zip(inverse.tolist(), s_idx.tolist(), cols[factor_path]):
+            if s == 0:
+                factors[g] = value
         out.factors = factors
     return out
 
@@ -207,7 +208,7 @@ def paired_scores(samples, pred_fields: Sequence[str], slices: Sequence[str] = N
                 f"Dataset '{samples._dataset.name}' has no ImageNet-X field "
                 f"'{factor_path}': run `imagenetx tag --dataset "
                 f"{samples._dataset.name}` first, or leave out --by-factor")
-    cols = _read(samples, fields, [original, *edited], original, gt_field, factor_path)
+    cols = _read(samples, fields, [original, *edited], gt_field, factor_path)
     membership = None
     if by_factor:
         slicing = Slicing(factor_slicing, factor_path, FACTORS,
@@ -248,7 +249,7 @@ def broken_pairs_view(samples, pred_field: str, slice_name: str,
     check_slices(samples, [slice_name], original)
     if slice_name == original:
         raise ImageNetXError(f"'{original}' is the original: pick an edited slice")
-    cols = _read(samples, [pred_field], [original, slice_name], original, gt_field)
+    cols = _read(samples, [pred_field], [original, slice_name], gt_field)
     pred, truth = cols.preds[pred_field], cols.truth
     right = (pred >= 0) & (truth >= 0) & (pred == truth)
     answered = (pred >= 0) & (truth >= 0)
