@@ -155,7 +155,7 @@ class ImageNetXPanel(foo.Panel):
             error_ratio_chart,
             shape_bias_chart,
         )
-        from imagenetx.store.datasets import all_slices
+        from imagenetx.analysis.columns import dataset_version
         from imagenetx.store.schema import prediction_fields
 
         state = ctx.panel.state
@@ -192,8 +192,7 @@ class ImageNetXPanel(foo.Panel):
         # per view, settings, fields and dataset version (both answered from
         # indexes: a filtered view's own max would scan it)
         key = json.dumps([_signature(view), _settings(ctx), _chart(ctx), chosen,
-                          all_slices(ctx.dataset).count(),
-                          str(all_slices(ctx.dataset).max("last_modified_at"))])
+                          *dataset_version(ctx.dataset)])
         if state.status == "ok" and state.get("computed_for") == key:
             return
         try:

@@ -105,21 +105,23 @@ class _Columns:
     factors: Optional[list] = None  # the originals' factor values, per group
 
 
+def _group_keys(ids: list) -> np.ndarray:
+    """ObjectIds as 12-byte strings: numpy sorts those in C."""
+    return np.frombuffer(b"".join(i.binary for i in ids), dtype="S12")
+
+
 def _read(samples, pred_fields, slices, gt_field, factor_path=None) -> _Columns:
-    """Reads the slices (the original first) in one query."""
+    """Reads the slices (the original first) in one query; the originals'
+    factors, when asked for, in a second, smaller one."""
     group_path, slice_path = f"{GROUP_FIELD}._id", f"{GROUP_FIELD}.name"
     gt_path = f"{gt_field}.class_index"
-    paths = [group_path, slice_path, gt_path, EDIT_FIELD, LEVEL_FIELD,
-             *(f"{f}.class_index" for f in pred_fields)]
-    if factor_path:
-        paths.append(factor_path)
+    paths = [group_path, slice_path, gt_path, *(f"{f}.class_index" for f in pred_fields)]
     cols = read_columns(all_slices(samples, slices), paths)
-    keys = [str(g) for g in cols[group_path]]
-    uniq, first, inverse = np.unique(np.array(keys, dtype=object), return_index=True,
+    uniq, first, inverse = np.unique(_group_keys(cols[group_path]), return_index=True,
                                      return_inverse=True)
+    names, name_idx = np.unique(np.array(cols[slice_path], dtype=str), return_inverse=True)
     col_of = {s: i for i, s in enumerate(slices)}
-    s_idx = np.fromiter((col_of.get(s, -1) for s in cols[slice_path]), dtype=np.int64,
-                        count=len(keys))
+    s_idx = np.array([col_of.get(n, -1) for n in names], dtype=np.int64)[name_idx]
     shape = (len(uniq), len(slices))
 
     def matrix(values):
@@ -127,15 +129,20 @@ def _read(samples, pred_fields, slices, gt_field, factor_path=None) -> _Columns:
         out[inverse, s_idx] = int_column(values)
         return out
 
+    # one (edit, level) per slice, by the contract: one indexed lookup each
+    coll = samples._dataset._sample_collection
     edits = {}
-    for s, e, lvl in zip(cols[slice_path], cols[EDIT_FIELD], cols[LEVEL_FIELD]):
-        edits.setdefault(s, (e, lvl))
+    for s in slices:
+        doc = coll.find_one({slice_path: s}, projection={EDIT_FIELD: 1, LEVEL_FIELD: 1})
+        edits[s] = (doc.get(EDIT_FIELD), doc.get(LEVEL_FIELD)) if doc else (None, None)
     out = _Columns([cols[group_path][i] for i in first], slices, matrix(cols[gt_path]),
                    {f: matrix(cols[f"{f}.class_index"]) for f in pred_fields}, edits)
     if factor_path:
+        originals = read_columns(all_slices(samples, slices[:1]), [group_path, factor_path])
         factors = [None] * len(uniq)
-        for g, s, value in zip(inverse.tolist(), s_idx.tolist(), cols[factor_path]):
-            if s == 0:
+        if originals[group_path]:
+            rows = np.searchsorted(uniq, _group_keys(originals[group_path]))
+            for g, value in zip(rows.tolist(), originals[factor_path]):
                 factors[g] = value
         out.factors = factors
     return out

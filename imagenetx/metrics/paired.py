@@ -34,7 +34,6 @@ from imagenetx.metrics.stats import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
     INTERVAL_LEVEL,
-    _nan_quantiles,
     holm,
     mcnemar_counts,
     to_json,
@@ -198,7 +197,7 @@ def drop_interval(n: int, broken: int, fixed: int,
     # the multinomial of (broken, fixed, rest) by the chain rule
     draw_broken = rng.binomial(n, broken / n, size=resamples)
     draw_fixed = rng.binomial(n - draw_broken, fixed / max(n - broken, 1))
-    drops = ((draw_broken - draw_fixed) / n).astype(np.float64)
+    drops = (draw_broken - draw_fixed) / n
     tail = (1 - level) / 2
-    low, high = _nan_quantiles(drops[:, None], tail, 1 - tail)
-    return float(low[0]), float(high[0])
+    low, high = np.quantile(drops, [tail, 1 - tail])
+    return float(low), float(high)
