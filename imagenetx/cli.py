@@ -113,6 +113,9 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tag", help="attach ImageNet-X to an existing dataset by file name")
     p.add_argument("--dataset", required=True)
     p.add_argument("--tag-prefix", default="x:")
+    p.add_argument("--by-stem", action="store_true",
+                   help="match by file stem whatever the extension (edited copies of val "
+                        "images, ILSVRC2012_val_XXXXXXXX.png)")
     _add_common(p)
 
     p = sub.add_parser("load", help="build a dataset from a local folder or the Hub, then tag it "
@@ -332,7 +335,7 @@ def _run(args) -> int:
         from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
 
         print(tag_dataset(args.dataset, gt_field=args.gt_field,
-                          tag_prefix=args.tag_prefix))
+                          tag_prefix=args.tag_prefix, by_stem=args.by_stem))
         return 0
 
     if args.command == "load":

@@ -143,6 +143,12 @@ def test_cli_loads_and_refuses_an_existing_name(release, capsys):
     assert main(["load", "--imagenet-e-dir", str(release), "--name", "ie-cli"]) == 2
     assert "already exists" in capsys.readouterr().err
     assert len(all_slices(fo.load_dataset("ie-cli"))) == 12
+    # tagging again, every slice by stem, changes nothing; by name, only the JPEGs match
+    assert main(["tag", "--dataset", "ie-cli", "--by-stem"]) == 0
+    assert "12 samples, 12 with ImageNet-X annotations" in capsys.readouterr().out
+    assert main(["tag", "--dataset", "ie-cli"]) == 0
+    out = capsys.readouterr().out
+    assert "12 samples, 3 with ImageNet-X annotations" in out and "0 samples updated" in out
 
 
 # -- predictions and paired scores --------------------------------------------

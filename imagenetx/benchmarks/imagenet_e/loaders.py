@@ -33,7 +33,7 @@ from imagenetx.benchmarks.imagenet_e.contract import (
 from imagenetx.classes.imagenet import class_table
 from imagenetx.errors import ImageNetXError
 from imagenetx.store.bulk import chunked, write_raw
-from imagenetx.store.datasets import all_slices, check_new_dataset_name, make_dataset
+from imagenetx.store.datasets import check_new_dataset_name, make_dataset
 from imagenetx.store.schema import declare_classification, raw_classification
 
 DEFAULT_NAME = "imagenet-e"
@@ -236,7 +236,7 @@ def load_imagenet_e(
             (fo.Sample(filepath=path, **{GROUP_FIELD: groups[stem].element(v)})
              for v, stem, path in rows), num_samples=len(rows))
         _write_contract(dataset, ids, rows, release.labels, gt_field)
-        tagged = tag_dataset(all_slices(dataset), gt_field=gt_field, by_stem=True)
+        tagged = tag_dataset(dataset, gt_field=gt_field, by_stem=True)
     except BaseException:
         fo.delete_dataset(name)
         raise

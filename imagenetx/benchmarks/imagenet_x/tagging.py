@@ -26,7 +26,7 @@ from fiftyone.core.expressions import ViewExpression
 import numpy as np
 from imagenetx.benchmarks.imagenet_x import annotations as anno
 from imagenetx.store.bulk import chunked, write_raw
-from imagenetx.store.datasets import get_dataset
+from imagenetx.store.datasets import all_slices, get_dataset
 from imagenetx.errors import ImageNetXError
 from imagenetx.classes.imagenet import class_table
 from imagenetx.benchmarks.imagenet_x.factors import FACTORS
@@ -113,7 +113,8 @@ def tag_dataset(
     """Attaches ImageNet-X to the samples of a dataset, matched by file name.
 
     Samples whose file name (``ILSVRC2012_val_XXXXXXXX.JPEG`` or
-    ``nXXXXXXXX_NNNN.JPEG``) has an ImageNet-X annotation get ground truth
+    ``nXXXXXXXX_NNNN.JPEG``) has an ImageNet-X annotation (on a grouped
+    dataset: the samples of all its group slices) get ground truth
     where missing (existing labels are mapped to class indices, whatever
     scheme they use), an ``x:<factor>`` tag and the ``imagenetx`` field.
     Other samples are counted and keep their tags and fields, except labels
@@ -138,7 +139,8 @@ def tag_dataset(
         ImageNetXError: before anything is written, if the ground truth
             field is not a classification or holds unmappable labels
     """
-    dataset = get_dataset(dataset)
+    # every group slice of a grouped dataset (e.g. an original and its edits)
+    dataset = all_slices(get_dataset(dataset))
     check_field_type(dataset, gt_field, fo.Classification, "--gt-field")
     check_field_type(dataset, field_name, fo.DynamicEmbeddedDocument, "--field")
     if not tag_prefix:
