@@ -5,8 +5,8 @@ source image.
 Works on any grouped collection that follows the contract of
 :mod:`imagenetx.benchmarks.imagenet_e.contract` (ImageNet-E, the editor's
 outputs). One query reads the group, slice, ground truth and every
-prediction field of the chosen slices; the arithmetic is
-:mod:`imagenetx.metrics.paired`.
+prediction field of the chosen slices (a second, the originals' ImageNet-X
+factors, when asked for); the arithmetic is :mod:`imagenetx.metrics.paired`.
 """
 
 from dataclasses import dataclass, field as dc_field
