@@ -39,3 +39,4 @@ perf: install-test
 	$(PYTHON) perf/discovery.py
 	$(PYTHON) perf/critical_band.py
 	$(PYTHON) perf/ood_load.py
+	$(PYTHON) perf/paired.py

@@ -146,6 +146,9 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tag", help="attach ImageNet-X to an existing dataset by file name")
     p.add_argument("--dataset", required=True)
     p.add_argument("--tag-prefix", default="x:")
+    p.add_argument("--by-stem", action="store_true",
+                   help="match by file stem whatever the extension (edited copies of val "
+                        "images, ILSVRC2012_val_XXXXXXXX.png)")
     _add_common(p)
 
     p = sub.add_parser("load", help="build a dataset from a local folder or the Hub, then tag it "
@@ -160,6 +163,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="a Hugging Face Hub dataset, ORG/NAME (ImageNet-D repos are converted)")
     src.add_argument("--imagenet-d-dir", metavar="DIR",
                      help="the ImageNet-D release folder (background/, texture/, material/)")
+    src.add_argument("--imagenet-e-dir", metavar="DIR",
+                     help="the ImageNet-E release folder (labels.txt, ori/, 20_adv/, 01/, "
+                          "...): a grouped dataset, one group per source image")
     _add_ood_sources(src)
     p.add_argument("--variant", choices=V2_VARIANTS,
                    help="--imagenetv2-dir: the variant of a folder whose name does not say "
@@ -190,6 +196,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="predict samples that already have a prediction too")
     p.add_argument("--random-weights", action="store_true",
                    help="skip the pretrained weights (throughput tests only)")
+    p.add_argument("--slices", metavar="A,B",
+                   help="grouped datasets: predict only these group slices (default: all)")
     _add_common(p)
 
     p = sub.add_parser("import-predictions",
@@ -315,6 +323,19 @@ def _parser() -> argparse.ArgumentParser:
                    help="a local copy of the authors' results/ folder")
     _add_output(p, csv="print the trend table as CSV")
 
+    p = sub.add_parser("paired", help="grouped datasets of edits (ImageNet-E): each slice "
+                                      "against the same groups' originals")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--pred-field", dest="pred_fields", nargs="+", required=True, metavar="F")
+    p.add_argument("--slices", metavar="A,B", help="the edited slices to score (default: all)")
+    p.add_argument("--by-factor", action="store_true",
+                   help="also per ImageNet-X factor of the source image")
+    p.add_argument("--factor-slicing", choices=["factors", "top_factor"], default="factors",
+                   help="--by-factor: all of an image's factors (default) or its top factor")
+    p.add_argument("--no-intervals", action="store_true", help="skip the bootstrap intervals")
+    _add_output(p)
+    _add_common(p)
+
     p = sub.add_parser("report", help="write an HTML report of error ratios, tables as CSV")
     p.add_argument("--dataset", required=True)
     p.add_argument("--pred-field", dest="pred_fields", nargs="+", required=True, metavar="F")
@@ -377,7 +398,7 @@ def _run(args) -> int:
         from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
 
         print(tag_dataset(args.dataset, gt_field=args.gt_field,
-                          tag_prefix=args.tag_prefix))
+                          tag_prefix=args.tag_prefix, by_stem=args.by_stem))
         return 0
 
     if args.command == "load":
@@ -385,12 +406,14 @@ def _run(args) -> int:
         from imagenetx.errors import ImageNetXError
 
         ood = _ood_source(args)
-        sources_given = [args.benchmark, args.imagenet_dir, args.hub, args.imagenet_d_dir, ood]
+        sources_given = [args.benchmark, args.imagenet_dir, args.hub, args.imagenet_d_dir,
+                         args.imagenet_e_dir, ood]
         if sum(x is not None for x in sources_given) != 1:
             raise ImageNetXError(
                 "Name one source: cue-conflict, --imagenet-dir DIR, --hub REPO_ID, "
-                "--imagenet-d-dir DIR or an OOD release folder (--imagenet-a-dir, "
-                "--imagenet-r-dir, --imagenet-sketch-dir, --imagenetv2-dir, --imagenet-c-dir)")
+                "--imagenet-d-dir DIR, --imagenet-e-dir DIR or an OOD release folder "
+                "(--imagenet-a-dir, --imagenet-r-dir, --imagenet-sketch-dir, --imagenetv2-dir, "
+                "--imagenet-c-dir)")
         if args.dir and not args.benchmark:
             raise ImageNetXError("--dir applies to `load cue-conflict` only")
         if args.variant and not (ood and ood[0] == "v2"):
@@ -412,6 +435,15 @@ def _run(args) -> int:
                     "--split and --max-samples do not apply to cue-conflict")
             dataset, summary = load_cue_conflict(
                 args.dir, name=args.name, overwrite=args.overwrite,
+                gt_field=args.gt_field)
+        elif args.imagenet_e_dir:
+            from imagenetx.benchmarks.imagenet_e import load_imagenet_e
+
+            if args.max_samples is not None or args.split:
+                raise ImageNetXError(
+                    "--split and --max-samples do not apply to --imagenet-e-dir")
+            dataset, summary = load_imagenet_e(
+                args.imagenet_e_dir, name=args.name, overwrite=args.overwrite,
                 gt_field=args.gt_field)
         elif args.imagenet_d_dir:
             from imagenetx.benchmarks.imagenet_d import load_imagenet_d_dir
@@ -446,7 +478,8 @@ def _run(args) -> int:
             device=args.device, amp=args.amp, compile=args.compile,
             logits=args.logits, limit=args.limit, overwrite=args.overwrite,
             gt_field=args.gt_field, pretrained=not args.random_weights,
-            remap_by_position=args.remap_by_position))
+            remap_by_position=args.remap_by_position,
+            slices=args.slices.split(",") if args.slices else None))
         return 0
 
     if args.command == "import-predictions":
@@ -529,6 +562,17 @@ def _run(args) -> int:
                                 intervals=not args.no_intervals,
                                 **_settings(args)).to_dict()
         return _print_result(args, result, format_ratios, ratios_csv)
+
+    if args.command == "paired":
+        from imagenetx.analysis.paired import paired_scores
+        from imagenetx.present.formatting import format_paired, paired_csv
+
+        result = paired_scores(
+            args.dataset, args.pred_fields,
+            slices=args.slices.split(",") if args.slices else None,
+            by_factor=args.by_factor, factor_slicing=args.factor_slicing,
+            gt_field=args.gt_field, intervals=not args.no_intervals).to_dict()
+        return _print_result(args, result, format_paired, paired_csv)
 
     if args.command == "context":
         from imagenetx.analysis.context import reference_cloud

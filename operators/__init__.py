@@ -7,6 +7,7 @@ from .cue_conflict import LoadCueConflict
 from .discovery import DiscoverSlices
 from .hub import LoadFromHub
 from .imagenet_d import LoadImageNetD
+from .imagenet_e import LoadImageNetE
 from .inference import RunModel
 from .ood import LoadOOD
 from .predictions import ImportPredictions
@@ -65,6 +66,7 @@ def register_operators(plugin):
     plugin.register(RunModel)
     plugin.register(LoadFromHub)
     plugin.register(LoadImageNetD)
+    plugin.register(LoadImageNetE)
     plugin.register(LoadCueConflict)
     plugin.register(LoadOOD)
     plugin.register(ShowMistakes)

@@ -5,7 +5,10 @@ dataset it opens on the shape-bias plot instead; a click on a marker shows
 that model's texture-driven decisions in that category. On ImageNet-X, the
 "published models" chart is the paper's Figure 4 with the fields among the
 ImageNet testbed's models; a click on a field's point shows its mistakes on
-that factor."""
+that factor. On a grouped dataset of edits (ImageNet-E, the editor's
+outputs), the "edits (paired)" chart shows each edit's top-1 drop against the
+same groups' originals; a click on a bar shows the pairs whose original the
+model gets right and whose edit it gets wrong."""
 
 import json
 
@@ -21,9 +24,11 @@ ALL = "all"
 SHOW = "show."
 CONTROLS = "controls."
 ERROR_RATIOS, SHAPE_BIAS, PUBLISHED = "error ratios", "shape bias", "published models"
+PAIRED = "edits (paired)"
 #: the charts a benchmark offers beside the error ratios, the first the default
 CHARTS = {"cue_conflict": (SHAPE_BIAS, ERROR_RATIOS),
-          "imagenet_x": (ERROR_RATIOS, PUBLISHED)}
+          "imagenet_x": (ERROR_RATIOS, PUBLISHED),
+          "imagenet_e": (PAIRED, ERROR_RATIOS)}
 #: the published models of the Figure 4 chart
 CONTEXT_GROUPS = ("imagenet_testbed",)
 
@@ -82,6 +87,9 @@ class ImageNetXPanel(foo.Panel):
         field = ctx.params.get("trace")
         # Figure 4: a field's point carries its factor as its plotly id
         value = ctx.params.get({SHAPE_BIAS: "y", PUBLISHED: "id"}.get(chart, "x"))
+        if chart == PAIRED:
+            self._click_paired(ctx, field, value)
+            return
         available = ctx.panel.state.get("available") or []
         if not field or value is None or field not in available:
             return  # the humans, a published model, a trend line
@@ -107,6 +115,28 @@ class ImageNetXPanel(foo.Panel):
         }
         ctx.ops.set_view(view)
 
+    def _click_paired(self, ctx, field, slice_name):
+        from imagenetx.analysis.paired import broken_pairs_view
+        from imagenetx.errors import ImageNetXError
+
+        if not field or slice_name is None or field not in (ctx.panel.state.get("available") or []):
+            return
+        drill = ctx.panel.state.drill
+        base = _rebuild(ctx, drill["base"]) if drill else ctx.view
+        try:
+            view = broken_pairs_view(base, field, slice_name)
+        except ImageNetXError as e:
+            ctx.panel.state.set({"status": "error", "message": str(e)})
+            return
+        ctx.panel.state.drill = {
+            "field": field, "slice": slice_name, "title": "edit",
+            "what": "gets right on the original and wrong on the edit (each pair: "
+                    "original, then edit)",
+            "count": len(view) // 2, "unit": "groups",
+            "base": base._serialize(), "signature": _signature(view),
+        }
+        ctx.ops.set_view(view)
+
     def back(self, ctx):
         drill = ctx.panel.state.drill
         ctx.panel.state.drill = None
@@ -125,6 +155,7 @@ class ImageNetXPanel(foo.Panel):
             error_ratio_chart,
             shape_bias_chart,
         )
+        from imagenetx.analysis.columns import dataset_version
         from imagenetx.store.schema import prediction_fields
 
         state = ctx.panel.state
@@ -161,12 +192,19 @@ class ImageNetXPanel(foo.Panel):
         # per view, settings, fields and dataset version (both answered from
         # indexes: a filtered view's own max would scan it)
         key = json.dumps([_signature(view), _settings(ctx), _chart(ctx), chosen,
-                          ctx.dataset.count(),
-                          str(ctx.dataset.max("last_modified_at"))])
+                          *dataset_version(ctx.dataset)])
         if state.status == "ok" and state.get("computed_for") == key:
             return
         try:
-            if _chart(ctx) == SHAPE_BIAS:
+            if _chart(ctx) == PAIRED:
+                from imagenetx.analysis.paired import paired_scores
+                from imagenetx.present.figures import paired_chart
+
+                result = paired_scores(view, chosen, by_factor=view.has_field(
+                    "imagenetx.factors")).to_dict()
+                traces, layout = paired_chart(result)
+                summary, title = _paired_summary(result), "edit"
+            elif _chart(ctx) == SHAPE_BIAS:
                 result = shape_bias(view, chosen).to_dict()
                 traces, layout = shape_bias_chart(result)
                 summary, title = _shape_bias_summary(result), "shape category"
@@ -251,8 +289,8 @@ class ImageNetXPanel(foo.Panel):
         for name, values, label in dropdowns:
             if name == "real_mode" and state.get(CONTROLS + "correct") != "real":
                 continue
-            if name != "chart" and _chart(ctx) == SHAPE_BIAS:
-                continue  # shape bias has its own slicing and label spaces
+            if name != "chart" and _chart(ctx) in (SHAPE_BIAS, PAIRED):
+                continue  # these charts have their own slicing and label spaces
             choices = types.DropdownView(label=label)
             for value in values:
                 choices.add_choice(value, label=value)
@@ -270,7 +308,7 @@ class ImageNetXPanel(foo.Panel):
         if drill:
             row = panel.h_stack("drill", gap=2, align_y="center")
             row.md(
-                f"Showing the **{drill['count']:,}** samples of "
+                f"Showing the **{drill['count']:,}** {drill.get('unit', 'samples')} of "
                 f"{drill.get('title', 'slice')} **{drill['slice']}** that "
                 f"**{drill['field']}** {drill.get('what', 'gets wrong')}.",
                 name="text",
@@ -280,6 +318,10 @@ class ImageNetXPanel(foo.Panel):
         elif _chart(ctx) == SHAPE_BIAS:
             panel.md("Click a marker to show the images of that category that "
                      "the model decided by their texture.", name="hint")
+        elif _chart(ctx) == PAIRED:
+            panel.md("Bars: top-1 drop of each edit against the same images' "
+                     "originals. Click a bar to show the pairs whose original the "
+                     "model gets right and whose edit it gets wrong.", name="hint")
         elif _chart(ctx) == PUBLISHED:
             panel.md("Grey: the ImageNet testbed's published models (hover: "
                      "name). Click a field's point to show its mistakes on "
@@ -363,6 +405,26 @@ def _shape_bias_summary(result: dict) -> str:
     if result.get("humans"):
         lines.append(f"- **humans** (pooled, {len(result['humans']['fields'])} "
                      f"observers): {_fmt(result['humans']['shape_bias'])}")
+    return "\n".join(lines)
+
+
+def _paired_summary(result: dict) -> str:
+    """Per field: the worst edit, then the drop per factor of the source
+    image and edit as a markdown table (when the dataset has factors)."""
+    from imagenetx.present.formatting import paired_factor_table
+
+    lines = []
+    for field, model in result["models"].items():
+        rows = [(s, r) for s, r in model["slices"].items() if r["drop"] is not None]
+        if not rows:
+            continue
+        worst, r = max(rows, key=lambda sr: sr[1]["drop"])
+        lines.append(f"- **{field}**: worst edit **{worst}**, top-1 {_fmt(r['top1_original'])} "
+                     f"-> {_fmt(r['top1'])} on {r['n']:,} pairs, flip rate "
+                     f"{_fmt(r['flip_rate'])}")
+        if model["factors"]:
+            lines += ["", f"Drop (points) of **{field}** per factor of the source image:",
+                      "", paired_factor_table(result, field), ""]
     return "\n".join(lines)
 
 

@@ -28,13 +28,26 @@ CACHE_SIZE = 4
 _CACHE: "OrderedDict[tuple, Dict[str, list]]" = OrderedDict()
 
 
+def dataset_version(dataset) -> tuple:
+    """``(sample count, latest last_modified_at)`` of a dataset, both
+    answered from indexes; on a grouped dataset over all its group slices
+    (a write to any slice counts), which FiftyOne's ``count()`` and
+    ``max()`` on it would not see."""
+    if dataset.media_type != "group":
+        return dataset.count(), str(dataset.max("last_modified_at"))
+    coll = dataset._sample_collection
+    last = coll.find_one({}, sort=[("last_modified_at", -1)],
+                         projection={"last_modified_at": 1})
+    return coll.estimated_document_count(), str(last and last["last_modified_at"])
+
+
 def _cache_key(view) -> tuple:
     dataset = view._dataset
     # a stage's serialized form carries a fresh uuid: compare what it does
     # a dataset serializes as its document; as a view, as its (no) stages
     stages = json.dumps([[s["_cls"], s["kwargs"]] for s in view.view()._serialize()],
                         sort_keys=True, default=str)
-    return (dataset.name, dataset.count(), str(dataset.max("last_modified_at")), stages)
+    return (dataset.name, *dataset_version(dataset), stages)
 
 
 def read_columns(view, paths: Sequence[str], ids: bool = False,

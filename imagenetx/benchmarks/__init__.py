@@ -6,6 +6,7 @@ command line and report work on any of them.
 -   :mod:`~imagenetx.benchmarks.imagenet_x`: ImageNet-X factors
 -   :mod:`~imagenetx.benchmarks.imagenet_d`: ImageNet-D nuisances
 -   :mod:`~imagenetx.benchmarks.cue_conflict`: texture-shape cue conflict
+-   :mod:`~imagenetx.benchmarks.imagenet_e`: attribute edits, grouped
 -   :mod:`~imagenetx.benchmarks.ood`: ImageNet-A, -R, -Sketch, V2 and -C
     from their release folders
 -   :mod:`~imagenetx.benchmarks.base`: the generic benchmark, any dataset
@@ -20,12 +21,14 @@ def benchmarks() -> dict:
     from imagenetx.benchmarks.base import Benchmark
     from imagenetx.benchmarks.cue_conflict.benchmark import CueConflict
     from imagenetx.benchmarks.imagenet_d.benchmark import ImageNetD
+    from imagenetx.benchmarks.imagenet_e.benchmark import ImageNetE
     from imagenetx.benchmarks.imagenet_x.benchmark import ImageNetX
     from imagenetx.benchmarks.ood.benchmark import OODBenchmark
     from imagenetx.benchmarks.ood.layouts import LAYOUTS
 
     ood = tuple(OODBenchmark(layout) for layout in LAYOUTS.values())
-    return {b.name: b for b in (ImageNetX(), ImageNetD(), CueConflict(), *ood, Benchmark())}
+    return {b.name: b for b in (ImageNetE(), ImageNetX(), ImageNetD(), CueConflict(), *ood,
+                                Benchmark())}
 
 
 def get_benchmark(samples, name: str = None, settings=None):

@@ -26,7 +26,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, field as dc_field
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import fiftyone as fo
 import fiftyone.core.utils as fou
@@ -37,7 +37,7 @@ from torch.utils.data import default_collate
 from imagenetx.benchmarks import get_benchmark
 from imagenetx.classes.decisions import Decisions
 from imagenetx.store.bulk import write_raw
-from imagenetx.store.datasets import get_dataset
+from imagenetx.store.datasets import all_slices, get_dataset
 from imagenetx.store.evaluation import evaluate_predictions
 from imagenetx.errors import ImageNetXError
 from imagenetx.classes.imagenet import class_table
@@ -128,6 +128,7 @@ def predict(
     pretrained: bool = True,
     remap_by_position: bool = False,
     progress=None,
+    slices: Optional[Sequence[str]] = None,
 ) -> PredictSummary:
     """Predicts the ImageNet class of the samples' images.
 
@@ -158,6 +159,8 @@ def predict(
         progress (None): whether to render a progress bar (True/False), use
             ``fo.config.show_progress_bars`` (None), or a callback that
             receives a ``fiftyone.core.utils.ProgressBar``
+        slices (None): on a grouped dataset, the group slices to predict;
+            None: all of them (see :func:`group_slices_of`)
 
     Returns:
         a :class:`PredictSummary`
@@ -166,7 +169,7 @@ def predict(
         ImageNetXError: before any image is read or anything written, for
             a bad option, model spec, checkpoint or field
     """
-    samples = get_dataset(samples)
+    samples = group_slices_of(get_dataset(samples), slices)
     dataset = samples._dataset
     _check_options(dataset, field, gt_field, batch_size, num_workers, limit)
     parse_spec(model, arch, remap_by_position)  # syntax, before the slow imports
@@ -216,6 +219,29 @@ def predict(
     _evaluate(dataset, field, gt_field, summary, changed=bool(ids),
               labels=decisions.labels if decisions else None)
     return summary
+
+
+def group_slices_of(samples, slices: Optional[Sequence[str]] = None):
+    """The samples to predict: on a grouped collection, those of all its
+    group slices (or of the ``slices`` named), flattened; else ``samples``.
+
+    Raises:
+        ImageNetXError: for ``slices`` of a collection that is not grouped,
+            or a name that is not one of its slices
+    """
+    if not slices:
+        return all_slices(samples)
+    if samples.media_type != "group":
+        raise ImageNetXError(
+            f"Dataset '{samples._dataset.name}' is not grouped: --slices names "
+            "group slices; leave it out")
+    known = samples._dataset.group_slices
+    unknown = [s for s in slices if s not in known]
+    if unknown:
+        raise ImageNetXError(
+            f"Unknown group slice '{unknown[0]}' of dataset "
+            f"'{samples._dataset.name}': its slices are {', '.join(known)}")
+    return all_slices(samples, list(slices))
 
 
 def _check_options(dataset, field, gt_field, batch_size, num_workers, limit):

@@ -601,4 +601,69 @@ def bias_grid(comparison: dict) -> tuple:
                    "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
                    "title": {"text": "Biases against generalization: "
                                      f"{comparison['population_title']}", "x": 0}})
+
+
+def _points(value):
+    return None if value is None else value * 100
+
+
+def paired_chart(result: dict) -> tuple:
+    """Paired drop per edited slice and model: bars of top-1 original minus
+    top-1 edit over the same groups, in points, with the paired bootstrap
+    interval as whiskers. Each bar's trace is the prediction field and its
+    ``x`` the slice, so a click tells which pairs to show.
+
+    Args:
+        result: an :func:`imagenetx.analysis.paired.paired_scores` result,
+            as ``.to_dict()``
+
+    Returns:
+        ``(traces, layout)``
+    """
+    order = [s["slice"] for s in result["slices"]]
+    ticks = [f"{s['slice']}<br>{s['edit'] or ''} {s['edit_level'] or ''}".strip()
+             for s in result["slices"]]
+    traces = []
+    for k, (field, model) in enumerate(result["models"].items()):
+        rows = [model["slices"][s] for s in order]
+        ys = [_points(r["drop"]) for r in rows]
+        traces.append({
+            "type": "bar",
+            "name": field,
+            "x": order,
+            "y": ys,
+            "marker": {"color": COLORS[k % len(COLORS)]},
+            "error_y": {
+                "type": "data",
+                "symmetric": False,
+                "array": [_gap(_points(r["ci_high"]), y) for r, y in zip(rows, ys)],
+                "arrayminus": [_gap(y, _points(r["ci_low"])) for r, y in zip(rows, ys)],
+                "thickness": 1.2,
+                "width": 3,
+            },
+            "customdata": [[r["n"], _pct(r["top1_original"]), _pct(r["top1"]),
+                            _pct(r["flip_rate"]), r["broken"], r["fixed"],
+                            "n/a" if r["p"] is None else f"{r['p']:.2g}"] for r in rows],
+            "hovertemplate": (
+                "<b>%{x}</b><br>" f"{field}<br>"
+                "drop %{y:+.1f} points (top-1 %{customdata[1]} -> %{customdata[2]})<br>"
+                "flip rate %{customdata[3]}; %{customdata[4]} broken, "
+                "%{customdata[5]} fixed (McNemar p %{customdata[6]})<br>"
+                "n = %{customdata[0]:,} pairs<extra></extra>"),
+        })
+    layout = {
+        "barmode": "group",
+        "height": 480,
+        "autosize": True,
+        "bargap": 0.25,
+        "hovermode": "closest",
+        "title": {"text": f"Top-1 drop of each edit against the same groups' "
+                          f"'{result['original']}' (points, paired 95% bootstrap "
+                          "intervals)", "font": {"size": 13}},
+        "xaxis": {"type": "category", "tickvals": order, "ticktext": ticks,
+                  "tickangle": -40},
+        "yaxis": {"title": {"text": "top-1 drop (points)"}, "zeroline": True},
+        "legend": {"orientation": "h", "y": 1.12},
+        "margin": {"t": 70, "b": 110, "l": 55, "r": 10},
+    }
     return traces, layout

@@ -401,3 +401,86 @@ def format_spillover(result: dict) -> str:
                 f"{_num(r['p_holm'], '.2g'):>11}{_num(r['weakest'], '+.3f'):>9}"
                 f"{_num(r['strongest'], '+.3f'):>10}  {mark}")
     return "\n".join(lines)
+
+
+PAIRED_KEYS = ("n", "top1_original", "top1", "drop", "ci_low", "ci_high", "flip_rate",
+               "broken", "fixed", "p", "p_holm")
+
+
+def paired_rows(result: dict) -> list:
+    """Long-format rows of :meth:`imagenetx.analysis.paired.PairedResults.
+    to_dict`: one per model and slice (``factor`` empty), then one per
+    model, slice and factor."""
+    edits = {s["slice"]: s for s in result["slices"]}
+    rows = []
+    for model, m in result["models"].items():
+        for kind, tables in (("slices", {"": m["slices"]}), ("factors", m["factors"])):
+            for outer, table in tables.items():
+                for key, row in table.items():
+                    slice_name, factor = (key, "") if kind == "slices" else (outer, key)
+                    rows.append({"model": model, "slice": slice_name,
+                                 "edit": edits[slice_name]["edit"],
+                                 "edit_level": edits[slice_name]["edit_level"],
+                                 "factor": factor, **{k: row[k] for k in PAIRED_KEYS}})
+    return rows
+
+
+def paired_csv(result: dict) -> str:
+    """:func:`paired_rows` as CSV text."""
+    return _csv(paired_rows(result))
+
+
+def format_paired(result: dict) -> str:
+    """Text of paired scores: per model, one line per edited slice, then
+    (when computed) the drop per factor of the source image and slice."""
+    def drop_interval(e):
+        if e["ci_low"] is None:
+            return "-"
+        return f"[{e['ci_low'] * 100:+.1f}, {e['ci_high'] * 100:+.1f}]"
+
+    lines = [f"Paired scores on '{result['dataset']}': each slice against the same "
+             f"groups' '{result['original']}' ({result['groups']:,} groups); drop = "
+             "top-1 original - top-1 edit, in points, paired 95% bootstrap interval; "
+             "p: McNemar's exact test"]
+    for model, m in result["models"].items():
+        lines += ["", f"{model}",
+                  f"  {'slice':<12} {'edit':<11} {'level':<11} {'n':>6} {'top-1 ori':>9} "
+                  f"{'top-1':>7} {'drop':>6} {'interval':>15} {'flips':>6} {'p':>8}"]
+        for s in result["slices"]:
+            e = m["slices"][s["slice"]]
+            lines.append(
+                f"  {s['slice']:<12} {str(s['edit']):<11} {str(s['edit_level']):<11} "
+                f"{e['n']:>6,} {_num(e['top1_original'], '.2%'):>9} {_num(e['top1'], '.2%'):>7} "
+                f"{_num(None if e['drop'] is None else e['drop'] * 100, '+.1f'):>6} "
+                f"{drop_interval(e):>15} {_num(e['flip_rate'], '.1%'):>6} "
+                f"{_num(e['p'], '.2g'):>8}")
+        if m["factors"]:
+            slices = [s["slice"] for s in result["slices"]]
+            factors = list(next(iter(m["factors"].values())))
+            lines += ["", f"  drop per {result['factor_slicing']} of the source image "
+                          "(points; n pairs in the first column's slice)",
+                      f"  {'factor':<17} " + " ".join(f"{s[:9]:>9}" for s in slices)]
+            for f in factors:
+                cells = []
+                for s in slices:
+                    d = m["factors"][s][f]["drop"]
+                    cells.append(_num(None if d is None else d * 100, "+.1f"))
+                lines.append(f"  {f:<17} " + " ".join(f"{c:>9}" for c in cells))
+    return "\n".join(lines)
+
+
+def paired_factor_table(result: dict, model: str) -> str:
+    """A markdown table of one model's drop (points) per factor of the
+    source image (rows) and edited slice (columns)."""
+    m = result["models"][model]
+    slices = [s["slice"] for s in result["slices"]]
+    factors = list(next(iter(m["factors"].values()))) if m["factors"] else []
+    lines = ["| factor | " + " | ".join(slices) + " |",
+             "|---|" + "---:|" * len(slices)]
+    for f in factors:
+        cells = []
+        for s in slices:
+            d = m["factors"][s][f]
+            cells.append("-" if d["drop"] is None else f"{d['drop'] * 100:+.1f} ({d['n']})")
+        lines.append(f"| {f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -5,7 +5,9 @@ it is given: Figure 1 (error ratio per slice and model, with intervals and
 the 1.0 line), Table 4 (robust and susceptible slices per group, e.g.
 meta-class), Figure 2 (slice prevalence in the view; ImageNet-X: validation
 vs training) and Figure 8 (co-occurrence, for multi-valued slicings); on a
-cue-conflict dataset also the shape-bias plot and table; with
+cue-conflict dataset also the shape-bias plot and table; on a grouped
+dataset of edits (ImageNet-E) the paired drop per edit and per ImageNet-X
+factor of the source image; with
 ``context_groups``, Figure 4 (the models among published ones, see
 :mod:`imagenetx.analysis.context`); optionally the slices found by slice
 discovery. plotly.js is inlined, so the page opens
@@ -161,6 +163,9 @@ def write_report(samples, pred_fields, out: str, settings=None,
     if benchmark.name == "cue_conflict":
         # after Figure 1, whose section carries plotly.js
         sections.insert(1, _shape_bias_section(samples, pred_fields, stem, csvs))
+    if benchmark.name == "imagenet_e":
+        sections.insert(1, _paired_section(samples, pred_fields, stem, csvs,
+                                           settings.gt_field))
     if context_groups:
         from dataclasses import replace
 
@@ -225,6 +230,46 @@ def _shape_bias_section(samples, pred_fields, stem: str, csvs: list) -> tuple:
         full_html=False, include_plotlyjs=False) + _html_table(rows)
         + _published_section(result_obj))
     return "Shape bias (cue-conflict images; Geirhos et al. 2019)", content
+
+
+def _paired_section(samples, pred_fields, stem: str, csvs: list, gt_field: str) -> tuple:
+    """The paired drop per edited slice (chart and table) and, where the
+    source images carry ImageNet-X factors, a heatmap of the drop per factor
+    and slice for each field; its CSV is added to ``csvs``."""
+    import plotly.graph_objects as go
+
+    from imagenetx.analysis.paired import paired_scores
+    from imagenetx.present.figures import paired_chart
+    from imagenetx.present.formatting import paired_rows
+
+    by_factor = samples.has_field("imagenetx.factors")
+    result = paired_scores(samples, pred_fields, by_factor=by_factor,
+                           gt_field=gt_field).to_dict()
+    rows = paired_rows(result)
+    csvs.insert(0, _write_csv(f"{stem}_paired.csv", rows))
+    traces, layout = paired_chart(result)
+    content = (go.Figure(data=traces, layout=layout).to_html(
+        full_html=False, include_plotlyjs=False)
+        + _html_table([r for r in rows if not r["factor"]]))
+    slices = [s["slice"] for s in result["slices"]]
+    for field, model in result["models"].items():
+        if not model["factors"]:
+            continue
+        factors = list(next(iter(model["factors"].values())))
+        z = [[None if model["factors"][s][f]["drop"] is None
+              else model["factors"][s][f]["drop"] * 100 for s in slices] for f in factors]
+        n = [[model["factors"][s][f]["n"] for s in slices] for f in factors]
+        content += go.Figure(
+            data=[go.Heatmap(z=z, x=slices, y=factors, customdata=n, colorscale="RdBu",
+                             zmid=0, reversescale=True,
+                             hovertemplate="%{y} / %{x}: drop %{z:+.1f} points, "
+                                           "n = %{customdata}<extra></extra>")],
+            layout={"title": f"{field}: top-1 drop per ImageNet-X factor of the source "
+                             "image (points)", "height": 560,
+                    "yaxis": {"autorange": "reversed"}, "xaxis": {"tickangle": -40}},
+        ).to_html(full_html=False, include_plotlyjs=False)
+    return ("Edits against their originals (paired: drop, flip rate, McNemar's exact "
+            "test, bootstrap over groups)", content)
 
 
 def _published_section(result) -> str:

@@ -45,3 +45,16 @@ def make_dataset(name: str, overwrite: bool) -> fo.Dataset:
     dataset = fo.Dataset(name)
     dataset.persistent = True
     return dataset
+
+
+def all_slices(samples, slices=None):
+    """Every sample of a collection: on a grouped dataset or view, the
+    samples of all its group slices (or of the ``slices`` named), flattened
+    into one view; any other collection as it is.
+
+    FiftyOne shows a grouped collection one slice at a time: ``values()``,
+    ``count()`` and ``exists()`` on it see only the active slice.
+    """
+    if samples.media_type != "group":
+        return samples
+    return samples.select_group_slices(slices, _allow_mixed=True)

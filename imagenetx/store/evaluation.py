@@ -16,6 +16,7 @@ import fiftyone.utils.eval.classification as fouc
 
 from imagenetx.classes.imagenet import class_table
 from imagenetx.store.classifications import relabel_shared_names
+from imagenetx.store.datasets import all_slices
 from imagenetx.store.schema import eval_key_of
 
 
@@ -74,7 +75,8 @@ def evaluate_predictions(
         results = dataset.load_evaluation_results(key)
     else:
         relabel_shared_names(dataset, [field])
-        view = dataset.exists(field).exists(gt_field)
+        # every group slice of a grouped dataset
+        view = all_slices(dataset).exists(field).exists(gt_field)
         if not len(view):
             return Evaluation()
         known = set(class_table().labels if labels is None else labels)

@@ -26,7 +26,7 @@ from fiftyone.core.expressions import ViewExpression
 import numpy as np
 from imagenetx.benchmarks.imagenet_x import annotations as anno
 from imagenetx.store.bulk import chunked, write_raw
-from imagenetx.store.datasets import get_dataset
+from imagenetx.store.datasets import all_slices, get_dataset
 from imagenetx.errors import ImageNetXError
 from imagenetx.classes.imagenet import class_table
 from imagenetx.benchmarks.imagenet_x.factors import FACTORS
@@ -108,11 +108,13 @@ def tag_dataset(
     gt_field: str = DEFAULT_GT_FIELD,
     tag_prefix: str = DEFAULT_TAG_PREFIX,
     field_name: str = DEFAULT_FIELD,
+    by_stem: bool = False,
 ) -> TagSummary:
     """Attaches ImageNet-X to the samples of a dataset, matched by file name.
 
     Samples whose file name (``ILSVRC2012_val_XXXXXXXX.JPEG`` or
-    ``nXXXXXXXX_NNNN.JPEG``) has an ImageNet-X annotation get ground truth
+    ``nXXXXXXXX_NNNN.JPEG``) has an ImageNet-X annotation (on a grouped
+    dataset: the samples of all its group slices) get ground truth
     where missing (existing labels are mapped to class indices, whatever
     scheme they use), an ``x:<factor>`` tag and the ``imagenetx`` field.
     Other samples are counted and keep their tags and fields, except labels
@@ -126,6 +128,9 @@ def tag_dataset(
         gt_field ("ground_truth"): the ``fo.Classification`` ground truth
         tag_prefix ("x:"): the prefix of the top-factor tags
         field_name ("imagenetx"): the embedded document field to write
+        by_stem (False): match by file stem whatever the extension, so
+            that edited copies of a val image (``ILSVRC2012_val_XXXXXXXX.png``)
+            get its annotations
 
     Returns:
         a :class:`TagSummary`
@@ -134,7 +139,8 @@ def tag_dataset(
         ImageNetXError: before anything is written, if the ground truth
             field is not a classification or holds unmappable labels
     """
-    dataset = get_dataset(dataset)
+    # every group slice of a grouped dataset (e.g. an original and its edits)
+    dataset = all_slices(get_dataset(dataset))
     check_field_type(dataset, gt_field, fo.Classification, "--gt-field")
     check_field_type(dataset, field_name, fo.DynamicEmbeddedDocument, "--field")
     if not tag_prefix:
@@ -153,13 +159,15 @@ def tag_dataset(
     del rows
     ids = columns[0]  # ObjectIds
     names = [os.path.basename(p) for p in columns[1]]
+    if by_stem:
+        names = [os.path.splitext(n)[0] + ".JPEG" for n in names]
     tags = columns[2]
     gts = columns[3] if has_gt else [None] * len(ids)
     current = columns[-1] if has_field else [None] * len(ids)
 
     rows = _locate(names)  # (split, row) or None per sample
     annotated = [i for i, r in enumerate(rows) if r is not None]
-    summary = TagSummary(dataset.name, len(ids), len(annotated))
+    summary = TagSummary(dataset._dataset.name, len(ids), len(annotated))
     for i in annotated:
         split = rows[i][0]
         summary.by_split[split] = summary.by_split.get(split, 0) + 1
