@@ -601,6 +601,7 @@ def bias_grid(comparison: dict) -> tuple:
                    "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
                    "title": {"text": "Biases against generalization: "
                                      f"{comparison['population_title']}", "x": 0}})
+    return traces, layout
 
 
 def _points(value):
