@@ -5,6 +5,7 @@ import fiftyone.operators.types as types
 
 from .cue_conflict import LoadCueConflict
 from .discovery import DiscoverSlices
+from .edits import EditObjects
 from .hub import LoadFromHub
 from .imagenet_d import LoadImageNetD
 from .inference import RunModel
@@ -68,3 +69,4 @@ def register_operators(plugin):
     plugin.register(ShowMistakes)
     plugin.register(DiscoverSlices)
     plugin.register(ExportReport)
+    plugin.register(EditObjects)
