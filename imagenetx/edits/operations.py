@@ -119,8 +119,8 @@ def resize_object(image: np.ndarray, mask: np.ndarray, target: float,
     ``sqrt(target / ratio)`` (the scale accumulates on the original pixels,
     so the object is resampled once), shifted just enough to stay inside
     the image, and measures the ratio again. As in the toolkit, an object
-    already within ``tolerance`` is left as it is. The hole the object
-    leaves is inpainted.
+    already within ``tolerance`` is left as it is. The object's old place
+    is inpainted before the scaled object is pasted.
 
     Args:
         image: the image
@@ -221,7 +221,7 @@ def rotate_object(image: np.ndarray, mask: np.ndarray, angle: float,
                             borderMode=cv2.BORDER_REPLICATE)
     new_mask = cv2.warpAffine(obj.astype(np.uint8) * 255, matrix,
                               (width, height), flags=cv2.INTER_LINEAR) >= 128
-    out = remove_object(image, obj & ~new_mask, inpaint)
+    out = remove_object(image, obj, inpaint)  # all of it: see _composite
     out[new_mask] = turned[new_mask]
     return Edited(out, new_mask, {"angle": float(angle)})
 
@@ -267,11 +267,13 @@ def _scaled_mask(obj: np.ndarray, box: Box, scale: float):
 
 
 def _composite(image, old, new, pixels, place, inpaint) -> np.ndarray:
-    """Inpaints the old object's pixels the new one does not cover, then
-    pastes ``pixels`` (the new object's box) at ``place`` where ``new``."""
+    """Inpaints the old object, then pastes ``pixels`` (the new object's
+    box) at ``place`` where ``new``. The whole old object is inpainted, not
+    only what the new one leaves uncovered, so that no pixel of it feeds
+    the fill."""
     left, top = place
     ph, pw = pixels.shape[:2]
-    out = remove_object(image, old & ~new, inpaint)
+    out = remove_object(image, old, inpaint)
     window = out[top:top + ph, left:left + pw]
     inside = new[top:top + ph, left:left + pw]
     window[inside] = pixels[inside]
