@@ -36,14 +36,19 @@ DETAILS_FIELD = "edit_details"
 #: source samples read and edited per round (masks are held for a round)
 CHUNK = 64
 
-#: ``kind -> fn(image, mask, edit, rng, background, inpaint) -> Edited``
+#: ``kind -> fn(image, mask, edit, rng, background, clean) -> Edited``;
+#: ``clean`` is the image with its object inpainted away (one fill per
+#: image, shared by its edits), ``background`` the background edit's image
 Operation = Callable[..., ops.Edited]
 OPERATIONS: Dict[str, Operation] = {
-    "size": lambda im, m, e, rng, bg, inp: ops.resize_object(im, m, e.value, inpaint=inp),
-    "position": lambda im, m, e, rng, bg, inp: ops.move_object(im, m, rng, inpaint=inp),
-    "direction": lambda im, m, e, rng, bg, inp: ops.rotate_object(im, m, e.value, inpaint=inp),
-    "background": lambda im, m, e, rng, bg, inp: ops.replace_background(im, m, bg),
+    "size": lambda im, m, e, rng, bg, clean: ops.resize_object(im, m, e.value, clean=clean),
+    "position": lambda im, m, e, rng, bg, clean: ops.move_object(im, m, rng, clean=clean),
+    "direction": lambda im, m, e, rng, bg, clean: ops.rotate_object(im, m, e.value,
+                                                                    clean=clean),
+    "background": lambda im, m, e, rng, bg, clean: ops.replace_background(im, m, bg),
 }
+#: the kinds that start from the inpainted image
+NEEDS_CLEAN = {"size", "position", "direction"}
 
 
 @dataclass
@@ -220,6 +225,7 @@ def edit_dataset(
         if mask is None or not mask.any():
             return [], [], "no_mask"
         records, failures = [], []
+        clean = None
         for edit in job.edits:
             rng = np.random.default_rng(
                 [seed, zlib.crc32(os.path.basename(job.path).encode()),
@@ -227,7 +233,9 @@ def edit_dataset(
             try:
                 background, extra = _background(edit, job, rng, textures,
                                                 target_value, mask_targets, inpaint)
-                edited = run[edit.kind](image, mask, edit, rng, background, inpaint)
+                if clean is None and edit.kind in NEEDS_CLEAN:
+                    clean = ops.clean_plate(image, mask, inpaint)
+                edited = run[edit.kind](image, mask, edit, rng, background, clean)
             except ImageNetXError as e:
                 failures.append((job.path, edit.slice, str(e)))
                 continue

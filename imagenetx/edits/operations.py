@@ -109,10 +109,19 @@ def remove_object(image: np.ndarray, hole: np.ndarray, method: str = "telea",
                        _inpaint_flag(method))
 
 
+def clean_plate(image: np.ndarray, mask: np.ndarray,
+                inpaint: str = "telea") -> np.ndarray:
+    """The image with its object (:func:`object_mask`) inpainted away: the
+    background every size, position and direction edit starts from."""
+    _check_pair(image, mask)
+    return remove_object(image, object_mask(mask), inpaint)
+
+
 def resize_object(image: np.ndarray, mask: np.ndarray, target: float,
                   tolerance: float = SIZE_TOLERANCE,
                   max_steps: int = SIZE_MAX_STEPS,
-                  inpaint: str = "telea") -> Edited:
+                  inpaint: str = "telea",
+                  clean: Optional[np.ndarray] = None) -> Edited:
     """Scales the object until it covers ``target`` of the image's pixels.
 
     Each step scales the object's box about its centre by
@@ -129,6 +138,8 @@ def resize_object(image: np.ndarray, mask: np.ndarray, target: float,
         tolerance (0.015): how close the ratio must come
         max_steps (50): the most scaling steps
         inpaint ("telea"): ``"telea"`` or ``"ns"``
+        clean (None): the image with its object already inpainted away
+            (:func:`clean_plate`), shared by several edits of one image
 
     Returns:
         an :class:`Edited` with ``details`` ``object_ratio``, ``scale`` and
@@ -177,13 +188,15 @@ def resize_object(image: np.ndarray, mask: np.ndarray, target: float,
     crop = image[y:y + h, x:x + w]
     pixels = cv2.resize(crop, size, interpolation=cv2.INTER_AREA
                         if scale < 1 else cv2.INTER_LINEAR)
-    return Edited(_composite(image, obj, new_mask, pixels, place, inpaint),
+    return Edited(_composite(image, obj, new_mask, pixels, place, inpaint, clean),
                   new_mask, details)
 
 
 def move_object(image: np.ndarray, mask: np.ndarray,
-                rng: np.random.Generator, inpaint: str = "telea") -> Edited:
-    """Moves the object's box to a uniformly random place inside the image.
+                rng: np.random.Generator, inpaint: str = "telea",
+                clean: Optional[np.ndarray] = None) -> Edited:
+    """Moves the object's box to a uniformly random place inside the image
+    (``inpaint`` and ``clean`` as for :func:`resize_object`).
 
     Returns:
         an :class:`Edited` with ``details`` ``dx`` and ``dy``, the shift in
@@ -198,14 +211,16 @@ def move_object(image: np.ndarray, mask: np.ndarray,
     new_mask = np.zeros_like(obj)
     new_mask[ny:ny + h, nx:nx + w] = obj[y:y + h, x:x + w]
     pixels = image[y:y + h, x:x + w]
-    out = _composite(image, obj, new_mask, pixels, (nx, ny), inpaint)
+    out = _composite(image, obj, new_mask, pixels, (nx, ny), inpaint, clean)
     return Edited(out, new_mask, {"dx": nx - x, "dy": ny - y})
 
 
 def rotate_object(image: np.ndarray, mask: np.ndarray, angle: float,
-                  inpaint: str = "telea") -> Edited:
+                  inpaint: str = "telea",
+                  clean: Optional[np.ndarray] = None) -> Edited:
     """Rotates the object by ``angle`` degrees counter-clockwise about its
-    box centre; what turns out of the image is cut off.
+    box centre; what turns out of the image is cut off (``inpaint`` and
+    ``clean`` as for :func:`resize_object`).
 
     Returns:
         an :class:`Edited` with ``details`` ``angle``
@@ -221,7 +236,7 @@ def rotate_object(image: np.ndarray, mask: np.ndarray, angle: float,
                             borderMode=cv2.BORDER_REPLICATE)
     new_mask = cv2.warpAffine(obj.astype(np.uint8) * 255, matrix,
                               (width, height), flags=cv2.INTER_LINEAR) >= 128
-    out = remove_object(image, obj, inpaint)  # all of it: see _composite
+    out = _cleaned(image, obj, inpaint, clean)
     out[new_mask] = turned[new_mask]
     return Edited(out, new_mask, {"angle": float(angle)})
 
@@ -266,18 +281,28 @@ def _scaled_mask(obj: np.ndarray, box: Box, scale: float):
     return out, (left, top), (nw, nh)
 
 
-def _composite(image, old, new, pixels, place, inpaint) -> np.ndarray:
+def _composite(image, old, new, pixels, place, inpaint, clean) -> np.ndarray:
     """Inpaints the old object, then pastes ``pixels`` (the new object's
-    box) at ``place`` where ``new``. The whole old object is inpainted, not
-    only what the new one leaves uncovered, so that no pixel of it feeds
-    the fill."""
+    box) at ``place`` where ``new``."""
     left, top = place
     ph, pw = pixels.shape[:2]
-    out = remove_object(image, old, inpaint)
+    out = _cleaned(image, old, inpaint, clean)
     window = out[top:top + ph, left:left + pw]
     inside = new[top:top + ph, left:left + pw]
     window[inside] = pixels[inside]
     return out
+
+
+def _cleaned(image, obj, inpaint, clean) -> np.ndarray:
+    """A copy of the image with the object inpainted away. The whole object
+    is inpainted, not only what an edit leaves uncovered, so no pixel of it
+    feeds the fill, and one fill serves every edit of the image."""
+    if clean is None:
+        return remove_object(image, obj, inpaint)
+    if clean.shape != image.shape:
+        raise ImageNetXError(
+            f"The clean plate is {clean.shape}, the image {image.shape}")
+    return clean.copy()
 
 
 def _check_pair(image: np.ndarray, mask: np.ndarray) -> None:

@@ -142,7 +142,8 @@ def register_edit_kind(kind: EditKind) -> None:
     A kind with ``needs`` set is refused when asked for; to run a learned
     edit, register it with a ``parse`` and give
     :func:`imagenetx.edits.apply.edit_dataset` an ``operations`` entry for
-    it (a function ``(image, mask, edit, rng, background) -> Edited``).
+    it (a function ``(image, mask, edit, rng, background, clean) ->
+    Edited``, see :data:`imagenetx.edits.apply.OPERATIONS`).
     """
     EDIT_KINDS[kind.name] = kind
 
