@@ -37,3 +37,4 @@ perf: install-test
 	$(PYTHON) perf/panel_refresh.py
 	$(PYTHON) perf/context.py
 	$(PYTHON) perf/discovery.py
+	$(PYTHON) perf/edit.py

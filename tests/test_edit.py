@@ -3,8 +3,6 @@ image operations (size, position, direction, inpainting, background), the
 object ratio against ImageNet-E's own ``get_bbox_and_rate``, and the
 grouped dataset it builds (the source left as it was, bad input refused)."""
 
-import contextlib
-import io
 import os
 from pathlib import Path
 
