@@ -16,7 +16,9 @@ Usage: edit.py [--images 1000] [--workers N] [--profile 100]
 """
 
 import argparse
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -135,6 +137,7 @@ def main():
     _env.drop_database_at_exit()
 
     root = Path(tempfile.mkdtemp(prefix="imagenetx-perf-edit-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
     images = root / "images"
     images.mkdir()
     samples = make_images(images, args.images)

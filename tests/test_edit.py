@@ -417,3 +417,28 @@ def test_operator_edits_delegated_with_progress(photos):
     op = service.get(queued.result["id"])
     assert op.run_state == "completed" and op.status.progress == 1.0
     assert op.result.result["added"] == 6
+
+
+def test_operator_form_offers_mask_fields_and_checks_the_edits(photos):
+    import asyncio
+
+    from fiftyone.operators.executor import resolve_type
+    from fiftyone.operators.registry import OperatorRegistry
+
+    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+
+    install_plugin()
+    _source("edit-form", photos)
+
+    def form(dataset="edit-form", **params):
+        prop = asyncio.run(resolve_type(OperatorRegistry(), f"{PLUGIN_NAME}/edit_objects", {
+            "dataset_name": dataset, "params": params}))
+        return prop.type.properties
+
+    fields = form()
+    assert fields["mask_field"].type.values == ["seg"]
+    assert fields["name"].default == "edit-form-edits" and "edits_error" not in fields
+    assert form(edits="size:2")["edits_error"].invalid
+    plain = fo.Dataset("edit-form-plain")
+    plain.add_samples([fo.Sample(filepath=str(photos / list(VAL_FILES)[0]))])
+    assert form("edit-form-plain")["none"].invalid
