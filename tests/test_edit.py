@@ -265,6 +265,12 @@ def test_edits_make_a_grouped_copy_and_leave_the_source_alone(photos):
             stem = os.path.splitext(os.path.basename(ori[0]))[0]
             assert path == str(photos / "edits" / name / f"{stem}.png")
             assert cv2.imread(path).shape == cv2.imread(ori[0]).shape
+    # another sample's background, drawn by the seed
+    for path, details in zip(*ds.select_group_slices("background_random").values(
+            ["filepath", "edit_details"])):
+        own = os.path.splitext(os.path.basename(path))[0]
+        assert details["background"] in src_rows
+        assert os.path.splitext(os.path.basename(details["background"]))[0] != own
     sizes = ds.select_group_slices("size_0p05").values("edit_details")
     assert all(abs(d["object_ratio"] - 0.05) <= 0.015 for d in sizes)
     assert ds.count_sample_tags() == src.count_sample_tags()  # the ori slice

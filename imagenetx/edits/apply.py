@@ -101,14 +101,15 @@ class EditSummary:
 
 
 @dataclass
-class _Job:
-    """One source sample and the edits it still needs."""
+class _Image:
+    """A source image read for editing: its status (``ok``, ``no_mask``,
+    ``unreadable``), pixels, object mask and clean plate (its object
+    inpainted away)."""
 
-    index: int
-    path: str
-    label: object
-    edits: List[Edit]
-    partner: Optional[tuple] = None  # (path, label) of the background's image
+    status: str
+    image: Optional[np.ndarray] = None
+    mask: Optional[np.ndarray] = None
+    clean: Optional[np.ndarray] = None
 
 
 def edit_dataset(
@@ -216,50 +217,67 @@ def edit_dataset(
             else os.path.basename(path)
         return os.path.join(root, edit.slice, os.path.splitext(rel)[0] + ".png")
 
-    def edit_one(job: _Job):
-        """Edits one image: ``(records, failures, status)``."""
-        image = cv2.imread(job.path, cv2.IMREAD_COLOR)
+    def prepare(i: int, label, clean_needed: bool) -> _Image:
+        """Reads an image and its mask, and inpaints its object if asked."""
+        image = cv2.imread(paths[i], cv2.IMREAD_COLOR)
         if image is None:
-            return [], [], "unreadable"
-        mask = label_mask(job.label, image.shape, target_value, mask_targets)
+            return _Image("unreadable")
+        mask = label_mask(label, image.shape, target_value, mask_targets)
         if mask is None or not mask.any():
-            return [], [], "no_mask"
+            return _Image("no_mask", image)
+        clean = ops.clean_plate(image, mask, inpaint) if clean_needed else None
+        return _Image("ok", image, mask, clean)
+
+    def edit_one(i: int, own: _Image, partner: Optional[int], other: Optional[_Image]):
+        """Edits one image: ``(records, failures, status)``."""
+        if own.status != "ok":
+            return [], [], own.status
         records, failures = [], []
-        clean = None
-        for edit in job.edits:
-            rng = np.random.default_rng(
-                [seed, zlib.crc32(os.path.basename(job.path).encode()),
-                 zlib.crc32(edit.slice.encode())])
+        for edit in need[i]:
+            rng = _rng(seed, paths[i], edit.slice)
             try:
-                background, extra = _background(edit, job, rng, textures,
-                                                target_value, mask_targets, inpaint)
-                if clean is None and edit.kind in NEEDS_CLEAN:
-                    clean = ops.clean_plate(image, mask, inpaint)
-                edited = run[edit.kind](image, mask, edit, rng, background, clean)
+                background, extra = None, {}
+                if edit.kind == "background":
+                    background, extra = _background(edit, textures, paths, partner, other)
+                edited = run[edit.kind](own.image, own.mask, edit, rng, background,
+                                        own.clean)
             except ImageNetXError as e:
-                failures.append((job.path, edit.slice, str(e)))
+                failures.append((paths[i], edit.slice, str(e)))
                 continue
-            dest = out_path(job.path, edit)
+            dest = out_path(paths[i], edit)
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             if not cv2.imwrite(dest, edited.image):
                 raise ImageNetXError(f"Could not write {dest}: check the folder's "
                                      "permissions or pass another out_dir")
-            records.append((job.index, edit, dest, {**edited.details, **extra}))
+            records.append((i, edit, dest, {**edited.details, **extra}))
         return records, failures, "ok"
 
+    need = {i: [e for e in edits if e.slice not in done or groups[i].id not in done[e.slice]]
+            for i in range(len(ids))}
+    summary.already = sum(len(edits) - len(n) for n in need.values())
     records: List[tuple] = []
     written: List[str] = []
-    todo = [i for i in range(len(ids))
-            if any(e.slice not in done or groups[i].id not in done[e.slice] for e in edits)]
-    summary.already = sum(1 for i in range(len(ids)) for e in edits
-                          if e.slice in done and groups[i].id in done[e.slice])
     try:
-        with fou.ProgressBar(total=len(todo), progress=progress) as pb, \
+        with fou.ProgressBar(total=sum(1 for n in need.values() if n),
+                             progress=progress) as pb, \
                 ThreadPoolExecutor(max_workers=workers) as pool:
-            for lo in range(0, len(todo), CHUNK):
-                jobs = _jobs(originals, mask_field, todo[lo:lo + CHUNK], ids, paths,
-                             groups, edits, done, seed)
-                for recs, fails, status in pool.map(edit_one, jobs):
+            for chunk in _chunks(len(ids), seed):
+                members = [i for i in chunk if need[i]]
+                if not members:
+                    continue
+                partners = {i: _partner(i, chunk, seed, paths) for i in members
+                            if any(_random_background(e) for e in need[i])}
+                wanted = sorted(set(members) | set(partners.values()))
+                labels = originals.select([ids[i] for i in wanted], ordered=True) \
+                    .values(mask_field)
+                cleans = [i in partners.values() or any(e.kind in NEEDS_CLEAN
+                                                        for e in need[i])
+                          for i in wanted]
+                ready = dict(zip(wanted, pool.map(prepare, wanted, labels, cleans)))
+                partner_of = [partners.get(i) for i in members]
+                for recs, fails, status in pool.map(
+                        edit_one, members, [ready[i] for i in members], partner_of,
+                        [ready.get(p) for p in partner_of]):
                     records += recs
                     written += [r[2] for r in recs]
                     summary.failed += fails
@@ -334,48 +352,47 @@ def _done(target, edits) -> Dict[str, set]:
             for e in edits if e.slice in have}
 
 
-def _jobs(originals, mask_field, positions, ids, paths, groups, edits, done, seed):
-    """The jobs of some source samples, their masks read in one query."""
-    chunk_ids = [ids[i] for i in positions]
-    labels = originals.select(chunk_ids, ordered=True).values(mask_field)
-    jobs = []
-    for i, label in zip(positions, labels):
-        need = [e for e in edits
-                if e.slice not in done or groups[i].id not in done[e.slice]]
-        jobs.append(_Job(i, paths[i], label, need))
-    partners = {}
-    for job in jobs:
-        if any(e.kind == "background" and e.level == "random" for e in job.edits):
-            rng = np.random.default_rng(
-                [seed, zlib.crc32(os.path.basename(job.path).encode()), 0])
-            other = int(rng.integers(0, len(ids) - 1))
-            partners[job.index] = other + (other >= job.index)
-    if partners:
-        wanted = sorted(set(partners.values()))
-        got = dict(zip(*originals.select([ids[i] for i in wanted]).values(
-            ["id", mask_field])))
-        for job in jobs:
-            if job.index in partners:
-                k = partners[job.index]
-                job.partner = (paths[k], got.get(ids[k]))
-    return jobs
+def _rng(seed: int, path: str, slice_: str) -> np.random.Generator:
+    """The generator of one image's edit: the seed, the file name, the slice."""
+    return np.random.default_rng(
+        [seed, zlib.crc32(os.path.basename(path).encode()), zlib.crc32(slice_.encode())])
 
 
-def _background(edit, job, rng, textures, target_value, mask_targets, inpaint):
+def _chunks(n: int, seed: int) -> List[List[int]]:
+    """The sample positions in a seeded random order, cut into rounds of
+    :data:`CHUNK` (a last round of one joins the one before, so that every
+    image has another to take a background from)."""
+    order = np.random.default_rng(seed).permutation(n).tolist()
+    chunks = [order[lo:lo + CHUNK] for lo in range(0, n, CHUNK)]
+    if len(chunks) > 1 and len(chunks[-1]) == 1:
+        chunks[-2] += chunks.pop()
+    return chunks
+
+
+def _random_background(edit: Edit) -> bool:
+    return edit.kind == "background" and edit.level == "random"
+
+
+def _partner(i: int, chunk: List[int], seed: int, paths) -> int:
+    """The other image whose background ``background:random`` takes: drawn
+    by the image's generator among the others of its round (a random
+    sample of the dataset), so its inpainted background is computed once
+    for the round."""
+    rng = _rng(seed, paths[i], "background_random")
+    others = [k for k in chunk if k != i]
+    return others[int(rng.integers(0, len(others)))]
+
+
+def _background(edit, textures, paths, partner, other) -> tuple:
     """The background image of a background edit and what to record of it:
-    a texture, or another sample's image with its object inpainted away."""
-    if edit.kind != "background":
-        return None, {}
+    a texture, or the other image with its object inpainted away (as it is
+    when it has no mask)."""
     if edit.level != "random":
         return textures[edit.value], {"background": edit.value}
-    path, label = job.partner
-    image = cv2.imread(path, cv2.IMREAD_COLOR)
-    if image is None:
-        raise ImageNetXError(f"the background image {path} cannot be read")
-    mask = label_mask(label, image.shape, target_value, mask_targets)
-    if mask is not None and mask.any():
-        image = ops.remove_object(image, ops.object_mask(mask), inpaint)
-    return image, {"background": path}
+    if other.status == "unreadable":
+        raise ImageNetXError(f"the background image {paths[partner]} cannot be read")
+    image = other.clean if other.clean is not None else other.image
+    return image, {"background": paths[partner]}
 
 
 def _common_dir(paths) -> str:
