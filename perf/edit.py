@@ -146,7 +146,7 @@ def main():
 
     t_base = baseline(paths, len(edits), root / "baseline", args.workers)
     db = defaultdict(float)
-    for name in ("_grouped_copy", "_add_edits", "_jobs", "_done"):
+    for name in ("_grouped_copy", "_add_edits", "_done"):
         setattr(apply, name, _timed(getattr(apply, name), db, name))
     start = time.perf_counter()
     dataset, summary = edit_dataset(source, "seg", EDITS, seed=0, workers=args.workers,
@@ -173,8 +173,7 @@ def main():
         print(f"  {name:38s} {secs:6.2f} s  {100 * secs / total:5.1f}%")
     print(f"\ndatabase, in the {t_edit:.1f} s run: grouped copy "
           f"{db['_grouped_copy']:.1f} s, adding the edits in bulk {db['_add_edits']:.1f} s, "
-          f"reading masks and partners {db['_jobs']:.1f} s, finding done slices "
-          f"{db['_done']:.2f} s")
+          f"finding done slices {db['_done']:.2f} s")
 
 
 def _timed(fn, into: dict, name: str):

@@ -201,7 +201,7 @@ def edit_dataset(
     summary = EditSummary(dataset=target.name if target is not None else name
                           or f"{source.name}-edits", source=source.name,
                           copied=copied, originals=len(ids))
-    if any(e.kind == "background" and e.level == "random" for e in edits) and len(ids) < 2:
+    if any(_random_background(e) for e in edits) and len(ids) < 2:
         raise ImageNetXError(
             "background:random takes the background of another sample: edit "
             "at least 2 samples, or give a texture image")
