@@ -40,3 +40,4 @@ perf: install-test
 	$(PYTHON) perf/critical_band.py
 	$(PYTHON) perf/ood_load.py
 	$(PYTHON) perf/paired.py
+	$(PYTHON) perf/edit.py

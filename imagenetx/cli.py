@@ -176,6 +176,33 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace an existing dataset")
     _add_common(p)
 
+    p = sub.add_parser("edit", help="edit the masked objects of a dataset (size, position, "
+                                    "direction, background) into group slices of the originals")
+    p.add_argument("--dataset", required=True,
+                   help="the dataset; a non-grouped one is copied into a grouped --name")
+    p.add_argument("--mask-field", required=True, metavar="F",
+                   help="a fo.Segmentation field, or fo.Detection(s) with instance masks")
+    p.add_argument("--edits", nargs="+", required=True, metavar="EDIT",
+                   help="size:0.1,0.08,0.05 (object pixel ratio), position, "
+                        "direction:30,90 (degrees), background:random or background:IMAGE")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random edits (default: 0)")
+    p.add_argument("--name", help="the grouped copy of a non-grouped dataset "
+                                  "(default: <dataset>-edits)")
+    p.add_argument("--object", metavar="LABEL",
+                   help="which object: a segmentation's pixel value or mask-target label "
+                        "(default: all non-zero pixels), a detection label (default: the "
+                        "largest box)")
+    p.add_argument("--out-dir", help="where to write the edited PNGs (default: edits/ in "
+                                     "the images' common folder)")
+    p.add_argument("--inpaint", choices=["telea", "ns"], default="telea",
+                   help="OpenCV inpainting of the uncovered hole (default: telea)")
+    p.add_argument("--skip-failed", action="store_true",
+                   help="leave out edits an image does not allow instead of stopping")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a dataset called --name that is not an edited copy of --dataset")
+    p.add_argument("--workers", type=int, help="editing threads (default: CPU cores, max 8)")
+    _add_common(p)
+
     p = sub.add_parser("predict", help="run an ImageNet classifier, write and evaluate predictions")
     p.add_argument("--dataset", required=True)
     p.add_argument("--model", required=True, metavar="SPEC",
@@ -465,6 +492,18 @@ def _run(args) -> int:
                 args.hub, split=args.split, max_samples=args.max_samples,
                 name=args.name, overwrite=args.overwrite,
                 gt_field=args.gt_field)
+        print(summary)
+        print(f"Open it in the App:\n  imagenetx app --dataset {dataset.name}")
+        return 0
+
+    if args.command == "edit":
+        from imagenetx.edits import edit_dataset
+
+        dataset, summary = edit_dataset(
+            args.dataset, args.mask_field, args.edits, seed=args.seed, name=args.name,
+            object_label=args.object, out_dir=args.out_dir, inpaint=args.inpaint,
+            skip_failed=args.skip_failed, overwrite=args.overwrite,
+            workers=args.workers, gt_field=args.gt_field)
         print(summary)
         print(f"Open it in the App:\n  imagenetx app --dataset {dataset.name}")
         return 0

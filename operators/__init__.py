@@ -5,6 +5,7 @@ import fiftyone.operators.types as types
 
 from .cue_conflict import LoadCueConflict
 from .discovery import DiscoverSlices
+from .edits import EditObjects
 from .hub import LoadFromHub
 from .imagenet_d import LoadImageNetD
 from .imagenet_e import LoadImageNetE
@@ -72,3 +73,4 @@ def register_operators(plugin):
     plugin.register(ShowMistakes)
     plugin.register(DiscoverSlices)
     plugin.register(ExportReport)
+    plugin.register(EditObjects)

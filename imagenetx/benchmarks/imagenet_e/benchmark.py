@@ -1,7 +1,7 @@
 """ImageNet-E's analysis spec: a grouped dataset of edits (see
 :mod:`~imagenetx.benchmarks.imagenet_e.contract`) scored on all its slices.
 
-Slicings: ``slice`` (the group slice: ``ori``, ``20_adv``, ``size_0.1``,
+Slicings: ``slice`` (the group slice: ``ori``, ``20_adv``, ``size_0p10``,
 ...), ``edit`` (the edit kind) and ``edit_level``, beside ImageNet-X's
 (``top_factor``, ``factors``, ``metaclass``, ``class``: the source image's
 annotations ride on every slice). Label spaces: ImageNet-X's. Every sample
