@@ -107,7 +107,7 @@ def _columns(samples, field: str, probe: str, gt_field: str):
     pred = np.full((len(ids), len(levels)), -1, dtype=np.int64)
     for i, values in enumerate(lists):
         for j, v in enumerate((values or [])[:len(levels)]):
-            if v is not None:
+            if v is not None and v >= 0:
                 pred[i, j] = v
     truth = np.array([-1 if g is None else g for g in gt], dtype=np.int64)
     return samples, info, ids, pred, truth

@@ -6,7 +6,7 @@ under every level, in the order of the level keys kept in that field's
 ``info["imagenetx_probe"]`` (with the probe, the model spec and the
 prediction field). 22 spectral levels x 50,000 images are one field of
 small integer lists, not 22 top-level fields. A level not yet run is
-``None`` in the list; an unreadable image leaves the list as it was and
+``-1`` in the list (:data:`NOT_RUN`); an unreadable image leaves the list as it was and
 its reason in ``<field>_<probe>_error``.
 
 Resume: a re-run runs only the samples missing one of the requested levels,
@@ -51,6 +51,8 @@ DEFAULT_BATCH_SIZE = 64
 WRITE_EVERY = 512
 #: the key of a probe field's ``info``
 INFO_KEY = "imagenetx_probe"
+#: a level's entry before it has run
+NOT_RUN = -1
 
 
 def probe_field(field: str, probe: str) -> str:
@@ -200,7 +202,7 @@ def run_probe(
     for k, values in enumerate(current):
         values = list(values or [])
         gaps = [lv for lv in wanted if overwrite or position[lv] >= len(values)
-                or values[position[lv]] is None]
+                or values[position[lv]] is None or values[position[lv]] < 0]
         if gaps:
             todo.append(k)
             missing.update(gaps)
@@ -278,8 +280,8 @@ def _declare(dataset, pfield, field, probe_name, model, order):
 
 
 def _padded(values, n: int) -> list:
-    values = list(values or [])
-    return values + [None] * (n - len(values))
+    values = [NOT_RUN if v is None else v for v in values or []]
+    return values + [NOT_RUN] * (n - len(values))
 
 
 class _ProbeImages(ImageFiles):

@@ -13,14 +13,16 @@ Levels: ``clean``, ``low:<c>`` and ``high:<c>`` for the 11 cutoffs of
 
 from typing import List, Optional, Sequence, Tuple
 
+import numpy as np
 import torch
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.probes.base import CLEAN, Probe
 
-#: Gavrikov's cutoffs: 0.01, 0.1, 0.2, ..., 0.9, 0.99
-CUTOFFS: Tuple[float, ...] = (0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8,
-                              0.9, 0.99)
+#: Gavrikov's cutoffs 0.01, 0.1, 0.2, ..., 0.9, 0.99, with the float values
+#: his ``np.arange(0.1, 0.99, 0.1)`` makes (0.30000000000000004, ...): on
+#: sizes other than 224, ``int(c * cx)`` can differ for 0.3 and 0.7 otherwise
+CUTOFFS: Tuple[float, ...] = (0.01, *(float(c) for c in np.arange(0.1, 0.99, 0.1)), 0.99)
 LOW, HIGH = "low", "high"
 
 
@@ -46,7 +48,15 @@ def parse_level(level: str) -> Tuple[str, float]:
             f"Unknown spectral level '{level}': write low:C or high:C with a "
             "cutoff C in (0, 1), e.g. low:0.1")
     check_cutoff(cutoff)
-    return kind, cutoff
+    return kind, _canonical(cutoff)
+
+
+def _canonical(cutoff: float) -> float:
+    """The value of :data:`CUTOFFS` that prints as ``cutoff``, else itself."""
+    for c in CUTOFFS:
+        if abs(c - cutoff) < 1e-9:
+            return c
+    return cutoff
 
 
 def check_cutoff(cutoff: float) -> None:
