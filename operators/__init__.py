@@ -9,6 +9,7 @@ from .hub import LoadFromHub
 from .imagenet_d import LoadImageNetD
 from .inference import RunModel
 from .predictions import ImportPredictions
+from .probes import ShowProbeMistakes
 from .report import ExportReport
 from .views import ShowMistakes
 
@@ -66,5 +67,6 @@ def register_operators(plugin):
     plugin.register(LoadImageNetD)
     plugin.register(LoadCueConflict)
     plugin.register(ShowMistakes)
+    plugin.register(ShowProbeMistakes)
     plugin.register(DiscoverSlices)
     plugin.register(ExportReport)

@@ -9,6 +9,8 @@ import io
 import json
 
 import fiftyone as fo
+import fiftyone.operators as foo
+import fiftyone.server.view as fosv
 import numpy as np
 import pytest
 import skimage.data
@@ -26,6 +28,7 @@ from imagenetx.metrics.corruption import (
     corruption_errors,
 )
 from imagenetx.metrics.spectral import spectral_bias
+from imagenetx.plugin import PLUGIN_NAME, install_plugin
 from imagenetx.probes import get_probe
 from imagenetx.probes.corruption import Corruptions
 from imagenetx.probes.run import probe_info, run_probe
@@ -180,7 +183,21 @@ def test_spectral_run_resumes_and_gives_the_mistakes_views(photo_files, capsys):
         want = {i for i, c, p, t in zip(ids, pred[:, 0], pred[:, j], truth)
                 if c == t and p != t}
         assert set(view.values("id")) == want
-    assert len(probe_mistakes_view(ds, "lite0", "spectral", "high:0.1")) > 0
+    expected = probe_mistakes_view(ds, "lite0", "spectral", "high:0.1")
+    assert len(expected) > 0
+
+    # one click in the App: the operator sets that view
+    install_plugin()
+    result = foo.execute_operator(
+        f"{PLUGIN_NAME}/show_probe_mistakes",
+        ctx={"dataset": ds.name, "params": {"probe_field": "lite0_spectral",
+                                             "level": "high:0.1"}})
+    assert result.error is None, result.error_message
+    (request,) = [r for r in result.executor._requests
+                  if r.operator_uri.endswith("set_view")]
+    shown = fosv.get_view(ds.name, stages=request.params["view"])
+    assert set(shown.values("id")) == set(expected.values("id"))
+    assert result.result["count"] == len(expected)
 
     # the command prints the same numbers
     with contextlib.redirect_stdout(io.StringIO()) as out:
