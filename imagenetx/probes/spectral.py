@@ -11,6 +11,7 @@ Levels: ``clean``, ``low:<c>`` and ``high:<c>`` for the 11 cutoffs of
 :data:`CUTOFFS`.
 """
 
+import functools
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -77,21 +78,24 @@ def bandpass(images: torch.Tensor, cutoff: float, lowpass: bool = True) -> torch
             remove the square of ``1 - c`` (keep the high frequencies)
     """
     check_cutoff(cutoff)
+    h, w = images.shape[-2:]
+    spectrum = torch.fft.fft2(images)
+    # masking the shifted spectrum = masking the spectrum with the mask
+    # shifted back: two fewer copies of the complex batch
+    spectrum.mul_(_mask(h, w, cutoff, lowpass, str(images.device)))
+    return torch.fft.ifft2(spectrum).real.clamp_(0, 1)
+
+
+@functools.lru_cache(maxsize=64)
+def _mask(h: int, w: int, cutoff: float, lowpass: bool, device: str) -> torch.Tensor:
+    """The filter's mask in unshifted (``fft2``) frequency order."""
     if not lowpass:
         cutoff = 1 - cutoff
-    h, w = images.shape[-2:]
     cy, cx = h // 2, w // 2
     ry, rx = int(cutoff * cy), int(cutoff * cx)
-    spectrum = torch.fft.fftshift(torch.fft.fft2(images), dim=(-2, -1))
-    if lowpass:
-        mask = torch.zeros((h, w), dtype=torch.bool, device=images.device)
-        mask[cy - ry:cy + ry, cx - rx:cx + rx] = True
-    else:
-        mask = torch.ones((h, w), dtype=torch.bool, device=images.device)
-        mask[cy - ry:cy + ry, cx - rx:cx + rx] = False
-    spectrum = spectrum * mask
-    out = torch.fft.ifft2(torch.fft.ifftshift(spectrum, dim=(-2, -1))).real
-    return out.clamp_(0, 1)
+    mask = torch.full((h, w), not lowpass, dtype=torch.bool)
+    mask[cy - ry:cy + ry, cx - rx:cx + rx] = lowpass
+    return torch.fft.ifftshift(mask, dim=(-2, -1)).to(device)
 
 
 class Spectral(Probe):
