@@ -188,16 +188,16 @@ def test_spectral_run_resumes_and_gives_the_mistakes_views(photo_files, capsys):
 
     # one click in the App: the operator sets that view
     install_plugin()
-    result = foo.execute_operator(
+    op = foo.execute_operator(
         f"{PLUGIN_NAME}/show_probe_mistakes",
         ctx={"dataset": ds.name, "params": {"probe_field": "lite0_spectral",
                                              "level": "high:0.1"}})
-    assert result.error is None, result.error_message
-    (request,) = [r for r in result.executor._requests
+    assert op.error is None, op.error_message
+    (request,) = [r for r in op.executor._requests
                   if r.operator_uri.endswith("set_view")]
     shown = fosv.get_view(ds.name, stages=request.params["view"])
     assert set(shown.values("id")) == set(expected.values("id"))
-    assert result.result["count"] == len(expected)
+    assert op.result["count"] == len(expected)
 
     # the command prints the same numbers
     with contextlib.redirect_stdout(io.StringIO()) as out:
@@ -206,6 +206,17 @@ def test_spectral_run_resumes_and_gives_the_mistakes_views(photo_files, capsys):
     printed = json.loads(out.getvalue())
     assert printed["spectral"]["spectral_bias"] == pytest.approx(result.spectral.bias)
     assert [r["level"] for r in printed["levels"]] == levels
+
+    # another model into the same field: refused, unless --overwrite, which
+    # starts the level order afresh
+    other = dict(LITE0, arch=None, remap_by_position=False, pretrained=False)
+    with pytest.raises(ImageNetXError, match="holds probe results of model"):
+        run_probe(ds, "timm:efficientnet_lite0", "lite0", "spectral", levels=["clean"], **other)
+    assert ds.values("lite0_spectral") == lists
+    redo = run_probe(ds, "timm:efficientnet_lite0", "lite0", "spectral", levels=["clean"],
+                     overwrite=True, **other)
+    assert redo.forwards == 4 and all(len(v) == 1 for v in ds.values("lite0_spectral"))
+    assert probe_info(ds, "lite0", "spectral")["levels"] == ["clean"]
 
 
 # ---------------------------------------------------------------- corruptions
@@ -282,6 +293,7 @@ def _ten_class_checkpoint():
     (lambda ds: run_probe(ds, SPEC, "lite0", "spectral", batch_size=0, **LITE0),
      "--batch-size"),
     (lambda ds: probe_results(ds, "lite0", "spectral"), "No 'spectral' results"),
+    (lambda ds: run_probe(ds, SPEC, "lite0.x", "spectral", **LITE0), "not a top-level field"),
 ])
 def test_bad_input_is_one_clear_error_and_writes_nothing(photo_files, call, message):
     ds = make("probe-bad", photo_files[:1])

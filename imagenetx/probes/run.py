@@ -173,7 +173,7 @@ def run_probe(
     dataset = samples._dataset
     if isinstance(probe, str):
         probe = get_probe(probe)
-    _check_options(batch_size, num_workers, limit)
+    _check_options(field, batch_size, num_workers, limit)
     all_levels = list(probe.levels())
     wanted = all_levels if levels is None else list(levels)
     unknown = [lv for lv in wanted if lv not in all_levels]
@@ -192,7 +192,9 @@ def run_probe(
     order = list(stored["levels"]) if stored else []
     order += [lv for lv in wanted if lv not in order]
     position = {lv: i for i, lv in enumerate(order)}
-    has_list = dataset.has_field(pfield)
+    # without stored info (a new field, or --overwrite with another model)
+    # the old lists, in another level order, are not read
+    has_list = stored is not None
     paths_read = ["_id", "filepath"] + ([pfield] if has_list else [])
     columns = samples.values(paths_read, _raw=True)
     ids, paths = columns[0], columns[1]
@@ -241,7 +243,11 @@ def run_probe(
     return summary
 
 
-def _check_options(batch_size, num_workers, limit):
+def _check_options(field, batch_size, num_workers, limit):
+    if not field or "." in field or field.startswith("_"):
+        raise ImageNetXError(
+            f"--field '{field}' is not a top-level field name: use letters, digits "
+            "and underscores, e.g. --field r50")
     if batch_size < 1:
         raise ImageNetXError(f"--batch-size must be at least 1, not {batch_size}")
     if num_workers is not None and num_workers < 0:
