@@ -37,3 +37,5 @@ perf: install-test
 	$(PYTHON) perf/panel_refresh.py
 	$(PYTHON) perf/context.py
 	$(PYTHON) perf/discovery.py
+	$(PYTHON) perf/spectral.py
+	$(PYTHON) perf/corruptions.py

@@ -5,7 +5,8 @@ Each corruption runs as ``run_probe(..., Corruptions([NAME:SEVERITY]))``
 (the DataLoader workers decode, crop and corrupt; the model predicts),
 and its images/s counts the corrupted images only. The plain pass is
 ``imagenetx.models.inference.predict``. The slowest corruptions are named
-at the end.
+at the end, with the milliseconds one image's corruption takes alone (one
+core, no model) to say why.
 
 Usage: corruptions.py [--n 32] [--severity 3] [--model timm:efficientnet_lite0]
 [--batch-size 32] [--num-workers W]
@@ -21,6 +22,7 @@ import _env  # noqa: E402,F401
 
 import fiftyone as fo  # noqa: E402
 import numpy as np  # noqa: E402
+from PIL import Image  # noqa: E402
 
 from imagenetx.metrics.corruption import CORRUPTIONS  # noqa: E402
 from imagenetx.models.inference import predict  # noqa: E402
@@ -54,15 +56,21 @@ def main():
     print(f"{args.model} on cpu, {args.n} images, severity {args.severity}, "
           f"batch {args.batch_size}")
     print(f"plain predict pass: {plain:7.1f} images/s")
-    print(f"{'corruption':<18} {'images/s':>9} {'/ plain':>8}")
+    print(f"{'corruption':<18} {'images/s':>9} {'/ plain':>8} {'ms/image alone':>15}")
     rates = {}
+    crops = [np.asarray(Image.open(p).convert("RGB").resize((224, 224))) for p in paths[:8]]
     for name in CORRUPTIONS:
         level = f"{name}:{args.severity}"
+        probe = Corruptions([level])
         start = time.perf_counter()
-        summary = run_probe(ds, args.model, f"c_{name}", Corruptions([level]),
-                            levels=[level], **common)
+        summary = run_probe(ds, args.model, f"c_{name}", probe, levels=[level], **common)
         rates[name] = summary.probed / (time.perf_counter() - start)
-        print(f"{name:<18} {rates[name]:9.1f} {rates[name] / plain:8.2f}")
+        # the corruption alone, one core, no model: why a corruption is slow
+        start = time.perf_counter()
+        for k, crop in enumerate(crops):
+            probe.apply_image(crop, level, k)
+        alone = (time.perf_counter() - start) / len(crops) * 1000
+        print(f"{name:<18} {rates[name]:9.1f} {rates[name] / plain:8.2f} {alone:15.1f}")
     slowest = sorted(rates, key=rates.get)[:3]
     print("slowest: " + ", ".join(f"{n} ({rates[n]:.1f} images/s)" for n in slowest))
 
