@@ -82,7 +82,13 @@ def _run_probe(args, probe) -> int:
                     limit=args.limit, overwrite=args.overwrite,
                     pretrained=not getattr(args, "random_weights", False),
                     remap_by_position=args.remap_by_position))
-    result = probe_results(args.dataset, args.field, probe.name, gt_field=args.gt_field)
+    from imagenetx.errors import ImageNetXError
+
+    try:
+        result = probe_results(args.dataset, args.field, probe.name, gt_field=args.gt_field)
+    except ImageNetXError as e:  # stored, but nothing to score against
+        print(f"\nNo accuracy table: {e}")
+        return 0
     print()
     print(format_probe(result.to_dict()))
     return 0
