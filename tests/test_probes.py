@@ -241,9 +241,15 @@ def test_corruptions_are_deterministic_under_a_seed():
 def test_accuracy_falls_with_severity_on_real_photos(photo_files):
     ds = make("probe-severity", photo_files)
     specs = [f"{c}:{s}" for c in CORRUPTIONS for s in (1, 3, 5)]
-    summary = run_probe(ds, SPEC, "lite0", Corruptions(specs), arch="efficientnet_lite0",
-                        remap_by_position=True, num_workers=2)
-    assert summary.probed == 8 and summary.passes == 15
+    # through the command line, as a user asks for it
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert main(["predict", "--dataset", ds.name, "--model", SPEC, "--field", "lite0",
+                     "--arch", "efficientnet_lite0", "--remap-by-position",
+                     "--num-workers", "2", "--corruption", *specs]) == 0
+    printed = out.getvalue()
+    assert "8 probed under 46 of 46 levels in 15 decoding pass(es)" in printed
+    assert "zoom_blur" in printed and "mCE -" in printed
+    assert not ds.has_field("lite0")  # the plain prediction field is not written
     result = probe_results(ds, "lite0", "corruption")
     assert result.accuracy("clean") >= 0.75
     mean = [np.mean([result.accuracy(f"{c}:{s}") for c in CORRUPTIONS]) for s in (1, 3, 5)]
