@@ -41,3 +41,5 @@ perf: install-test
 	$(PYTHON) perf/ood_load.py
 	$(PYTHON) perf/paired.py
 	$(PYTHON) perf/edit.py
+	$(PYTHON) perf/spectral.py
+	$(PYTHON) perf/corruptions.py

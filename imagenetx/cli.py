@@ -30,6 +30,71 @@ def _add_output(p, csv: str = "print long-format CSV"):
     fmt.add_argument("--csv", action="store_true", help=csv)
 
 
+def _add_probe_model(p):
+    """The model options of ``imagenetx probe`` (as ``predict``'s)."""
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--model", required=True, metavar="SPEC",
+                   help="timm:NAME, torchvision:NAME[:WEIGHTS] or checkpoint:PATH")
+    p.add_argument("--field", required=True,
+                   help="the model's prediction field name; results go to <field>_<probe>")
+    p.add_argument("--arch", help="architecture of a checkpoint: a timm name or torchvision:NAME")
+    p.add_argument("--remap-by-position", action="store_true",
+                   help="checkpoint only: load tensors by position (see predict)")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--num-workers", type=int, help="image decoding processes (default: CPU cores, max 8)")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] (default: auto)")
+    p.add_argument("--amp", default="auto", choices=AMPS,
+                   help="autocast dtype (default: bf16 on CUDA, off on CPU)")
+    p.add_argument("--limit", type=int, help="probe at most N samples")
+    p.add_argument("--overwrite", action="store_true",
+                   help="rerun the levels on every sample (also: another model into the field)")
+
+
+def _add_corruptions(p):
+    """``--corruption NAME[:SEVERITY] ...`` / ``--corruptions all``."""
+    p.add_argument("--corruption", dest="corruption", nargs="+", metavar="NAME[:SEVERITY]",
+                   help="ImageNet-C corruptions applied on the fly, e.g. fog:3 or snow (all 5 "
+                        "severities); results go to <field>_corruption")
+    p.add_argument("--corruptions", choices=["all"],
+                   help="all: the 15 corruptions x 5 severities")
+
+
+def _corruption_specs(args):
+    """The corruption specs of ``--corruption`` / ``--corruptions``, or None."""
+    from imagenetx.errors import ImageNetXError
+
+    if args.corruption and args.corruptions:
+        raise ImageNetXError("Pass --corruption NAME[:SEVERITY] ... or --corruptions all, not both")
+    if args.corruptions:
+        return ["all"]
+    return args.corruption or None
+
+
+def _run_probe(args, probe) -> int:
+    """Runs a probe from parsed arguments; prints its summary and table."""
+    from imagenetx.analysis.probes import probe_results
+    from imagenetx.present.probes import format_probe
+    from imagenetx.probes.run import run_probe
+
+    levels = getattr(args, "levels", None)
+    print(run_probe(args.dataset, args.model, args.field, probe, levels=levels,
+                    arch=args.arch, batch_size=args.batch_size,
+                    num_workers=args.num_workers, device=args.device, amp=args.amp,
+                    limit=args.limit, overwrite=args.overwrite,
+                    pretrained=not getattr(args, "random_weights", False),
+                    remap_by_position=args.remap_by_position))
+    from imagenetx.errors import ImageNetXError
+
+    try:
+        result = probe_results(args.dataset, args.field, probe.name, gt_field=args.gt_field)
+    except ImageNetXError as e:  # stored, but nothing to score against
+        print(f"\nNo accuracy table: {e}")
+        return 0
+    print()
+    print(format_probe(result.to_dict()))
+    return 0
+
+
 def _add_analysis(p):
     """The analysis settings (:class:`imagenetx.analysis.Settings`)."""
     p.add_argument("--slicing", metavar="NAME",
@@ -225,6 +290,24 @@ def _parser() -> argparse.ArgumentParser:
                    help="skip the pretrained weights (throughput tests only)")
     p.add_argument("--slices", metavar="A,B",
                    help="grouped datasets: predict only these group slices (default: all)")
+    _add_corruptions(p)
+    _add_common(p)
+
+    p = sub.add_parser("probe", help="predict under every level of a probe (band-pass filters, "
+                                     "corruptions, ...), resumable; print accuracy per level")
+    p.add_argument("probe", choices=["spectral", "corruption", "critical_band"])
+    _add_probe_model(p)
+    p.add_argument("--level", dest="levels", nargs="+", metavar="KEY",
+                   help="run only these levels, e.g. low:0.1 high:0.5 (default: all)")
+    _add_corruptions(p)
+    _add_common(p)
+
+    p = sub.add_parser("probe-results", help="accuracy per probe level; spectral bias; "
+                                             "corruption errors, CE, mCE, relative mCE")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--field", required=True, help="the prediction field the probe ran for")
+    p.add_argument("--probe", required=True, choices=["spectral", "corruption", "critical_band"])
+    _add_output(p, csv="print one CSV row per level")
     _add_common(p)
 
     p = sub.add_parser("import-predictions",
@@ -507,6 +590,32 @@ def _run(args) -> int:
         print(summary)
         print(f"Open it in the App:\n  imagenetx app --dataset {dataset.name}")
         return 0
+
+    if args.command == "predict" and (args.corruption or args.corruptions):
+        from imagenetx.errors import ImageNetXError
+        from imagenetx.probes.corruption import Corruptions
+
+        if args.logits or args.compile:
+            raise ImageNetXError("--logits and --compile do not apply with --corruption(s)")
+        return _run_probe(args, Corruptions(_corruption_specs(args)))
+
+    if args.command == "probe":
+        from imagenetx.errors import ImageNetXError
+        from imagenetx.probes import get_probe
+
+        specs = _corruption_specs(args)
+        if specs and args.probe != "corruption":
+            raise ImageNetXError("--corruption(s) go with `imagenetx probe corruption`")
+        options = {"specs": specs} if args.probe == "corruption" else {}
+        return _run_probe(args, get_probe(args.probe, **options))
+
+    if args.command == "probe-results":
+        from imagenetx.analysis.probes import probe_results
+        from imagenetx.present.probes import format_probe, probe_csv
+
+        result = probe_results(args.dataset, args.field, args.probe,
+                               gt_field=args.gt_field).to_dict()
+        return _print_result(args, result, format_probe, probe_csv)
 
     if args.command == "predict":
         from imagenetx.models.inference import predict

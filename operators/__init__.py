@@ -12,6 +12,7 @@ from .imagenet_e import LoadImageNetE
 from .inference import RunModel
 from .ood import LoadOOD
 from .predictions import ImportPredictions
+from .probes import ShowProbeMistakes
 from .report import ExportReport
 from .views import ShowMistakes
 
@@ -71,6 +72,7 @@ def register_operators(plugin):
     plugin.register(LoadCueConflict)
     plugin.register(LoadOOD)
     plugin.register(ShowMistakes)
+    plugin.register(ShowProbeMistakes)
     plugin.register(DiscoverSlices)
     plugin.register(ExportReport)
     plugin.register(EditObjects)

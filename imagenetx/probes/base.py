@@ -1,0 +1,84 @@
+"""The probe protocol and the registry of probes.
+
+A probe is any object with
+
+-   ``name``: ``"spectral"``, ``"corruption"``, ``"critical_band"``, ...
+-   ``levels()``: its level keys in order, e.g. ``"low:0.1"``, ``"fog:3"``;
+    ``"clean"`` (the unchanged image) where the probe has one
+-   ``apply(images, level, seeds)``: float32 ``(n, 3, H, W)`` images in
+    ``[0, 1]``, already resized and cropped by the model's data
+    configuration, on the model's device, before normalization; ``seeds``:
+    one int per image, stable per sample (a resumed run draws the same
+    noise); returns ``(n, 3, H, W)`` in ``[0, 1]``
+
+and optionally
+
+-   ``apply_image(image, level, seed)``: the same on one uint8 ``H x W x 3``
+    numpy image on the CPU; when present, the DataLoader workers call it
+    on the cropped image, so work that only exists on the CPU (the
+    ImageNet-C corruptions) runs in parallel with the model
+-   ``level_groups(levels)``: which of ``levels`` one decoded pass over the
+    images carries (default: all of them in one pass)
+
+:class:`Probe` is the base class with those defaults; a probe need not
+inherit from it.
+"""
+
+import importlib
+from typing import Dict, List, Sequence
+
+import torch
+
+from imagenetx.errors import ImageNetXError
+
+#: the level every probe may have: the image unchanged
+CLEAN = "clean"
+
+#: probe name -> "module:Class"; the class is built with keyword options
+PROBES: Dict[str, str] = {
+    "spectral": "imagenetx.probes.spectral:Spectral",
+    "corruption": "imagenetx.probes.corruption:Corruptions",
+    "critical_band": "imagenetx.probes.critical_band:CriticalBand",
+}
+
+
+class Probe:
+    """Base class of probes (see the module docstring for the protocol)."""
+
+    name: str = ""
+
+    def levels(self) -> List[str]:
+        raise NotImplementedError
+
+    def apply(self, images: torch.Tensor, level: str,
+              seeds: Sequence[int]) -> torch.Tensor:
+        raise NotImplementedError
+
+    def level_groups(self, levels: Sequence[str]) -> List[List[str]]:
+        """All levels in one pass: each image is decoded once."""
+        return [list(levels)]
+
+
+def probe_names() -> List[str]:
+    """The names :func:`get_probe` knows."""
+    return list(PROBES)
+
+
+def get_probe(name: str, **options):
+    """Builds the probe called ``name`` with its options.
+
+    Raises:
+        ImageNetXError: for an unknown probe, or one whose module is not
+            installed in this version
+    """
+    key = (name or "").replace("-", "_")
+    if key not in PROBES:
+        raise ImageNetXError(
+            f"Unknown probe '{name}': use one of {', '.join(PROBES)}")
+    module, _, cls = PROBES[key].partition(":")
+    try:
+        probe_class = getattr(importlib.import_module(module), cls)
+    except (ImportError, AttributeError) as e:
+        raise ImageNetXError(
+            f"Probe '{name}' is not available in this installation ({e})") from e
+    return probe_class(**options)

@@ -1,0 +1,400 @@
+"""Run a probe over a FiftyOne collection: every level, one decode per image.
+
+Storage: one list field per (prediction field, probe), ``<field>_<probe>``
+(e.g. ``lite0_spectral``), holding each sample's predicted class index
+under every level, in the order of the level keys kept in that field's
+``info["imagenetx_probe"]`` (with the probe, the model spec and the
+prediction field). 22 spectral levels x 50,000 images are one field of
+small integer lists, not 22 top-level fields. A level not yet run is
+``-1`` in the list (:data:`NOT_RUN`); an unreadable image leaves the list as it was and
+its reason in ``<field>_<probe>_error``.
+
+Resume: a re-run runs only the samples missing one of the requested levels,
+and on them only the missing levels; new levels (another corruption) are
+appended to the level keys.
+
+Speed: each batch is decoded, resized and cropped once by the DataLoader
+workers, moved to the model's device once, and every level of a pass runs
+on it there (``Probe.apply``: the spectral filter on the batch with
+``torch.fft``), so decoding and filtering do not bind; probes with a
+per-image CPU hook (``apply_image``: the corruptions) run it in the workers.
+"""
+
+import math
+import os
+import time
+import zlib
+from dataclasses import dataclass, field as dc_field
+from typing import Dict, List, Optional, Sequence
+
+import fiftyone as fo
+import fiftyone.core.utils as fou
+import numpy as np
+import torch
+from PIL import Image
+
+from imagenetx.errors import ImageNetXError
+from imagenetx.models.inference import (
+    FAILURES_SHOWN,
+    ImageFiles,
+    _amp_dtype,
+    _device,
+    collate_images,
+)
+from imagenetx.models.specs import load_model, parse_spec
+from imagenetx.probes.base import get_probe
+from imagenetx.store.bulk import write_raw
+from imagenetx.store.datasets import get_dataset
+
+DEFAULT_BATCH_SIZE = 64
+#: samples per database write
+WRITE_EVERY = 512
+#: the key of a probe field's ``info``
+INFO_KEY = "imagenetx_probe"
+#: a level's entry before it has run
+NOT_RUN = -1
+
+
+def probe_field(field: str, probe: str) -> str:
+    """The list field of ``probe``'s results for the prediction field
+    ``field``: ``lite0`` + ``spectral`` -> ``lite0_spectral``."""
+    return f"{field}_{probe}"
+
+
+def probe_info(samples, field: str, probe: str) -> Optional[dict]:
+    """The stored description of a probe field: ``{"probe", "field",
+    "model", "levels"}``, or None if it has not been run."""
+    dataset = get_dataset(samples)._dataset
+    name = probe_field(field, probe)
+    if not dataset.has_field(name):
+        return None
+    info = dataset.get_field(name).info or {}
+    return info.get(INFO_KEY)
+
+
+def probe_fields(samples) -> Dict[str, dict]:
+    """``{probe field: its info}`` of every probe run on the dataset."""
+    dataset = get_dataset(samples)._dataset
+    out = {}
+    for name, f in dataset.get_field_schema().items():
+        info = (f.info or {}).get(INFO_KEY)
+        if info:
+            out[name] = info
+    return out
+
+
+@dataclass
+class ProbeSummary:
+    """What :func:`run_probe` did."""
+
+    dataset: str
+    field: str
+    probe: str
+    model: str
+    device: str
+    samples: int
+    levels: List[str] = dc_field(default_factory=list)
+    levels_run: List[str] = dc_field(default_factory=list)
+    complete: int = 0
+    probed: int = 0
+    passes: int = 0
+    forwards: int = 0
+    failed: int = 0
+    failures: list = dc_field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def images_per_second(self) -> float:
+        """Model inputs (image x level) per second."""
+        return self.forwards / self.seconds if self.seconds else 0.0
+
+    def __str__(self):
+        lines = [
+            f"Dataset '{self.dataset}', probe '{self.probe}' of model '{self.model}' "
+            f"on {self.device} into '{self.field}': {self.samples:,} samples, "
+            f"{self.probed:,} probed under {len(self.levels_run)} of "
+            f"{len(self.levels)} levels in {self.passes} decoding pass(es) "
+            f"({self.forwards:,} model inputs, {self.images_per_second:.1f}/s), "
+            f"{self.complete:,} already complete (left alone), "
+            f"{self.failed:,} unreadable"]
+        if self.failures:
+            lines.append(
+                f"Unreadable images are recorded in '{self.field}_error', e.g. "
+                + "; ".join(f"{p}: {m}" for p, m in self.failures))
+        return "\n".join(lines)
+
+
+def sample_seed(sample_id) -> int:
+    """A sample's noise seed: stable for the sample across runs."""
+    return zlib.crc32(str(sample_id).encode())
+
+
+def run_probe(
+    samples,
+    model: str,
+    field: str,
+    probe,
+    levels: Optional[Sequence[str]] = None,
+    arch: Optional[str] = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    num_workers: Optional[int] = None,
+    device: str = "auto",
+    amp: str = "auto",
+    limit: Optional[int] = None,
+    overwrite: bool = False,
+    pretrained: bool = True,
+    remap_by_position: bool = False,
+    progress=None,
+) -> ProbeSummary:
+    """Predicts the samples' images under every level of a probe.
+
+    Args:
+        samples: a dataset, view, or dataset name
+        model: the model spec (as :func:`imagenetx.models.inference.predict`)
+        field: the model's prediction field name; the results go to
+            ``<field>_<probe name>`` (:func:`probe_field`)
+        probe: a probe object (:mod:`imagenetx.probes.base`) or a probe
+            name (``spectral``, ``corruption``, ...) built with defaults
+        levels (None): the levels to run (default: all of the probe's)
+        arch, batch_size, num_workers, device, amp, limit, pretrained,
+            remap_by_position, progress: as in ``predict``
+        overwrite (False): rerun the requested levels on every sample, and
+            allow another model than the one stored
+
+    Returns:
+        a :class:`ProbeSummary`
+
+    Raises:
+        ImageNetXError: before any image is read or anything written, for
+            a bad option, level, model spec, or a model without the 1000
+            ImageNet outputs
+    """
+    samples = get_dataset(samples)
+    dataset = samples._dataset
+    if isinstance(probe, str):
+        probe = get_probe(probe)
+    _check_options(field, batch_size, num_workers, limit)
+    all_levels = list(probe.levels())
+    wanted = all_levels if levels is None else list(levels)
+    unknown = [lv for lv in wanted if lv not in all_levels]
+    if unknown or not wanted:
+        raise ImageNetXError(
+            f"Unknown level(s) {', '.join(map(repr, unknown)) or '(none given)'} of "
+            f"probe '{probe.name}': use some of {', '.join(all_levels)}")
+    pfield = probe_field(field, probe.name)
+    stored = _stored_info(dataset, pfield, probe.name, model, overwrite)
+    parse_spec(model, arch, remap_by_position)
+    dev = _device(device)
+    dtype = _amp_dtype(amp, dev)
+    loaded = load_model(model, arch, pretrained=pretrained,
+                        remap_by_position=remap_by_position)
+
+    order = list(stored["levels"]) if stored else []
+    order += [lv for lv in wanted if lv not in order]
+    position = {lv: i for i, lv in enumerate(order)}
+    # without stored info (a new field, or --overwrite with another model)
+    # the old lists, in another level order, are not read
+    has_list = stored is not None
+    paths_read = ["_id", "filepath"] + ([pfield] if has_list else [])
+    columns = samples.values(paths_read, _raw=True)
+    ids, paths = columns[0], columns[1]
+    current = columns[2] if has_list else [None] * len(ids)
+
+    todo, missing = [], set()
+    for k, values in enumerate(current):
+        values = list(values or [])
+        gaps = [lv for lv in wanted if overwrite or position[lv] >= len(values)
+                or values[position[lv]] is None or values[position[lv]] < 0]
+        if gaps:
+            todo.append(k)
+            missing.update(gaps)
+    summary = ProbeSummary(dataset.name, pfield, probe.name, model, str(dev),
+                           len(ids), levels=order,
+                           complete=len(ids) - len(todo))
+    if limit is not None:
+        todo = todo[:limit]
+    run_levels = [lv for lv in wanted if lv in missing]
+    summary.levels_run = run_levels if todo else []
+    _declare(dataset, pfield, field, probe.name, model, order)
+    if not todo:
+        return summary
+
+    start = time.perf_counter()
+    groups = (probe.level_groups(run_levels) if hasattr(probe, "level_groups")
+              else [run_levels])
+    runner = _ProbeRunner(loaded, probe, dev, dtype)
+    lists = {k: _padded(current[k], len(order)) for k in todo}
+    seeds = [sample_seed(ids[k]) for k in todo]
+    todo_paths = [paths[k] for k in todo]
+    failed_at = {}
+    with fou.ProgressBar(total=len(todo) * len(groups), progress=progress) as pb:
+        for group in groups:
+            loader = _loader(todo_paths, seeds, loaded, probe, group, dev,
+                             batch_size, num_workers)
+            results = runner.run(loader, group, seeds)
+            write_raw(dataset, _chunks(results, group, todo, ids, lists, position,
+                                       pfield, dataset, failed_at, todo_paths,
+                                       summary, pb))
+            summary.passes += 1
+    summary.probed = len(todo) - len(failed_at)
+    summary.failed = len(failed_at)
+    summary.forwards = runner.forwards
+    summary.seconds = time.perf_counter() - start
+    return summary
+
+
+def _check_options(field, batch_size, num_workers, limit):
+    if not field or "." in field or field.startswith("_"):
+        raise ImageNetXError(
+            f"--field '{field}' is not a top-level field name: use letters, digits "
+            "and underscores, e.g. --field r50")
+    if batch_size < 1:
+        raise ImageNetXError(f"--batch-size must be at least 1, not {batch_size}")
+    if num_workers is not None and num_workers < 0:
+        raise ImageNetXError(f"--num-workers must be 0 or more, not {num_workers}")
+    if limit is not None and limit < 0:
+        raise ImageNetXError(f"--limit must be 0 or more, not {limit}")
+
+
+def _stored_info(dataset, pfield, probe_name, model, overwrite) -> Optional[dict]:
+    if not dataset.has_field(pfield):
+        return None
+    f = dataset.get_field(pfield)
+    info = (f.info or {}).get(INFO_KEY)
+    if not isinstance(f, fo.ListField) or info is None:
+        raise ImageNetXError(
+            f"Field '{pfield}' exists and is not a '{probe_name}' probe field: "
+            "pass another --field (the results go to <field>_<probe>)")
+    if info.get("model") != model and not overwrite:
+        raise ImageNetXError(
+            f"'{pfield}' holds probe results of model '{info.get('model')}', not "
+            f"'{model}': pass another --field, or --overwrite to replace them")
+    if overwrite and info.get("model") != model:
+        return None  # a new model starts a new level order
+    return info
+
+
+def _declare(dataset, pfield, field, probe_name, model, order):
+    if not dataset.has_field(pfield):
+        dataset.add_sample_field(pfield, fo.ListField, subfield=fo.IntField)
+    f = dataset.get_field(pfield)
+    f.info = {INFO_KEY: {"probe": probe_name, "field": field, "model": model,
+                         "levels": list(order)}}
+    f.description = (f"predicted class index per '{probe_name}' level (keys in "
+                     f"info['{INFO_KEY}']['levels'])")
+    f.save()
+
+
+def _padded(values, n: int) -> list:
+    values = [NOT_RUN if v is None else v for v in values or []]
+    return values + [NOT_RUN] * (n - len(values))
+
+
+class _ProbeImages(ImageFiles):
+    """Image files -> ``(position, uint8 tensor, error)``: ``(3, H, W)``
+    cropped images, or, for a probe with ``apply_image``, ``(L, 3, H, W)``
+    with the probe's levels applied in the worker."""
+
+    def __init__(self, paths, seeds, preprocessing, probe, levels):
+        super().__init__(paths, preprocessing.transform(normalize=False))
+        self.seeds = seeds
+        self.geometry = preprocessing.geometry
+        self.probe = probe
+        self.levels = levels
+
+    def __getitem__(self, i):
+        if not hasattr(self.probe, "apply_image"):
+            return super().__getitem__(i)
+        try:
+            with Image.open(self.paths[i]) as img:
+                image = np.asarray(self.geometry(img.convert("RGB")), dtype=np.uint8)
+            stack = np.stack([self.probe.apply_image(image, lv, self.seeds[i])
+                              for lv in self.levels])
+            return i, torch.from_numpy(stack).permute(0, 3, 1, 2).contiguous(), None
+        except Exception as e:  # a bad image costs only that image
+            return i, None, f"{type(e).__name__}: {e}"
+
+
+def _loader(paths, seeds, loaded, probe, levels, device, batch_size, num_workers):
+    if num_workers is None:
+        num_workers = min(8, os.cpu_count() or 1)
+    num_workers = min(num_workers, math.ceil(len(paths) / batch_size))
+    return torch.utils.data.DataLoader(
+        _ProbeImages(paths, seeds, loaded.preprocessing, probe, levels),
+        batch_size=batch_size, shuffle=False, num_workers=num_workers,
+        collate_fn=collate_images, pin_memory=device.type == "cuda")
+
+
+class _ProbeRunner:
+    """Runs every level of a pass on each decoded batch; yields
+    ``(positions, {level: predicted indices}, failures)``."""
+
+    def __init__(self, loaded, probe, device, dtype):
+        self.probe = probe
+        self.device = device
+        self.dtype = dtype
+        self.cpu_hook = hasattr(probe, "apply_image")
+        prep = loaded.preprocessing
+        self.mean = torch.tensor(prep.mean, device=device).view(1, -1, 1, 1)
+        self.std = torch.tensor(prep.std, device=device).view(1, -1, 1, 1)
+        self.model = loaded.model.to(device, memory_format=torch.channels_last)
+        self.forwards = 0
+
+    def _predict(self, images):
+        x = ((images - self.mean) / self.std).contiguous(memory_format=torch.channels_last)
+        with torch.autocast(self.device.type, dtype=self.dtype,
+                            enabled=self.dtype is not None):
+            out = self.model(x)
+        if isinstance(out, (tuple, list)):
+            out = out[0]
+        self.forwards += images.shape[0]
+        return out.float().argmax(dim=1)
+
+    def run(self, loader, levels, seeds):
+        for positions, batch, failed in loader:
+            predicted = {}
+            if batch is not None:
+                with torch.inference_mode():
+                    x = batch.to(self.device, non_blocking=True).float().div_(255)
+                    batch_seeds = [seeds[p] for p in positions.tolist()]
+                    for j, level in enumerate(levels):
+                        if self.cpu_hook:
+                            images = x[:, j]
+                        else:
+                            images = self.probe.apply(x, level, batch_seeds)
+                        predicted[level] = self._predict(images)
+                predicted = {lv: p.cpu().tolist() for lv, p in predicted.items()}
+            yield positions.tolist(), predicted, failed
+
+
+def _chunks(results, levels, todo, ids, lists, position, pfield, dataset,
+            failed_at, paths, summary, pb):
+    """Merges each pass's predictions into the samples' level lists and
+    groups the updates into chunks of :data:`WRITE_EVERY` samples."""
+    err_field = f"{pfield}_error"
+    chunk = {}
+    for positions, predicted, failed in results:
+        clear = dataset.has_field(err_field)
+        for row, pos in enumerate(positions):
+            k = todo[pos]
+            values = lists[k]
+            for level in levels:
+                values[position[level]] = int(predicted[level][row])
+            update = {pfield: values}
+            if clear:
+                update[err_field] = None
+            chunk[ids[k]] = update
+        if failed and not dataset.has_field(err_field):
+            dataset.add_sample_field(err_field, fo.StringField)
+        for pos, message in failed:
+            failed_at[pos] = message
+            chunk[ids[todo[pos]]] = {err_field: message}
+            shown = [p for p, _ in summary.failures]
+            if len(summary.failures) < FAILURES_SHOWN and paths[pos] not in shown:
+                summary.failures.append((paths[pos], message))
+        pb.update(len(positions) + len(failed))
+        if len(chunk) >= WRITE_EVERY:
+            yield chunk
+            chunk = {}
+    if chunk:
+        yield chunk
