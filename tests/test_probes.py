@@ -319,3 +319,36 @@ def test_bad_corruption_on_the_command_line(photo_files, capsys):
                      "--arch", "efficientnet_lite0", "--remap-by-position", *args]) == 2
         assert message in capsys.readouterr().err
     assert not ds.has_field("lite0_corruption") and not ds.has_field("lite0")
+
+
+# ------------------------------------------------------------ critical band
+
+
+def test_critical_band_run_gives_the_fit_of_its_stored_accuracies(photo_files, capsys):
+    """The critical-band probe through the runner (real lite0 weights, real
+    photos): probe-results fits the band from the stored per-level
+    predictions, equal to the metric on accuracies counted here."""
+    from imagenetx.metrics.critical_band import fit_critical_band
+    from imagenetx.probes.critical_band import CriticalBand
+
+    ds = make("probe-critical-band", photo_files)
+    summary = run_probe(ds, SPEC, "lite0", get_probe("critical_band"), batch_size=8, **LITE0)
+    levels = CriticalBand().levels()
+    assert summary.probed == 8 and summary.forwards == 8 * 29 and probe_info(ds, "lite0", "critical_band")["levels"] == levels
+    truth = np.array(ds.values("ground_truth.class_index"))
+    stored = np.array(ds.values("lite0_critical_band"))
+    assert stored.shape == (8, 29) and (stored >= 0).all()
+    accuracy = {lv: float((stored[:, j] == truth).mean()) for j, lv in enumerate(levels)}
+    # grayscale at 20% contrast: the rocket and the motorcycle stay recognized
+    assert accuracy["clean"] > 0
+    expected = fit_critical_band(accuracy, levels).to_dict()
+
+    result = probe_results(ds, "lite0", "critical_band").to_dict()
+    assert result["critical_band"] == expected
+    assert main(["probe-results", "--dataset", ds.name, "--field", "lite0",
+                 "--probe", "critical_band", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["critical_band"]["thresholds"] == \
+        expected["thresholds"]
+    assert main(["probe-results", "--dataset", ds.name, "--field", "lite0",
+                 "--probe", "critical_band"]) == 0
+    assert "Critical band" in capsys.readouterr().out

@@ -13,6 +13,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from imagenetx.errors import ImageNetXError
+from imagenetx.metrics.critical_band import CriticalBandFit, fit_critical_band
 from imagenetx.metrics.corruption import (
     CORRUPTIONS,
     SEVERITIES,
@@ -40,6 +41,8 @@ class ProbeResults:
         correct: images right per level
         spectral: LPP, HPP and spectral bias (spectral probe)
         corruption: errors, CE, mCE, relative mCE (corruption probe)
+        critical_band: the fitted band, accuracy as a fraction of clean
+            (critical-band probe, once all its 29 levels have run)
     """
 
     dataset: str
@@ -52,6 +55,7 @@ class ProbeResults:
     correct: Dict[str, int]
     spectral: Optional[SpectralBias] = None
     corruption: Optional[CorruptionErrors] = None
+    critical_band: Optional[CriticalBandFit] = None
 
     def accuracy(self, level: str) -> float:
         n = self.n.get(level, 0)
@@ -79,6 +83,8 @@ class ProbeResults:
                        for lv in self.levels],
             "spectral": self.spectral.to_dict() if self.spectral else None,
             "corruption": self.corruption.to_dict() if self.corruption else None,
+            "critical_band": (self.critical_band.to_dict()
+                              if self.critical_band else None),
         }
 
 
@@ -142,6 +148,8 @@ def probe_results(samples, field: str, probe: str,
         result.spectral = _spectral(result)
     elif probe == "corruption":
         result.corruption = _corruption(result)
+    elif probe == "critical_band":
+        result.critical_band = _critical_band(result)
     return result
 
 
@@ -170,6 +178,17 @@ def _corruption(result: ProbeResults) -> Optional[CorruptionErrors]:
             if result.n.get(level):
                 errors[i, j] = 1 - result.accuracy(level)
     return corruption_errors(errors, 1 - result.accuracy(CLEAN), names)
+
+
+def _critical_band(result: ProbeResults) -> Optional[CriticalBandFit]:
+    """The fit, once every level has images scored and the clean accuracy is
+    above 0 (else None: the per-level table is all there is)."""
+    from imagenetx.probes.critical_band import CriticalBand
+
+    levels = CriticalBand().levels()
+    if any(not result.n.get(level) for level in levels) or not result.correct[CLEAN]:
+        return None
+    return fit_critical_band({lv: result.accuracy(lv) for lv in levels}, levels)
 
 
 def probe_mistakes_view(samples, field: str, probe: str, level: str,

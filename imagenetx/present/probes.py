@@ -19,6 +19,18 @@ def format_probe(result: dict) -> str:
             f"\nLow-pass proficiency LPP {_num(s['lpp'], '.4f')}, high-pass "
             f"proficiency HPP {_num(s['hpp'], '.4f')}, spectral bias HPP/(LPP+HPP) "
             f"{_num(s['spectral_bias'], '.4f')} (cutoffs 0.1-0.5)")
+    cb = result.get("critical_band")
+    if cb:
+        lines.append(
+            f"\nCritical band (accuracy as a fraction of clean, criterion "
+            f"{cb['criterion']}): thresholds per band 0-6 {cb['thresholds']}; centre "
+            f"{_num(cb['center_frequency'], '.2f')} cycles/image, bandwidth "
+            f"{_num(cb['bandwidth_octaves'], '.2f')} octaves, peak noise sensitivity "
+            f"{_num(cb['peak_sensitivity'], '.3f')}"
+            + (" (flat thresholds: no band)" if cb["degenerate"] else ""))
+    elif result["probe"] == "critical_band":
+        lines.append("\nCritical band: the fit needs every level run and a clean accuracy "
+                     "above 0")
     c = result.get("corruption")
     if c:
         lines.append(f"\n{'corruption':<18} " + " ".join(f"{'s' + str(k):>6}" for k in range(1, 6))
