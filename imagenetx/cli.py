@@ -310,6 +310,20 @@ def _parser() -> argparse.ArgumentParser:
     _add_output(p, csv="print one CSV row per level")
     _add_common(p)
 
+    p = sub.add_parser("corruption-errors",
+                       help="ImageNet-C (released folders): top-1 error per corruption and "
+                            "severity, CE and mCE against AlexNet, relative mCE")
+    p.add_argument("--dataset", required=True, help="a dataset loaded with --imagenet-c-dir")
+    p.add_argument("--pred-field", required=True, metavar="F")
+    clean = p.add_mutually_exclusive_group()
+    clean.add_argument("--clean-dataset", metavar="NAME",
+                       help="the clean images (ImageNet val) with the same prediction field, "
+                            "for the relative CE and mCE")
+    clean.add_argument("--clean-accuracy", type=float, metavar="A",
+                       help="the clean top-1 accuracy as a fraction, e.g. 0.76")
+    _add_output(p, csv="print one CSV row per corruption and severity")
+    _add_common(p)
+
     p = sub.add_parser("import-predictions",
                        help="write a model's predictions from a toolkit CSV or testbed pickle, "
                             "or published cue-conflict responses")
@@ -616,6 +630,16 @@ def _run(args) -> int:
         result = probe_results(args.dataset, args.field, args.probe,
                                gt_field=args.gt_field).to_dict()
         return _print_result(args, result, format_probe, probe_csv)
+
+    if args.command == "corruption-errors":
+        from imagenetx.analysis.corruption import imagenet_c_errors
+        from imagenetx.present.probes import corruption_csv, format_corruption_errors
+
+        errors = imagenet_c_errors(args.dataset, args.pred_field,
+                                   clean_dataset=args.clean_dataset,
+                                   clean_accuracy=args.clean_accuracy, gt_field=args.gt_field)
+        result = {"dataset": args.dataset, "field": args.pred_field, **errors.to_dict()}
+        return _print_result(args, result, format_corruption_errors, corruption_csv)
 
     if args.command == "predict":
         from imagenetx.models.inference import predict

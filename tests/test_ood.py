@@ -195,6 +195,42 @@ def test_imagenet_c_per_corruption_and_severity(loaded, lite0, capsys):
             assert (stats["n"], stats["correct"]) == (int(cell.sum()), int(right[cell].sum()))
 
 
+def test_imagenet_c_corruption_errors_against_alexnet(loaded, lite0, capsys):
+    """CE = mean error over the severities / AlexNet's published error; the
+    two corruptions here have severities 1 and 5 only, so their CE is NaN
+    and the per-severity errors are the counts."""
+    from imagenetx.metrics.corruption import ALEXNET_CLEAN_ERROR, ALEXNET_ERRORS
+
+    ds = loaded["c"]
+    right = (np.array(ds.values("lite0.class_index"))
+             == np.array(ds.values("ground_truth.class_index")))
+    corruption, severity = np.array(ds.values("corruption")), np.array(ds.values("severity"))
+    assert main(["corruption-errors", "--dataset", ds.name, "--pred-field", "lite0",
+                 "--clean-accuracy", "0.75", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["clean_error"] == pytest.approx(0.25) and out["mce"] is None
+    for name in ("gaussian_noise", "fog"):
+        row = out["corruptions"][name]
+        for level in (1, 5):
+            cell = (corruption == name) & (severity == level)
+            assert row["errors"][str(level)] == pytest.approx(1 - right[cell].mean())
+        assert row["errors"]["3"] is None and row["ce"] is None
+    # the arithmetic, with all five severities
+    from imagenetx.metrics.corruption import corruption_errors
+
+    full = corruption_errors(np.full((1, 5), 0.5), 0.25, ["fog"])
+    assert full.ce[0] == pytest.approx(0.5 / ALEXNET_ERRORS["fog"])
+    assert full.relative_ce[0] == pytest.approx(
+        0.25 / (ALEXNET_ERRORS["fog"] - ALEXNET_CLEAN_ERROR))
+    # not ImageNet-C; a clean accuracy that is not a fraction: one line each
+    assert main(["corruption-errors", "--dataset", loaded["a"].name,
+                 "--pred-field", "lite0"]) == 2
+    assert "is not ImageNet-C" in capsys.readouterr().err
+    assert main(["corruption-errors", "--dataset", ds.name, "--pred-field", "lite0",
+                 "--clean-accuracy", "75"]) == 2
+    assert "not a fraction" in capsys.readouterr().err
+
+
 def test_panel_click_shows_the_subset_mistakes_of_a_class(loaded, lite0):
     import fiftyone.server.view as fosv
     from test_panel import PanelSession

@@ -207,6 +207,14 @@ def test_spectral_run_resumes_and_gives_the_mistakes_views(photo_files, capsys):
     assert printed["spectral"]["spectral_bias"] == pytest.approx(result.spectral.bias)
     assert [r["level"] for r in printed["levels"]] == levels
 
+    # and the field's spectral bias is placed among the published models
+    from imagenetx.analysis.biases import gather_values
+
+    values, _ = gather_values([ds.name], ["lite0"])
+    assert values["lite0"]["spectral-bias"] == result.spectral.bias
+    assert (values["lite0"]["lpp"], values["lite0"]["hpp"]) == (
+        result.spectral.lpp, result.spectral.hpp)
+
     # another model into the same field: refused, unless --overwrite, which
     # starts the level order afresh
     other = dict(LITE0, arch=None, remap_by_position=False, pretrained=False)
@@ -352,3 +360,11 @@ def test_critical_band_run_gives_the_fit_of_its_stored_accuracies(photo_files, c
     assert main(["probe-results", "--dataset", ds.name, "--field", "lite0",
                  "--probe", "critical_band"]) == 0
     assert "Critical band" in capsys.readouterr().out
+
+    # the fitted band is the field's critical band among the published models
+    from imagenetx.analysis.biases import gather_values
+
+    values, _ = gather_values([ds.name], ["lite0"])
+    assert values["lite0"] == {"critical-band-bw": expected["bandwidth_octaves"],
+                               "critical-band-cf": expected["center_frequency"],
+                               "critical-band-pns": expected["peak_sensitivity"]}

@@ -19,8 +19,8 @@ and rank among the published models on each axis.
 :func:`gather_values` measures those values on the user's FiftyOne
 datasets: shape bias on a cue-conflict dataset, accuracy on ImageNet-X
 (ImageNet val) and on the OOD datasets of :mod:`imagenetx.benchmarks.ood`.
-Spectral bias and critical band come from the probes' own code, as
-values passed in.
+Spectral bias, the critical band and corruptions on the fly come from a
+field's probe results (:mod:`imagenetx.analysis.probes`) on any dataset.
 """
 
 import math
@@ -273,6 +273,11 @@ def gather_values(datasets: Sequence[str], fields: Sequence[str]) -> Tuple[Dict,
         dataset has them (the variant the table reports), else all
     -   ImageNet-C: ``top1_acc/<corruption>_<severity>`` per cell present;
         ``imagenet-c`` is their mean, as the authors average the cells
+    -   any dataset with probe results of the field (``imagenetx probe``):
+        ``spectral-bias``, ``lpp``, ``hpp`` (spectral probe);
+        ``critical-band-bw``, ``-cf``, ``-pns`` (critical band, normalized by
+        clean accuracy as the table's ``_norm`` columns); the ImageNet-C
+        cells and ``imagenet-c`` (corruptions on the fly)
 
     Accuracies are in percent, as the table has them.
 
@@ -291,10 +296,15 @@ def gather_values(datasets: Sequence[str], fields: Sequence[str]) -> Tuple[Dict,
     notes: List[str] = []
     for name in datasets:
         ds = get_dataset(name)
+        probed = _probe_values(ds, fields, notes)
+        for f, measured in probed.items():
+            values[f].update(measured)
         here = [f for f in fields if f in prediction_fields(ds)]
         if not here:
             continue
         benchmark = get_benchmark(ds)
+        if probed and benchmark.name not in _BENCHMARKS_MEASURED:
+            continue  # a dataset probed, not itself one of the table's benchmarks
         found = _measure_dataset(ds, benchmark.name, here, notes)
         for f, measured in found.items():
             values[f].update(measured)
@@ -305,6 +315,48 @@ def gather_values(datasets: Sequence[str], fields: Sequence[str]) -> Tuple[Dict,
             f"'{', '.join(empty)}': name the prediction fields the datasets have, "
             "or the datasets that hold them")
     return values, notes
+
+
+#: the benchmarks whose datasets :func:`_measure_dataset` measures
+_BENCHMARKS_MEASURED = ("cue_conflict", "imagenet_x", "imagenet_a", "imagenet_r",
+                        "imagenet_sketch", "imagenet_v2", "imagenet_c")
+
+
+def _probe_values(ds, fields, notes) -> Dict[str, Dict[str, float]]:
+    """The biases (and on-the-fly ImageNet-C accuracies) of the fields' probe
+    results on ``ds``."""
+    from imagenetx.analysis.probes import probe_results
+    from imagenetx.probes.run import probe_info
+
+    out: Dict[str, Dict[str, float]] = {}
+    for f in fields:
+        found = {}
+        if probe_info(ds, f, "spectral") is not None:
+            s = probe_results(ds, f, "spectral").spectral
+            found.update({"spectral-bias": s.bias, "lpp": s.lpp, "hpp": s.hpp})
+        if probe_info(ds, f, "critical_band") is not None:
+            fit = probe_results(ds, f, "critical_band").critical_band
+            if fit is None:
+                notes.append(f"{f}: critical-band results on {ds.name} are incomplete "
+                             "(every level must run, clean accuracy above 0): no fit")
+            elif fit.degenerate:
+                notes.append(f"{f}: flat critical-band thresholds on {ds.name}: no band")
+            else:
+                found.update({"critical-band-bw": fit.bandwidth_octaves,
+                              "critical-band-cf": fit.center_frequency,
+                              "critical-band-pns": fit.peak_sensitivity})
+        if probe_info(ds, f, "corruption") is not None:
+            result = probe_results(ds, f, "corruption")
+            cells = {f"top1_acc/{level.replace(':', '_')}": 100.0 * result.accuracy(level)
+                     for level in result.levels if level != "clean" and result.n.get(level)}
+            if cells:
+                found.update(cells, **{"imagenet-c": float(np.mean(list(cells.values())))})
+                notes.append(f"{f}: ImageNet-C accuracy from corruptions made on the fly on "
+                             f"{ds.name} ({len(cells)} cells; the table averages 19 x 5 on "
+                             "ImageNet val)")
+        if found:
+            out[f] = found
+    return out
 
 
 def _accuracy(view, fields, **settings) -> Dict[str, float]:

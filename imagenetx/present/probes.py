@@ -33,20 +33,8 @@ def format_probe(result: dict) -> str:
                      "above 0")
     c = result.get("corruption")
     if c:
-        lines.append(f"\n{'corruption':<18} " + " ".join(f"{'s' + str(k):>6}" for k in range(1, 6))
-                     + f" {'mean':>6} {'CE':>6} {'rel CE':>7}")
-        for name, e in c["corruptions"].items():
-            lines.append(f"{name[:18]:<18} " + " ".join(
-                f"{_num(e['errors'][str(k)], '.3f'):>6}" for k in range(1, 6))
-                + f" {_num(e['mean_error'], '.3f'):>6} {_num(e['ce'], '.3f'):>6}"
-                f" {_num(e['relative_ce'], '.3f'):>7}")
-        over = len(c["mce_over"])
-        note = "" if c["all_15"] else f" (over {over} of the 15 corruptions: not comparable to published mCE)"
-        lines.append(
-            f"Clean error {_num(c['clean_error'], '.4f')}; errors are top-1 errors; CE is "
-            "normalized by AlexNet's published errors (1.0 = AlexNet)")
-        lines.append(f"mCE {_num(c['mce'], '.4f')}, relative mCE "
-                     f"{_num(c['relative_mce'], '.4f')}{note}")
+        lines.append("")
+        lines.extend(corruption_lines(c))
     return "\n".join(lines)
 
 
@@ -65,3 +53,41 @@ def probe_csv(result: dict) -> str:
                        ce=e.get("ce"), relative_ce=e.get("relative_ce"))
         rows.append(out)
     return _csv(rows)
+
+
+def corruption_lines(c: dict) -> list:
+    """The corruption table: error per severity, mean, CE and relative CE per
+    corruption, then mCE; ``c`` is :class:`~imagenetx.metrics.corruption.
+    CorruptionErrors` as ``.to_dict()``."""
+    lines = []
+    lines.append(f"{'corruption':<18} " + " ".join(f"{'s' + str(k):>6}" for k in range(1, 6))
+                 + f" {'mean':>6} {'CE':>6} {'rel CE':>7}")
+    for name, e in c["corruptions"].items():
+        lines.append(f"{name[:18]:<18} " + " ".join(
+            f"{_num(e['errors'][str(k)], '.3f'):>6}" for k in range(1, 6))
+            + f" {_num(e['mean_error'], '.3f'):>6} {_num(e['ce'], '.3f'):>6}"
+            f" {_num(e['relative_ce'], '.3f'):>7}")
+    over = len(c["mce_over"])
+    note = "" if c["all_15"] else f" (over {over} of the 15 corruptions: not comparable to published mCE)"
+    lines.append(
+        f"Clean error {_num(c['clean_error'], '.4f')}; errors are top-1 errors; CE is "
+        "normalized by AlexNet's published errors (1.0 = AlexNet)")
+    lines.append(f"mCE {_num(c['mce'], '.4f')}, relative mCE "
+                 f"{_num(c['relative_mce'], '.4f')}{note}")
+    return lines
+
+
+def format_corruption_errors(result: dict) -> str:
+    """What ``imagenetx corruption-errors`` prints."""
+    head = (f"Dataset '{result['dataset']}', field '{result['field']}': top-1 error per "
+            "ImageNet-C corruption and severity")
+    return "\n".join([head, *corruption_lines(result)])
+
+
+def corruption_csv(result: dict) -> str:
+    """One row per corruption and severity: ``error``, with the
+    corruption's ``ce`` and ``relative_ce``."""
+    return _csv([{"field": result["field"], "corruption": name, "severity": int(s),
+                  "error": e, "ce": row["ce"], "relative_ce": row["relative_ce"]}
+                 for name, row in result["corruptions"].items()
+                 for s, e in row["errors"].items()])
