@@ -609,8 +609,9 @@ def _run(args) -> int:
         from imagenetx.errors import ImageNetXError
         from imagenetx.probes.corruption import Corruptions
 
-        if args.logits or args.compile:
-            raise ImageNetXError("--logits and --compile do not apply with --corruption(s)")
+        if args.logits or args.compile or args.slices:
+            raise ImageNetXError(
+                "--logits, --compile and --slices do not apply with --corruption(s)")
         return _run_probe(args, Corruptions(_corruption_specs(args)))
 
     if args.command == "probe":

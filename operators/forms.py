@@ -79,6 +79,8 @@ class LoadReleaseFolder(foo.Operator):
     extend."""
 
     OPERATOR = LABEL = DESCRIPTION = FORM_TITLE = FOLDER_HELP = DEFAULT_NAME = ""
+    #: whether the form is built again as its inputs change
+    DYNAMIC = False
 
     @property
     def config(self):
@@ -86,6 +88,7 @@ class LoadReleaseFolder(foo.Operator):
             name=self.OPERATOR,
             label=self.LABEL,
             description=self.DESCRIPTION,
+            dynamic=self.DYNAMIC,
             allow_immediate_execution=True,
             allow_delegated_execution=True,
         )

@@ -18,6 +18,7 @@ class LoadOOD(LoadReleaseFolder):
     DESCRIPTION = ("an OOD benchmark's release folder as a dataset: ImageNet-1k "
                    "ground truth, variant (V2), corruption and severity (C)")
     FORM_TITLE = "Load an OOD benchmark"
+    DYNAMIC = True  # the variant input, folder help and default name follow the benchmark
 
     def add_inputs(self, ctx, inputs):
         from imagenetx.benchmarks.ood.layouts import LAYOUTS

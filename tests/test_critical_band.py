@@ -2,6 +2,7 @@
 Gavrikov's ``solomon_filter``, its noise spectrum, a synthetic observer whose
 band is known, and the fit against the published ``benchmark.csv``."""
 
+import json
 import math
 from pathlib import Path
 
@@ -320,6 +321,9 @@ def test_fit_from_accuracies_normalizes_by_clean():
     absolute = fit_critical_band(acc, normalize=False)
     assert absolute.degenerate and absolute.thresholds == (4,) * 7
     assert math.isnan(absolute.center_frequency) and absolute.peak_sensitivity == 1.0
+    # a flat fit still prints as JSON (no width, no centre: null, not inf)
+    flat = json.loads(json.dumps(absolute.to_dict(), allow_nan=False))
+    assert flat["sigma"] is None and flat["center_frequency"] is None
     normalized = fit_critical_band(acc)
     assert normalized.thresholds == (0,) * 7 and normalized.peak_sensitivity == 2.0 ** -4
     # one band made fragile: a lone spike there (beyond SciPy's default budget)

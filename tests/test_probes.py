@@ -322,7 +322,8 @@ def test_bad_corruption_on_the_command_line(photo_files, capsys):
     ds = make("probe-bad-cli", photo_files[:1])
     for args, message in [(["--corruption", "fog:9"], "Unknown severity '9'"),
                           (["--corruption", "fogg"], "Unknown corruption 'fogg'"),
-                          (["--corruption", "fog", "--corruptions", "all"], "not both")]:
+                          (["--corruption", "fog", "--corruptions", "all"], "not both"),
+                          (["--corruption", "fog", "--slices", "ori"], "--slices do not apply")]:
         assert main(["predict", "--dataset", ds.name, "--model", SPEC, "--field", "lite0",
                      "--arch", "efficientnet_lite0", "--remap-by-position", *args]) == 2
         assert message in capsys.readouterr().err

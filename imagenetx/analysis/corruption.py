@@ -55,7 +55,13 @@ def imagenet_c_errors(samples, field: str, clean_dataset: Optional[str] = None,
         raise ImageNetXError(
             f"Clean accuracy {clean_accuracy} is not a fraction in [0, 1], e.g. 0.76")
     if clean_dataset is not None:
-        clean = compute_ratios(clean_dataset, [field], intervals=False, gt_field=gt_field)
+        clean_view, settings = get_dataset(clean_dataset), {}
+        if get_benchmark(clean_view).name == "imagenet_x":
+            # all of ImageNet val the dataset has, prototypes included
+            clean_view = clean_view.match({"imagenetx.split": "val"})
+            settings["include_prototypes"] = True
+        clean = compute_ratios(clean_view, [field], intervals=False, gt_field=gt_field,
+                               **settings)
         clean_accuracy = clean.models[field].accuracy
 
     result = compute_ratios(samples, [field], intervals=False, gt_field=gt_field,

@@ -146,7 +146,7 @@ class CriticalBandFit:
 
     def to_dict(self) -> dict:
         def num(v):
-            return None if isinstance(v, float) and math.isnan(v) else v
+            return None if isinstance(v, float) and not math.isfinite(v) else v
         return {
             "center_frequency": num(self.center_frequency),
             "bandwidth_octaves": num(self.bandwidth_octaves),
@@ -200,7 +200,7 @@ def fit_thresholds(thresholds: Sequence[float], normalized: bool = True,
     ints = tuple(int(v) if float(v).is_integer() else float(v) for v in t)
     if np.all(t == t[0]):
         a = float(min(max(t[0], 0.0), 4.0))
-        return CriticalBandFit(math.nan, math.nan, 2.0 ** (a - 4), a, math.nan, math.inf,
+        return CriticalBandFit(math.nan, math.nan, 2.0 ** (a - 4), a, math.nan, math.nan,
                                ints, tuple(curve_x), tuple(np.full(CURVE_POINTS, a)),
                                True, normalized, criterion)
     fit = dict(p0=[1.0, 0.0, 1.0], bounds=((0, -np.inf, -np.inf), (4, np.inf, np.inf)))

@@ -4,8 +4,8 @@ Storage: one list field per (prediction field, probe), ``<field>_<probe>``
 (e.g. ``lite0_spectral``), holding each sample's predicted class index
 under every level, in the order of the level keys kept in that field's
 ``info["imagenetx_probe"]`` (with the probe, the model spec and the
-prediction field). 22 spectral levels x 50,000 images are one field of
-small integer lists, not 22 top-level fields. A level not yet run is
+prediction field). 23 spectral levels x 50,000 images are one field of
+small integer lists, not 23 top-level fields. A level not yet run is
 ``-1`` in the list (:data:`NOT_RUN`); an unreadable image leaves the list as it was and
 its reason in ``<field>_<probe>_error``.
 
@@ -188,6 +188,10 @@ def run_probe(
     dtype = _amp_dtype(amp, dev)
     loaded = load_model(model, arch, pretrained=pretrained,
                         remap_by_position=remap_by_position)
+    if stored is None and dataset.has_field(pfield):
+        # --overwrite with another model, now that it loads: no sample keeps
+        # the old model's lists (with --limit the rest would read as the new one's)
+        dataset.clear_sample_field(pfield)
 
     order = list(stored["levels"]) if stored else []
     order += [lv for lv in wanted if lv not in order]

@@ -16,7 +16,7 @@ reported.
 
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import fiftyone as fo
 from bson import ObjectId
