@@ -4,6 +4,8 @@
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
+from .forms import add_delegate_input, delegation, is_large, progress_reporter
+
 #: datasets with more originals than this are edited as delegated operations
 #: unless the form says otherwise (about 10 images a second per core)
 DELEGATE_ABOVE = 200
@@ -61,27 +63,17 @@ class EditObjects(foo.Operator):
         inputs.enum("inpaint", ["telea", "ns"], default="telea",
                     label="Inpainting", view=types.RadioGroup())
         inputs.bool("skip_failed", default=False, label="Skip edits an image does not allow")
-        inputs.bool(
-            "delegate", label="Delegate", default=_large(ctx),
-            description=(f"run in the background (default above {DELEGATE_ABOVE:,} "
-                         "images); needs `fiftyone delegated launch`"))
+        add_delegate_input(inputs, _large(ctx), DELEGATE_ABOVE, "images")
         _check_edits(ctx, inputs)
         return types.Property(inputs, view=types.View(label="Edit objects"))
 
     def resolve_delegation(self, ctx):
-        delegate = ctx.params.get("delegate")
-        return _large(ctx) if delegate is None else bool(delegate)
+        return delegation(ctx, _large(ctx))
 
     def execute(self, ctx):
-        import fiftyone.core.utils as fou
-
         from imagenetx.edits import edit_dataset
 
         p = ctx.params
-
-        def report(pb):
-            ctx.set_progress(progress=pb.progress,
-                             label=f"{pb.iteration:,} of {pb.total:,} images")
 
         dataset, summary = edit_dataset(
             ctx.dataset,
@@ -92,7 +84,7 @@ class EditObjects(foo.Operator):
             object_label=p.get("object_label") or None,
             inpaint=p.get("inpaint") or "telea",
             skip_failed=bool(p.get("skip_failed")),
-            progress=fou.report_progress(report, dt=1.0),
+            progress=progress_reporter(ctx),
         )
         if not ctx.delegated:
             if dataset.name == ctx.dataset.name:
@@ -109,10 +101,7 @@ class EditObjects(foo.Operator):
 
 
 def _large(ctx) -> bool:
-    try:
-        return len(ctx.dataset) > DELEGATE_ABOVE
-    except Exception:  # no dataset in the context yet
-        return False
+    return is_large(lambda c: c.dataset, ctx, DELEGATE_ABOVE)
 
 
 def _check_edits(ctx, inputs):

@@ -72,6 +72,40 @@ def open_built_dataset(ctx, dataset, summary, **extra) -> dict:
     return {"dataset": dataset.name, "summary": str(summary), **extra}
 
 
+def is_large(samples_of, ctx, limit: int) -> bool:
+    """Whether ``samples_of(ctx)`` holds more than ``limit`` samples (False
+    while the context has no dataset yet)."""
+    try:
+        return len(samples_of(ctx)) > limit
+    except Exception:  # no dataset in the context yet
+        return False
+
+
+def add_delegate_input(inputs, default: bool, above: int, unit: str) -> None:
+    """The "Delegate" checkbox of the operators that run long jobs."""
+    inputs.bool(
+        "delegate", label="Delegate", default=default,
+        description=(f"run in the background (default above {above:,} {unit}); "
+                     "needs `fiftyone delegated launch`"))
+
+
+def delegation(ctx, default: bool) -> bool:
+    """The delegation the form asked for, else ``default``."""
+    delegate = ctx.params.get("delegate")
+    return default if delegate is None else bool(delegate)
+
+
+def progress_reporter(ctx):
+    """The library's ``progress=`` argument that reports to the App, at most
+    once a second."""
+    import fiftyone.core.utils as fou
+
+    def report(pb):
+        ctx.set_progress(progress=pb.progress,
+                         label=f"{pb.iteration:,} of {pb.total:,} images")
+    return fou.report_progress(report, dt=1.0)
+
+
 class LoadReleaseFolder(foo.Operator):
     """Base of the operators that build a dataset from a benchmark's release
     folder on the server and open it. Subclasses set the constants and

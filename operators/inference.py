@@ -5,6 +5,8 @@ import fiftyone.operators.types as types
 
 from imagenetx.options import AMPS, DEVICES
 
+from .forms import add_delegate_input, delegation, is_large, progress_reporter
+
 #: views larger than this run as delegated operations unless the form says
 #: otherwise
 DELEGATE_ABOVE = 2000
@@ -65,32 +67,17 @@ class RunModel(foo.Operator):
             description="also redo samples that already have a prediction",
         )
         inputs.str("gt_field", label="Ground truth field", default="ground_truth")
-        inputs.bool(
-            "delegate", label="Delegate", default=_large(ctx),
-            description=(
-                f"run in the background (default above {DELEGATE_ABOVE:,} "
-                "samples); needs `fiftyone delegated launch`"
-            ),
-        )
+        add_delegate_input(inputs, _large(ctx), DELEGATE_ABOVE, "samples")
         _check_spec(ctx, inputs)
         return types.Property(inputs, view=types.View(label="Run model"))
 
     def resolve_delegation(self, ctx):
-        delegate = ctx.params.get("delegate")
-        return _large(ctx) if delegate is None else bool(delegate)
+        return delegation(ctx, _large(ctx))
 
     def execute(self, ctx):
-        import fiftyone.core.utils as fou
-
         from imagenetx.models.inference import predict
 
         p = ctx.params
-
-        def report(pb):
-            ctx.set_progress(
-                progress=pb.progress,
-                label=f"{pb.iteration:,} of {pb.total:,} images",
-            )
 
         summary = predict(
             ctx.target_view(),
@@ -107,7 +94,7 @@ class RunModel(foo.Operator):
             limit=p.get("limit"),
             overwrite=bool(p.get("overwrite")),
             gt_field=p.get("gt_field") or "ground_truth",
-            progress=fou.report_progress(report, dt=1.0),
+            progress=progress_reporter(ctx),
         )
         if not ctx.delegated:
             ctx.trigger("reload_dataset")
@@ -127,10 +114,7 @@ class RunModel(foo.Operator):
 
 
 def _large(ctx) -> bool:
-    try:
-        return len(ctx.target_view()) > DELEGATE_ABOVE
-    except Exception:  # no dataset in the context yet
-        return False
+    return is_large(lambda c: c.target_view(), ctx, DELEGATE_ABOVE)
 
 
 def _check_spec(ctx, inputs):
