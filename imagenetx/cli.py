@@ -95,6 +95,16 @@ def _run_probe(args, probe) -> int:
     return 0
 
 
+def _add_published_source(p, prefix: str = ""):
+    """Which of Gavrikov & Keuper's published models, and where their tables are."""
+    p.add_argument("--published-models", choices=["all", "resnet50"], default="all",
+                   help=f"{prefix}all 70 published models (default) or the paper's 48 "
+                        "ResNet-50s")
+    p.add_argument("--published-dir", metavar="DIR",
+                   help=f"{prefix}a folder with benchmark.csv and r50_categories.json "
+                        "(default: $IMAGENETX_GAVRIKOV_DIR, else downloaded into the cache)")
+
+
 def _add_analysis(p):
     """The analysis settings (:class:`imagenetx.analysis.Settings`)."""
     p.add_argument("--slicing", metavar="NAME",
@@ -389,11 +399,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="--published: imagenet, imagenet-a, imagenet-r, imagenet-v2, "
                         "imagenet-sketch, imagenet-c (default: these six), id, robustness, "
                         "concepts, adversarial, or any column of benchmark.csv")
-    p.add_argument("--published-models", choices=["all", "resnet50"], default="all",
-                   help="--published: all 70 models (default) or the paper's 48 ResNet-50s")
-    p.add_argument("--published-dir", metavar="DIR",
-                   help="--published: a folder with benchmark.csv and r50_categories.json "
-                        "(default: $IMAGENETX_GAVRIKOV_DIR, else downloaded into the cache)")
+    _add_published_source(p, "--published: ")
     _add_output(p)
 
     p = sub.add_parser("biases", help="your models among Gavrikov & Keuper's published ones: "
@@ -413,11 +419,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="imagenet, imagenet-a, imagenet-r, imagenet-v2, imagenet-sketch, "
                         "imagenet-c (default: these six), id, robustness, concepts, "
                         "adversarial, or a column of benchmark.csv")
-    p.add_argument("--published-models", choices=["all", "resnet50"], default="all",
-                   help="all 70 published models (default) or the paper's 48 ResNet-50s")
-    p.add_argument("--published-dir", metavar="DIR",
-                   help="a folder with benchmark.csv and r50_categories.json (default: "
-                        "$IMAGENETX_GAVRIKOV_DIR, else downloaded into the cache)")
+    _add_published_source(p)
     p.add_argument("--out", metavar="HTML", help="also write the HTML report and its CSV")
     _add_output(p, csv="print one row per bias, measure and model")
 
