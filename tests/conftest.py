@@ -30,6 +30,9 @@ os.environ.update(
     FIFTYONE_SHOW_PROGRESS_BARS="false",
     HF_HOME=str(_TMP / "hf"),
     HF_ENDPOINT=f"http://127.0.0.1:{HUB_PORT}",
+    # commands use FiftyOne's own per-process database, so the suite leaves
+    # no database service running (tests/test_service.py starts its own)
+    IMAGENETX_DB_AUTOSTART="0",
 )
 os.environ.pop("HF_HUB_OFFLINE", None)
 os.environ.pop("FIFTYONE_DATABASE_URI", None)

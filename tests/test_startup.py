@@ -30,7 +30,7 @@ def _help_imports(tmp_env, *args):
     return r.stdout, last[1], last[3]
 
 
-@pytest.mark.parametrize("command", [None, "ratios", "load", "predict", "biases", "app"])
+@pytest.mark.parametrize("command", [None, "ratios", "load", "predict", "biases", "db"])
 def test_help_imports_neither_fiftyone_nor_torch(tmp_env, command):
     out, status, heavy = _help_imports(tmp_env, *([command] if command else []), "--help")
     assert status == "0"

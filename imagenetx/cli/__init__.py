@@ -64,6 +64,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     from imagenetx.errors import ImageNetXError
 
     try:
+        if args.database:
+            from imagenetx.store.service import connect
+
+            connect()
         return args.handler(args)
     except ImageNetXError as e:
         print(f"imagenetx {args.command}: error: {e}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""Commands around FiftyOne itself: ``app``, ``plugin``."""
+"""Commands around FiftyOne itself: ``app``, ``plugin``, ``db``."""
 
 from imagenetx.cli.base import CommandGroup
 
@@ -12,8 +12,14 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--port", type=int)
     p.add_argument("--remote", action="store_true", help="serve without opening a browser")
 
-    p = group.add("plugin", run_plugin, "make this checkout visible to FiftyOne as a plugin")
+    p = group.add("plugin", run_plugin, "make this checkout visible to FiftyOne as a plugin",
+                  database=False)
     p.add_argument("action", choices=["install"])
+
+    p = group.add("db", run_db, "the database service the commands share: start, stop, "
+                                "status (the first command starts it by itself)",
+                  database=False)
+    p.add_argument("action", choices=["start", "stop", "status"])
 
 
 def run_app(args) -> int:
@@ -27,4 +33,26 @@ def run_plugin(args) -> int:
     from imagenetx.plugin import install_plugin
 
     print(f"Plugin linked at {install_plugin()}")
+    return 0
+
+
+def run_db(args) -> int:
+    from imagenetx.store import service
+
+    if args.action == "status":
+        print(service.status())
+        return 0
+    if args.action == "stop":
+        print(service.stop())
+        return 0
+    uri, where = service.configured_uri()
+    if uri:
+        from imagenetx.errors import ImageNetXError
+
+        raise ImageNetXError(
+            f"commands use the database at {where}, not FiftyOne's own: unset {where} "
+            "to start FiftyOne's database as a service")
+    state = service.start(say=lambda message: None)
+    print(f"Started the database service ({state.describe()}), {state.uri}\n"
+          "It keeps running for the next commands; `imagenetx db stop` stops it.")
     return 0

@@ -21,12 +21,15 @@ class CommandGroup:
         self.title = title
         self.commands: List[Tuple[str, str]] = []
 
-    def add(self, name: str, handler: Handler, help: str) -> argparse.ArgumentParser:
+    def add(self, name: str, handler: Handler, help: str,
+            database: bool = True) -> argparse.ArgumentParser:
         """Adds the command ``name``; ``handler(args)`` runs it and returns
-        the exit status. Returns its parser, to add the flags to."""
+        the exit status; ``database``: whether it uses FiftyOne's database
+        (connected before the handler runs). Returns its parser, to add the
+        flags to."""
         # no help= here: the top-level help lists commands by group instead
         parser = self._subparsers.add_parser(name, description=help)
-        parser.set_defaults(handler=handler)
+        parser.set_defaults(handler=handler, database=database)
         self.commands.append((name, help))
         return parser
 

@@ -27,7 +27,8 @@ def register(group: CommandGroup) -> None:
     add_gt_field(p)
 
     p = group.add("spillover", run_spillover, "augmentation spill-over: per-factor trends "
-                                              "against strength (the paper's Figure 6)")
+                                              "against strength (the paper's Figure 6)",
+                  database=False)
     p.add_argument("--sweep", required=True,
                    help="crop, colorjitter, gaussian_blur (or colorjitter_crop, "
                         "adaptive_colorjitter: one setting each)")

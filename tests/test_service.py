@@ -1,0 +1,149 @@
+"""The database service the commands share, and its faults: concurrent cold
+starts, killed service processes, stale files, a database URI that does not
+answer.
+
+Every test here runs on a private data folder (``FIFTYONE_DATABASE_DIR``)
+and stops only processes whose command line names that folder.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from pymongo import MongoClient
+
+from conftest import REPO
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="the service needs flock")
+
+
+def _pids_on(folder: Path) -> list:
+    """Processes (ours) whose command line names the folder."""
+    import psutil
+
+    return [p for p in psutil.process_iter(["cmdline"])
+            if str(folder) in " ".join(p.info["cmdline"] or [])]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """A private data folder; nothing left running on it afterwards."""
+    folder = tmp_path_factory.mktemp("service") / "db"
+    yield folder
+    subprocess.run([sys.executable, "-m", "imagenetx", "db", "stop"], env=_env(folder),
+                   cwd=REPO, capture_output=True, timeout=120)
+    left = _pids_on(folder)
+    for p in left:
+        p.kill()
+    assert not left, f"left running: {[p.info['cmdline'] for p in left]}"
+
+
+def _env(folder: Path, **extra) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(REPO), FIFTYONE_DATABASE_DIR=str(folder),
+               FIFTYONE_DATABASE_NAME="service-test", IMAGENETX_DB_AUTOSTART="1")
+    env.pop("FIFTYONE_DATABASE_URI", None)
+    return dict(env, **extra)
+
+
+def _start(folder, *args, **extra):
+    return subprocess.Popen([sys.executable, "-m", "imagenetx", *args], env=_env(folder, **extra),
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _run(folder, *args, timeout=300, **extra):
+    proc = _start(folder, *args, **extra)
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
+def _state(folder: Path) -> dict:
+    return json.loads((folder / "imagenetx-db.json").read_text())
+
+
+def _datasets(folder: Path) -> list:
+    with MongoClient(f"mongodb://127.0.0.1:{_state(folder)['port']}",
+                     serverSelectionTimeoutMS=10000) as client:
+        return sorted(client["service-test"].datasets.distinct("name"))
+
+
+def test_four_commands_at_once_on_a_cold_folder(folder, photos_dir):
+    procs = [_start(folder, "load", "--imagenet-dir", str(photos_dir), "--name", f"cold-{i}")
+             for i in range(4)]
+    results = [p.communicate(timeout=600) for p in procs]
+    for p, (out, err) in zip(procs, results):
+        assert p.returncode == 0, err
+        assert "3 with ImageNet-X annotations" in out
+    # one of them started the service and said so; the others connected to it
+    started = [err for _, err in results if "started the database service" in err]
+    assert len(started) == 1
+    assert _datasets(folder) == [f"cold-{i}" for i in range(4)]
+    assert len([p for p in _pids_on(folder) if "mongod" in p.info["cmdline"][0]]) == 1
+
+
+def test_db_start_when_one_runs_says_where(folder):
+    state = _state(folder)
+    status, out, err = _run(folder, "db", "start")
+    assert status == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert f"mongod pid {state['mongod']} on port {state['port']}" in err
+    assert str(folder) in err and "imagenetx db stop" in err
+
+
+def test_killed_service_leaves_an_orphan_the_next_command_stops(folder, photos_dir):
+    """The keeper and FiftyOne's service process SIGKILLed, their mongod
+    left behind holding the folder (what a process-group kill that misses
+    mongod leaves): the next command stops it cleanly, starts a new service,
+    and the data is intact."""
+    state = _state(folder)
+    for pid in (state["keeper"], state["wrapper"]):
+        os.kill(pid, signal.SIGKILL)
+    status, out, err = _run(folder, "tag", "--dataset", "cold-0")
+    assert status == 0, err
+    assert f"stopped orphaned mongod pid {state['mongod']}" in err
+    assert str(folder) in err
+    assert _state(folder)["mongod"] != state["mongod"]
+    assert _datasets(folder) == [f"cold-{i}" for i in range(4)]
+
+
+def test_killed_process_group_of_the_service(folder):
+    """The service's process group (FiftyOne's service process and its
+    mongod) SIGKILLed: the next command starts a new one on the same data."""
+    state = _state(folder)
+    os.killpg(os.getpgid(state["wrapper"]), signal.SIGKILL)
+    status, out, err = _run(folder, "tag", "--dataset", "cold-1")
+    assert status == 0, err
+    assert "started the database service" in err
+    assert _datasets(folder) == [f"cold-{i}" for i in range(4)]
+
+
+def test_stale_state_and_lock_files(folder):
+    assert _run(folder, "db", "stop")[0] == 0
+    done = subprocess.run(["true"])  # a pid that no longer runs
+    (folder / "imagenetx-db.json").write_text(json.dumps(dict(
+        folder=str(folder), port=1, mongod=os.getpid(), wrapper=1, keeper=os.getpid())))
+    (folder / "imagenetx-db.lock").write_text("123456789")
+    status, out, err = _run(folder, "tag", "--dataset", "cold-2")
+    assert status == 0, err
+    assert f"imagenetx-db.json names keeper pid {os.getpid()}, which no longer runs: " \
+           "replacing it" in err
+    assert _datasets(folder) == [f"cold-{i}" for i in range(4)]
+    del done
+
+
+def test_database_uri_pointing_nowhere(folder, tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    uri = f"mongodb://127.0.0.1:{port}"
+    status, out, err = _run(folder, "tag", "--dataset", "x", FIFTYONE_DATABASE_URI=uri)
+    assert status == 2
+    assert err.strip().splitlines() == [
+        f"imagenetx tag: error: no database answers at {uri} (FIFTYONE_DATABASE_URI): start "
+        "that MongoDB server, or unset FIFTYONE_DATABASE_URI to use FiftyOne's own database"]
