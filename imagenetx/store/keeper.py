@@ -48,17 +48,40 @@ def _listening_mongod(wrapper):
     return None
 
 
-def main(folder: str) -> int:
+#: runs FiftyOne's service script with a bare ``fiftyone`` package module:
+#: the script needs only ``fiftyone.service.ipc``, and ``fiftyone/__init__``
+#: imports all of FiftyOne (seconds) before the database can start
+_LIGHT_BOOT = (
+    "import os, runpy, sys, types\n"
+    "main = sys.argv[1]\n"
+    "package = types.ModuleType('fiftyone')\n"
+    "package.__path__ = [os.path.dirname(os.path.dirname(main))]\n"
+    "sys.modules['fiftyone'] = package\n"
+    "sys.argv = sys.argv[1:]\n"
+    "runpy.run_path(main, run_name='__main__')\n"
+)
+
+
+def _service(command, light: bool):
+    """FiftyOne's database service process around ``mongod``, as
+    ``fiftyone.core.service.DatabaseService`` starts it (the same arguments,
+    so FiftyOne's other processes find it and attach)."""
     import psutil
 
+    boot = ["-c", _LIGHT_BOOT] if light else []
+    return psutil.Popen(
+        [sys.executable, *boot, service_main(), "--51-service", "db", "--multi", *command],
+        stdin=subprocess.PIPE, stdout=sys.stderr,  # stdout is the starter's pipe
+        env=dict(os.environ, FIFTYONE_DISABLE_SERVICES="1"))
+
+
+def main(folder: str) -> int:
     command = mongod_command(folder)
     log_path = command[command.index("--logpath") + 1]
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     open(log_path, "a").close()
-    wrapper = psutil.Popen(
-        [sys.executable, service_main(), "--51-service", "db", "--multi", *command],
-        stdin=subprocess.PIPE, stdout=sys.stderr,  # stdout is the starter's pipe
-        env=dict(os.environ, FIFTYONE_DISABLE_SERVICES="1"))
+    light = True
+    wrapper = _service(command, light)
 
     def leave(signum, frame):
         # FiftyOne's Service.stop(): closing stdin tells the service its
@@ -77,6 +100,12 @@ def main(folder: str) -> int:
     found = None
     while found is None:
         if wrapper.poll() is not None:
+            if wrapper.returncode != 0 and light:
+                # the light start failed (a FiftyOne whose service script
+                # needs more): FiftyOne's own start
+                light = False
+                wrapper = _service(command, light)
+                continue
             print(f"FiftyOne's database service exited ({wrapper.returncode})", flush=True)
             return 1
         if time.monotonic() > deadline:

@@ -510,11 +510,14 @@ def status(folder: Optional[str] = None) -> str:
                      f"keeper pid {state.keeper}. `imagenetx db stop` stops it.")
     else:
         lines.append(f"No database service runs for {folder}" + (f" ({why})." if why else "."))
-        for h in holders(folder):
-            kind = "a FiftyOne process's own database" if h.in_service else "orphaned"
+        found = holders(folder)
+        for h in found:
+            kind = ("a FiftyOne process's own database; commands use it while it runs"
+                    if h.in_service else "orphaned; the next command stops it")
             lines.append(f"mongod pid {h.pid} holds the folder ({kind}).")
-        lines.append("The next command starts it" if autostart()
-                     else f"Auto-start is off ({AUTOSTART_ENV}); `imagenetx db start` starts it.")
+        if not found:
+            lines.append("The next command starts it." if autostart() else
+                         f"Auto-start is off ({AUTOSTART_ENV}); `imagenetx db start` starts it.")
     return "\n".join(lines)
 
 
