@@ -43,3 +43,4 @@ perf: install-test
 	$(PYTHON) perf/edit.py
 	$(PYTHON) perf/spectral.py
 	$(PYTHON) perf/corruptions.py
+	$(PYTHON) perf/startup.py

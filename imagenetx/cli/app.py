@@ -52,7 +52,7 @@ def run_db(args) -> int:
         raise ImageNetXError(
             f"commands use the database at {where}, not FiftyOne's own: unset {where} "
             "to start FiftyOne's database as a service")
-    state = service.start(say=lambda message: None)
+    state = service.start()
     print(f"Started the database service ({state.describe()}), {state.uri}\n"
           "It keeps running for the next commands; `imagenetx db stop` stops it.")
     return 0

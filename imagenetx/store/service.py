@@ -291,7 +291,13 @@ class _FolderLock:
     def __enter__(self):
         import fcntl
 
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise ServiceError(
+                f"cannot write to FiftyOne's data folder ({self.path}: {e.strerror}): make it "
+                "writable, or set FIFTYONE_DATABASE_DIR to a writable folder") from None
         deadline = time.monotonic() + self.timeout
         while True:
             try:
@@ -357,8 +363,10 @@ def _clear_orphans(folder: str, say: Callable[[str], None]) -> Optional[Holder]:
     return in_service
 
 
-def _start_locked(folder: str, say: Callable[[str], None]) -> ServiceState:
-    """Starts the keeper (the lock held); returns the running service."""
+def _start_locked(folder: str, say: Callable[[str], None], announce: bool = True
+                  ) -> ServiceState:
+    """Starts the keeper (the lock held); returns the running service;
+    ``announce``: say that it started."""
     import select
 
     import imagenetx
@@ -389,20 +397,21 @@ def _start_locked(folder: str, say: Callable[[str], None]) -> ServiceState:
     if state is None:
         raise ServiceError(f"the database started but {why or 'wrote no state file'}: "
                            f"see {log}")
-    say(f"started the database service ({state.describe()}); it keeps running for the "
-        "next commands: `imagenetx db stop` stops it")
+    if announce:
+        say(f"started the database service ({state.describe()}); it keeps running for the "
+            "next commands: `imagenetx db stop` stops it")
     return state
 
 
 def start(folder: Optional[str] = None, say: Callable[[str], None] = _note) -> ServiceState:
-    """Starts the service on a data folder (default: FiftyOne's).
+    """Starts the service on a data folder (default: FiftyOne's); ``say``
+    gets notes (a stale state file replaced, an orphan stopped).
 
     Raises:
         ServiceError: if it already runs (the message says where), or a
             FiftyOne process's own database holds the folder
     """
     folder = folder or database_dir()
-    os.makedirs(folder, exist_ok=True)
     with _FolderLock(folder):
         state, why = read_state(folder)
         if state is not None:
@@ -416,7 +425,7 @@ def start(folder: Optional[str] = None, say: Callable[[str], None] = _note) -> S
                 f"a FiftyOne process's own database (mongod pid {in_service.pid}) holds "
                 f"{folder}: commands share it while it runs; start the service once it "
                 "has stopped (when that process exits)")
-        return _start_locked(folder, say)
+        return _start_locked(folder, say, announce=False)
 
 
 def ensure(folder: Optional[str] = None, say: Callable[[str], None] = _note
@@ -432,7 +441,6 @@ def ensure(folder: Optional[str] = None, say: Callable[[str], None] = _note
         return state.uri
     if not autostart():
         return None
-    os.makedirs(folder, exist_ok=True)
     with _FolderLock(folder):
         state, why = read_state(folder)  # started by a command we waited for
         if state is not None:
@@ -490,7 +498,10 @@ def stop(folder: Optional[str] = None) -> str:
             os.remove(_state_path(folder))
             return f"No database service runs for {folder} ({why}; removed it)"
         return f"No database service runs for {folder}"
-    os.kill(state.keeper, signal.SIGTERM)
+    try:
+        os.kill(state.keeper, signal.SIGTERM)
+    except ProcessLookupError:  # it just left: its mongod stops too
+        pass
     if not (_wait_gone(state.mongod, STOP_TIMEOUT_S) and _wait_gone(state.wrapper, 5)):
         return (f"Released the database service ({state.describe()}); mongod keeps "
                 "running while other FiftyOne processes use it and stops when they exit")
