@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -94,14 +93,33 @@ def test_db_start_when_one_runs_says_where(folder):
     assert str(folder) in err and "imagenetx db stop" in err
 
 
-def test_killed_service_leaves_an_orphan_the_next_command_stops(folder, photos_dir):
-    """The keeper and FiftyOne's service process SIGKILLed, their mongod
-    left behind holding the folder (what a process-group kill that misses
-    mongod leaves), the state file naming the dead keeper: the next command
-    stops the orphan cleanly, starts a new service, and the data is intact."""
+def test_a_command_joins_a_running_service_it_has_no_file_for(folder):
+    """A FiftyOne service already on the folder (here ours, its state file
+    gone): the command registers with it as FiftyOne's processes do, and
+    starts no second mongod on the folder."""
+    state_file = folder / "imagenetx-db.json"
+    saved = state_file.read_text()
+    state_file.unlink()
+    try:
+        status, out, err = _run(folder, "tag", "--dataset", "cold-3")
+        assert status == 0, err
+        assert "started" not in err
+    finally:
+        state_file.write_text(saved)
+    mongods = [p for p in _pids_on(folder) if "mongod" in p.info["cmdline"][0]]
+    assert [p.pid for p in mongods] == [json.loads(saved)["mongod"]]
+
+
+def test_killed_service_leaves_an_orphan_the_next_command_stops(folder):
+    """The keeper and FiftyOne's service process SIGKILLed at one instant
+    (stopped first, so neither sees the other die and stops mongod), their
+    mongod left behind holding the folder, the state file naming the dead
+    keeper: the next command stops the orphan cleanly, starts a new service,
+    and the data is intact."""
     state = _state(folder)
-    for pid in (state["keeper"], state["wrapper"]):
-        os.kill(pid, signal.SIGKILL)
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        for pid in (state["keeper"], state["wrapper"]):
+            os.kill(pid, sig)
     status, out, err = _run(folder, "tag", "--dataset", "cold-0")
     assert status == 0, err
     lines = err.strip().splitlines()
@@ -126,7 +144,7 @@ def test_killed_process_group_of_the_service(folder):
     assert _datasets(folder) == [f"cold-{i}" for i in range(4)]
 
 
-def test_database_uri_pointing_nowhere(folder, tmp_path):
+def test_database_uri_pointing_nowhere(folder):
     import socket
 
     with socket.socket() as s:

@@ -22,16 +22,20 @@ GROUPS = (load, predict, analysis, published, report, app)
 DESCRIPTION = "ImageNet-X factors of variation on FiftyOne datasets."
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``imagenetx`` parser with every command; its help lists them by group."""
+def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
+    """The ``imagenetx`` parser; its help lists the commands by group.
+
+    Args:
+        only: build the flags of this command only (None: of every command)
+    """
     parser = argparse.ArgumentParser(
         prog="imagenetx", usage="imagenetx COMMAND [options]", description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                help="one of the commands below")
+                                prog="imagenetx", help="one of the commands below")
     groups = []
     for module in GROUPS:
-        group = CommandGroup(sub, module.TITLE)
+        group = CommandGroup(sub, module.TITLE, only)
         module.register(group)
         groups.append(group)
     parser.epilog = _overview(groups)
@@ -54,7 +58,9 @@ def _overview(groups: List[CommandGroup]) -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     """Runs the command line; returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser()
+    # the first word that is no option names the command (the top level has
+    # only --help): only its flags are built
+    parser = build_parser(only=next((a for a in argv if not a.startswith("-")), ""))
     if not argv:
         parser.print_help()
         return 0

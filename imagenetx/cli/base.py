@@ -3,9 +3,25 @@ result as text, JSON or CSV."""
 
 import argparse
 import sys
-from typing import Callable, List, Tuple
+from typing import Callable, List, Optional, Tuple
 
 Handler = Callable[[argparse.Namespace], int]
+
+
+class _Unbuilt:
+    """Takes the flags of a command that is not being run and drops them:
+    argparse checks every flag as it is added, which costs start-up time."""
+
+    def add_argument(self, *args, **kwargs):
+        return None
+
+    def add_mutually_exclusive_group(self, *args, **kwargs):
+        return self
+
+    add_argument_group = add_mutually_exclusive_group
+
+    def set_defaults(self, **kwargs):
+        return None
 
 
 class CommandGroup:
@@ -14,11 +30,13 @@ class CommandGroup:
     Args:
         subparsers: the ``imagenetx`` parser's subparsers action
         title: the group's name in the overview
+        only: build the flags of this command only (None: of every command)
     """
 
-    def __init__(self, subparsers, title: str):
+    def __init__(self, subparsers, title: str, only: Optional[str] = None):
         self._subparsers = subparsers
         self.title = title
+        self.only = only
         self.commands: List[Tuple[str, str]] = []
 
     def add(self, name: str, handler: Handler, help: str,
@@ -29,8 +47,10 @@ class CommandGroup:
         flags to."""
         # no help= here: the top-level help lists commands by group instead
         parser = self._subparsers.add_parser(name, description=help)
-        parser.set_defaults(handler=handler, database=database)
         self.commands.append((name, help))
+        if self.only is not None and name != self.only:
+            return _Unbuilt()
+        parser.set_defaults(handler=handler, database=database)
         return parser
 
 

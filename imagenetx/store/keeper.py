@@ -25,6 +25,7 @@ from imagenetx.store.service import (
     START_TIMEOUT_S,
     STOP_TIMEOUT_S,
     ServiceState,
+    listening_ports,
     mongod_command,
     remove_state,
     service_main,
@@ -38,11 +39,10 @@ def _listening_mongod(wrapper):
 
     for child in wrapper.children(recursive=True):
         try:
-            if not os.path.basename(child.cmdline()[0]).startswith("mongod"):
-                continue
-            for conn in child.net_connections(kind="tcp"):
-                if conn.status == psutil.CONN_LISTEN and not conn.raddr:
-                    return child.pid, conn.laddr[1]
+            if os.path.basename(child.cmdline()[0]).startswith("mongod"):
+                ports = listening_ports(child.pid)
+                if ports:
+                    return child.pid, ports[0]
         except (psutil.Error, IndexError):
             pass
     return None

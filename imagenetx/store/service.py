@@ -289,6 +289,9 @@ class _FolderLock:
         self._fd = None
 
     def __enter__(self):
+        if os.name != "posix":
+            raise ServiceError("the database service needs flock (Linux, macOS): here "
+                               "commands use FiftyOne's own database")
         import fcntl
 
         try:
@@ -463,27 +466,35 @@ def ensure(folder: Optional[str] = None, say: Callable[[str], None] = _note
         return _start_locked(folder, say).uri
 
 
-def _listening(pid: int) -> List[int]:
+def listening_ports(pid: int) -> List[int]:
+    """The TCP ports a process listens on."""
     import psutil
 
-    return [c.laddr[1] for c in psutil.Process(pid).net_connections(kind="tcp")
+    process = psutil.Process(pid)
+    connections = getattr(process, "net_connections", None) or process.connections  # psutil < 6
+    return [c.laddr[1] for c in connections(kind="tcp")
             if c.status == psutil.CONN_LISTEN and not c.raddr]
 
 
 def _attach(holder: Holder) -> Optional[str]:
     """Registers this process as a client of the FiftyOne service around a
-    ``mongod`` (FiftyOne's IPC message); returns the ``mongod``'s URI, or
-    None if the service is exiting."""
+    ``mongod`` (FiftyOne's IPC message); returns the ``mongod``'s URI once
+    it listens, or None if the service is exiting."""
     import pickle
 
     import psutil
 
     try:
-        service_port, = _listening(holder.parent)
-        port = _listening(holder.pid)[0]
+        service_port, = listening_ports(holder.parent)
         with socket.create_connection(("localhost", service_port), timeout=10) as s:
             s.sendall(pickle.dumps(("register", os.getpid())))
             reply = pickle.load(s.makefile("rb"))
+        deadline = time.monotonic() + START_TIMEOUT_S
+        ports = listening_ports(holder.pid)
+        while not ports and time.monotonic() < deadline:
+            time.sleep(0.05)  # a FiftyOne process is starting it: wait for its listen
+            ports = listening_ports(holder.pid)
+        port = ports[0]
     except (psutil.Error, OSError, ValueError, IndexError, EOFError, pickle.UnpicklingError):
         return None
     return f"mongodb://127.0.0.1:{port}" if reply is True else None
