@@ -8,7 +8,8 @@ command-line package and the database service):
 -   ``imagenetx --help`` and ``imagenetx ratios --help``: wall seconds
     (median of 3);
 -   ``imagenetx ratios --dataset <demo> --pred-field imagenet_labels`` twice
-    in a row: wall seconds of each, and its own overhead per stage (parser,
+    in a row (before and after alternating, ``--rounds`` times; medians): wall
+    seconds of each, and its own overhead per stage (parser,
     database service, ``import fiftyone``, database connection, benchmark
     detection; the rest is the work, other imports and printing; the
     interpreter's start and exit, FiftyOne's exit handlers included, are the
@@ -20,7 +21,7 @@ PID namespace (``unshare``): FiftyOne attaches to any database service process
 it can see, so other FiftyOne processes on the machine would otherwise serve
 the "before" runs; the namespace also ends every process the run started.
 
-    python perf/startup.py [--before-ref REF] [--keep-going]
+    python perf/startup.py [--before-ref REF] [--rounds 3]
 """
 
 import argparse
@@ -132,6 +133,12 @@ def _run(code: str, env: dict, *args, stages: bool = False):
     return wall, (json.loads(r.stderr.splitlines()[-1])["seconds"] if stages else None)
 
 
+def _median_run(runs: list) -> tuple:
+    """``(wall, stages)``: the median of each over runs."""
+    return (statistics.median(w for w, _ in runs),
+            {k: statistics.median(s[k] for _, s in runs) for k in runs[0][1]})
+
+
 def _seconds(cmd: list) -> float:
     t = time.perf_counter()
     subprocess.run(cmd, check=True)
@@ -167,6 +174,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before-ref", default=BEFORE_REF,
                         help=f"the commit measured as 'before' (default: {BEFORE_REF})")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of the two runs each, before and after alternating "
+                             "(default: 3; each cell is the median)")
     args = parser.parse_args()
     _isolate()
 
@@ -197,10 +207,15 @@ def main() -> None:
                   f"{b / a:5.1f}x faster")
 
         ratios = ["ratios", "--dataset", name, "--pred-field", "imagenet_labels"]
-        runs = {}
-        for label, code in (("before", before), ("after", after)):
-            runs[label] = [_run(code, env, *ratios, stages=True) for _ in range(2)]
-        print(f"\nimagenetx {' '.join(ratios)}, twice in a row (seconds)")
+        rounds = {"before": [], "after": []}
+        for _ in range(args.rounds):  # alternating, so both see the same machine load
+            for label, code in (("before", before), ("after", after)):
+                rounds[label].append([_run(code, env, *ratios, stages=True) for _ in range(2)])
+            _run(after, env, "db", "stop")  # the next "after #1" starts it again
+        runs = {label: [_median_run([r[i] for r in rounds[label]]) for i in range(2)]
+                for label in rounds}
+        print(f"\nimagenetx {' '.join(ratios)}, twice in a row (seconds, median of "
+              f"{args.rounds} rounds)")
         header = "".join(f"{f'{lab} #{i + 1}':>12}" for lab in runs for i in range(2))
         print(f"  {'stage':<24}{header}")
         for stage in ("wall",) + STAGES + ("interpreter start, exit",):
