@@ -4,8 +4,9 @@
 PYTHON ?= python3
 export FIFTYONE_DO_NOT_TRACK ?= true
 export FIFTYONE_DATABASE_VALIDATION ?= false
+export NO_MKDOCS_2_WARNING ?= 1
 
-.PHONY: install install-test demo test plugin perf
+.PHONY: install install-test demo test plugin perf docs docs-screenshots
 
 install:
 	$(PYTHON) -m pip install -q -e .
@@ -44,3 +45,16 @@ perf: install-test
 	$(PYTHON) perf/spectral.py
 	$(PYTHON) perf/corruptions.py
 	$(PYTHON) perf/startup.py
+
+# The docs site (MkDocs, docs/ + mkdocs.yml) into site/; the same strict build
+# runs in tests/test_docs.py.
+docs:
+	$(PYTHON) -m mkdocs build --strict
+
+# The browser test's screenshots (test-artifacts/, or $$IMAGENETX_TEST_ARTIFACTS)
+# into docs/images/; the README shows docs/images/panel.png. Run the browser
+# test first: $(PYTHON) -m pytest -m browser
+docs-screenshots:
+	@src="$${IMAGENETX_TEST_ARTIFACTS:-test-artifacts}"; \
+	ls "$$src"/*.png >/dev/null 2>&1 || { echo "no screenshots in $$src: run $(PYTHON) -m pytest -m browser first" >&2; exit 2; }; \
+	mkdir -p docs/images && cp "$$src"/*.png docs/images/ && ls docs/images
