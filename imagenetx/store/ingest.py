@@ -1,0 +1,178 @@
+"""Create a new dataset's samples in bulk: raw documents, one pass.
+
+Loaders feed :func:`insert_samples` with *rows*, one dict per image: its
+``filepath`` and every field in FiftyOne's stored form (what
+``Document.to_mongo()`` returns, e.g.
+:func:`~imagenetx.store.schema.raw_classification`), tags included. Each
+row becomes the document that ``Dataset.add_samples()`` would insert for a
+``fo.Sample`` with those fields, and the documents go to the database with
+``insert_many`` while the next ones are built. ``add_samples()`` spends most
+of its time per sample in Python (a ``Sample``, schema checks, a
+mongoengine document, a JSON size estimate); here a sample costs one dict.
+
+The caller declares the fields once, beforehand (``add_sample_field``, as
+the rest of the project does), inside :func:`new_dataset`, which deletes
+what it built when anything fails and replaces an existing dataset only
+once the new one is complete.
+"""
+
+import contextlib
+import random
+import uuid
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import Iterable, Iterator, Optional
+
+import fiftyone as fo
+import fiftyone.core.media as fom
+from bson import ObjectId
+from pymongo.errors import BulkWriteError
+
+from imagenetx.errors import ImageNetXError
+from imagenetx.memory import gc_paused
+from imagenetx.store.datasets import check_new_dataset_name
+
+#: documents per ``insert_many``: large enough to amortize a round trip,
+#: small enough to overlap building and inserting
+INSERT_CHUNK = 8192
+
+#: inserts in flight at once
+WRITERS = 2
+
+#: row keys that are not sample fields
+_SPECIAL = ("filepath", "tags")
+
+# FiftyOne draws ``_rand`` from its own generator for the same reason
+_random = random.Random()
+
+
+@contextlib.contextmanager
+def new_dataset(name: str, overwrite: bool = False) -> Iterator[fo.Dataset]:
+    """A new, empty persistent dataset to fill, all or nothing.
+
+    The dataset is built under a temporary name when ``name`` exists and
+    ``overwrite`` is set; the old dataset is replaced only when the block
+    ends without an error. On an error (or an interrupt) the new dataset
+    is deleted and an existing one stays as it was.
+
+    Raises:
+        ImageNetXError: if ``name`` exists and ``overwrite`` is False
+    """
+    check_new_dataset_name(name, overwrite)
+    replacing = fo.dataset_exists(name)
+    temp = f"{name}.loading-{uuid.uuid4().hex[:8]}" if replacing else name
+    dataset = fo.Dataset(temp)
+    dataset.persistent = True
+    try:
+        yield dataset
+    except BaseException:
+        dataset.delete()
+        raise
+    if replacing:
+        fo.delete_dataset(name)
+        dataset.name = name
+
+
+@gc_paused()
+def insert_samples(dataset: fo.Dataset, rows: Iterable[dict]) -> int:
+    """Inserts one new sample per row, as ``add_samples()`` would.
+
+    Each row holds ``filepath`` (absolute and normalized, as
+    ``fiftyone.core.storage.normalize_path`` returns it), optionally
+    ``tags`` (a list of str) and other sample fields in their stored form,
+    already declared on the dataset; None values are left out, as FiftyOne
+    does. A dataset without a media type gets that of the first file, and
+    on a grouped dataset each new group slice is declared with its media
+    type, as ``add_samples()`` does.
+
+    Args:
+        dataset: the dataset, whose fields the rows use are declared
+        rows: an iterable of dicts, one per sample; consumed once
+
+    Returns:
+        the number of samples inserted
+
+    Raises:
+        ImageNetXError: if the database refuses a document; the samples
+            inserted before stay (use :func:`new_dataset` to drop them)
+    """
+    coll = dataset._sample_collection
+    dataset_id = dataset._doc.id
+    group_field = dataset.group_field if dataset.media_type == fom.GROUP else None
+    slices = set(dataset.group_media_types or {}) if group_field else set()
+    media_types = {}
+    inserted = 0
+    pending = deque()
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        for chunk in _chunks(rows, INSERT_CHUNK):
+            now = datetime.utcnow()
+            docs = []
+            for row in chunk:
+                path = row["filepath"]
+                ext = path[path.rfind("."):]
+                media_type = media_types.get(ext)
+                if media_type is None:
+                    media_type = media_types[ext] = fom.get_media_type(path)
+                    if dataset.media_type is None:
+                        dataset.media_type = media_type
+                doc = {
+                    "_id": ObjectId(),
+                    "filepath": path,
+                    "tags": row.get("tags") or [],
+                    "_media_type": media_type,
+                    "_rand": _random.random() * 0.001 + 0.999,
+                }
+                for key, value in row.items():
+                    if value is not None and key not in _SPECIAL:
+                        doc[key] = value
+                doc["_dataset_id"] = dataset_id
+                doc["created_at"] = now
+                doc["last_modified_at"] = now
+                if group_field is not None:
+                    slice_name = doc[group_field]["name"]
+                    if slice_name not in slices:
+                        dataset.add_group_slice(slice_name, media_type)
+                        slices.add(slice_name)
+                docs.append(doc)
+            if len(pending) == WRITERS:
+                pending.popleft().result()
+            pending.append(pool.submit(_insert, coll, docs, inserted))
+            inserted += len(docs)
+        for future in pending:
+            future.result()
+    dataset.reload()
+    return inserted
+
+
+def _chunks(rows: Iterable[dict], size: int) -> Iterator[list]:
+    chunk = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _insert(coll, docs: list, offset: int) -> None:
+    try:
+        coll.insert_many(docs)
+    except BulkWriteError as error:
+        first = error.details["writeErrors"][0]
+        raise ImageNetXError(
+            f"The database refused sample {offset + first['index'] + 1:,} "
+            f"({docs[first['index']].get('filepath')}): {first.get('errmsg')}"
+        ) from error
+
+
+def sample_rows(paths: Iterable[str], **columns: Optional[Iterable]) -> Iterator[dict]:
+    """Rows for :func:`insert_samples` from a path column and field columns
+    of the same length (a column may be None: the field is left out)."""
+    names = [n for n, c in columns.items() if c is not None]
+    values = [columns[n] for n in names]
+    for path, *fields in zip(paths, *values):
+        row = dict(zip(names, fields))
+        row["filepath"] = path
+        yield row
