@@ -26,12 +26,12 @@ from typing import Iterable, Iterator, Optional
 
 import fiftyone as fo
 import fiftyone.core.media as fom
-from bson import ObjectId
 from pymongo.errors import BulkWriteError
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.memory import gc_paused
 from imagenetx.store.datasets import check_new_dataset_name
+from imagenetx.store.schema import new_object_id
 
 #: documents per ``insert_many``: large enough to amortize a round trip,
 #: small enough to overlap building and inserting
@@ -117,7 +117,7 @@ def insert_samples(dataset: fo.Dataset, rows: Iterable[dict]) -> int:
                     if dataset.media_type is None:
                         dataset.media_type = media_type
                 doc = {
-                    "_id": ObjectId(),
+                    "_id": new_object_id(),
                     "filepath": path,
                     "tags": row.get("tags") or [],
                     "_media_type": media_type,
