@@ -17,6 +17,7 @@ once the new one is complete.
 """
 
 import contextlib
+import os
 import random
 import uuid
 from collections import deque
@@ -26,6 +27,7 @@ from typing import Iterable, Iterator, Optional
 
 import fiftyone as fo
 import fiftyone.core.media as fom
+import fiftyone.core.metadata as fome
 from pymongo.errors import BulkWriteError
 
 from imagenetx.errors import ImageNetXError
@@ -110,7 +112,7 @@ def insert_samples(dataset: fo.Dataset, rows: Iterable[dict]) -> int:
             docs = []
             for row in chunk:
                 path = row["filepath"]
-                ext = path[path.rfind("."):]
+                ext = os.path.splitext(path)[1]
                 media_type = media_types.get(ext)
                 if media_type is None:
                     media_type = media_types[ext] = fom.get_media_type(path)
@@ -132,7 +134,7 @@ def insert_samples(dataset: fo.Dataset, rows: Iterable[dict]) -> int:
                 if group_field is not None:
                     slice_name = doc[group_field]["name"]
                     if slice_name not in slices:
-                        dataset.add_group_slice(slice_name, media_type)
+                        _add_group_slice(dataset, slice_name, media_type)
                         slices.add(slice_name)
                 docs.append(doc)
             if len(pending) == WRITERS:
@@ -143,6 +145,19 @@ def insert_samples(dataset: fo.Dataset, rows: Iterable[dict]) -> int:
             future.result()
     dataset.reload()
     return inserted
+
+
+def _add_group_slice(dataset: fo.Dataset, name: str, media_type: str) -> None:
+    """Declares a group slice as ``add_samples()`` does: the first slice of
+    a media type also merges that type's metadata fields into the
+    dataset's generic ``metadata`` field."""
+    if media_type not in set(dataset.group_media_types.values()):
+        if dataset._sample_doc_cls.merge_field_schema(
+            {"metadata": fo.EmbeddedDocumentField(fome.get_metadata_cls(media_type))},
+            validate=False,
+        ):
+            dataset._reload()
+    dataset.add_group_slice(name, media_type)
 
 
 def _chunks(rows: Iterable[dict], size: int) -> Iterator[list]:
