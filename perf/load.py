@@ -7,8 +7,9 @@ pixels), kept under ``--root`` between runs (``--clean`` deletes them):
 -   ImageNet train layout, ``<wnid>/<wnid>_<k>.JPEG`` over the 1000
     classes: ``load_imagenet_dir(split="train")``, which also matches every
     file name against the ImageNet-X annotations
--   ImageNet-C layout, ``<corruption>/<severity>/<wnid>/<k>.JPEG`` over 15
-    corruptions x 5 severities x 1000 classes: ``load_ood_dir("c")``
+-   ImageNet-C layout, ``<corruption>/<severity>/<wnid>/<image>.JPEG``, 50
+    images per class as released, filling the 15 corruptions x 5 severities
+    one after the other: ``load_ood_dir("c")``
 
 The baseline is ``fo.Dataset.from_dir(...,
 dataset_type=fo.types.ImageClassificationDirectoryTree)`` on the same
@@ -65,12 +66,15 @@ def train_tree(base: Path, n: int) -> Path:
 
 
 def c_tree(base: Path, n: int) -> Path:
+    """50 images per class folder, as in the release: the classes of one
+    corruption and severity filled before the next."""
     wnids = class_table().wnids
-    cells = [(c, s, w) for c in CORRUPTIONS[:15] for s in SEVERITIES for w in wnids]
+    cells = [(c, s) for c in CORRUPTIONS[:15] for s in SEVERITIES]
 
     def folder_of(k):
-        c, s, w = cells[k % len(cells)]
-        return os.path.join(c, str(s), w), f"{k:08d}.JPEG"
+        folder, image = divmod(k, 50)
+        (c, s), wnid = cells[folder // 1000 % len(cells)], wnids[folder % 1000]
+        return os.path.join(c, str(s), wnid), f"ILSVRC2012_val_{folder % 1000 * 50 + image + 1:08d}.JPEG"
 
     return _touch_tree(base / f"c-{n}", n, folder_of)
 

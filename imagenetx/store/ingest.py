@@ -42,9 +42,6 @@ INSERT_CHUNK = 8192
 #: inserts in flight at once
 WRITERS = 2
 
-#: row keys that are not sample fields
-_SPECIAL = ("filepath", "tags")
-
 # FiftyOne draws ``_rand`` from its own generator for the same reason
 _random = random.Random()
 
@@ -118,16 +115,20 @@ def insert_samples(dataset: fo.Dataset, rows: Iterable[dict]) -> int:
                     media_type = media_types[ext] = fom.get_media_type(path)
                     if dataset.media_type is None:
                         dataset.media_type = media_type
+                # FiftyOne's key order: the row's values replace the
+                # placeholders, its other fields follow
                 doc = {
                     "_id": new_object_id(),
                     "filepath": path,
-                    "tags": row.get("tags") or [],
+                    "tags": [],
                     "_media_type": media_type,
                     "_rand": _random.random() * 0.001 + 0.999,
                 }
-                for key, value in row.items():
-                    if value is not None and key not in _SPECIAL:
-                        doc[key] = value
+                doc.update(row)
+                if None in row.values():
+                    if doc["tags"] is None:
+                        doc["tags"] = []
+                    doc = {k: v for k, v in doc.items() if v is not None}
                 doc["_dataset_id"] = dataset_id
                 doc["created_at"] = now
                 doc["last_modified_at"] = now

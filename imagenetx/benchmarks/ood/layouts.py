@@ -24,7 +24,7 @@ option to use instead.
 import os
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from imagenetx.classes.imagenet import NUM_CLASSES, class_table
 from imagenetx.classes.ood import subset_indices
@@ -117,9 +117,9 @@ def get_layout(kind: str) -> Layout:
         f"Unknown OOD benchmark '{kind}': use one of {', '.join(LAYOUTS)}")
 
 
-@dataclass(frozen=True)
-class Image:
-    """One image found: its path, ImageNet-1k class and slicing values."""
+class Image(NamedTuple):
+    """One image found: its path, ImageNet-1k class and slicing values (a
+    tuple: a million of them are made in a few hundred ms)."""
 
     path: str
     class_index: int
@@ -341,4 +341,5 @@ def find_images(layout: Layout, folder: str, variant: Optional[str] = None) -> L
         raise ImageNetXError(
             f"{layout.title} folder '{folder}' has class folders but no images "
             f"({', '.join(IMAGE_EXTENSIONS)}) in them: expected {layout.folders}")
-    return sorted(images, key=lambda i: i.path)
+    images.sort(key=lambda i: i.path)
+    return images
