@@ -247,3 +247,18 @@ def test_a_failed_load_keeps_the_dataset_it_replaces(imagenet_dir, tmp_path):
     new, _ = load_imagenet_dir(str(imagenet_dir), name="ingest-keep", overwrite=True)
     assert new.name == "ingest-keep" and "keep-me" not in new.count_sample_tags()
     assert set(fo.list_datasets()) == before
+
+
+def test_paths_tags_and_none_values_as_add_samples_stores_them():
+    rows = [{"filepath": "relative/a.jpg", "tags": ["t"], "note": "n"},
+            {"filepath": "~/b.png", "note": None},
+            {"filepath": "/data/../c.JPEG", "tags": None},
+            {"filepath": "d.jpg"}]
+    with new_dataset("ingest-paths", overwrite=True) as fast:
+        fast.add_sample_field("note", fo.StringField)
+        assert insert_samples(fast, [dict(r) for r in rows]) == 4
+    ref = fo.Dataset("ingest-paths-ref", overwrite=True)
+    ref.add_sample_field("note", fo.StringField)
+    ref.add_samples(fo.Sample(**{k: v for k, v in r.items() if k != "tags"},
+                              tags=r.get("tags") or []) for r in rows)
+    assert_same_dataset(fast, ref)

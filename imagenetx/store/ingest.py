@@ -28,6 +28,7 @@ from typing import Iterable, Iterator, Optional
 import fiftyone as fo
 import fiftyone.core.media as fom
 import fiftyone.core.metadata as fome
+import fiftyone.core.storage as fos
 from pymongo.errors import BulkWriteError
 
 from imagenetx.errors import ImageNetXError
@@ -77,8 +78,8 @@ def new_dataset(name: str, overwrite: bool = False) -> Iterator[fo.Dataset]:
 def insert_samples(dataset: fo.Dataset, rows: Iterable[dict]) -> int:
     """Inserts one new sample per row, as ``add_samples()`` would.
 
-    Each row holds ``filepath`` (absolute and normalized, as
-    ``fiftyone.core.storage.normalize_path`` returns it), optionally
+    Each row holds ``filepath`` (made absolute and normalized as FiftyOne
+    does), optionally
     ``tags`` (a list of str) and other sample fields in their stored form,
     already declared on the dataset; None values are left out, as FiftyOne
     does. A dataset without a media type gets that of the first file, and
@@ -97,47 +98,12 @@ def insert_samples(dataset: fo.Dataset, rows: Iterable[dict]) -> int:
             inserted before stay (use :func:`new_dataset` to drop them)
     """
     coll = dataset._sample_collection
-    dataset_id = dataset._doc.id
-    group_field = dataset.group_field if dataset.media_type == fom.GROUP else None
-    slices = set(dataset.group_media_types or {}) if group_field else set()
-    media_types = {}
+    documents = _Documents(dataset)
     inserted = 0
     pending = deque()
     with ThreadPoolExecutor(max_workers=WRITERS) as pool:
         for chunk in _chunks(rows, INSERT_CHUNK):
-            now = datetime.utcnow()
-            docs = []
-            for row in chunk:
-                path = row["filepath"]
-                ext = os.path.splitext(path)[1]
-                media_type = media_types.get(ext)
-                if media_type is None:
-                    media_type = media_types[ext] = fom.get_media_type(path)
-                    if dataset.media_type is None:
-                        dataset.media_type = media_type
-                # FiftyOne's key order: the row's values replace the
-                # placeholders, its other fields follow
-                doc = {
-                    "_id": new_object_id(),
-                    "filepath": path,
-                    "tags": [],
-                    "_media_type": media_type,
-                    "_rand": _random.random() * 0.001 + 0.999,
-                }
-                doc.update(row)
-                if None in row.values():
-                    if doc["tags"] is None:
-                        doc["tags"] = []
-                    doc = {k: v for k, v in doc.items() if v is not None}
-                doc["_dataset_id"] = dataset_id
-                doc["created_at"] = now
-                doc["last_modified_at"] = now
-                if group_field is not None:
-                    slice_name = doc[group_field]["name"]
-                    if slice_name not in slices:
-                        _add_group_slice(dataset, slice_name, media_type)
-                        slices.add(slice_name)
-                docs.append(doc)
+            docs = documents.make(chunk)
             if len(pending) == WRITERS:
                 pending.popleft().result()
             pending.append(pool.submit(_insert, coll, docs, inserted))
@@ -146,6 +112,70 @@ def insert_samples(dataset: fo.Dataset, rows: Iterable[dict]) -> int:
             future.result()
     dataset.reload()
     return inserted
+
+
+class _Documents:
+    """Makes the documents ``Dataset._make_dict()`` makes for new samples,
+    with the same keys in the same order, from rows."""
+
+    def __init__(self, dataset: fo.Dataset):
+        self.dataset = dataset
+        self.dataset_id = dataset._doc.id
+        grouped = dataset.media_type == fom.GROUP
+        self.group_field = dataset.group_field if grouped else None
+        self.slices = set(dataset.group_media_types) if grouped else set()
+        self.folders = {}  # folder as given -> normalized, with a separator
+        self.media_types = {}  # extension -> media type
+
+    def make(self, rows: list) -> list:
+        now = datetime.utcnow()  # one time per batch, as add_samples()
+        docs = []
+        for row in rows:
+            path = self._normalize(row["filepath"])
+            media_type = self._media_type(path)
+            doc = {
+                "_id": new_object_id(),
+                "filepath": path,
+                "tags": [],
+                "_media_type": media_type,
+                "_rand": _random.random() * 0.001 + 0.999,
+            }
+            doc.update(row)  # the row's values replace the placeholders
+            doc["filepath"] = path
+            if None in row.values():  # FiftyOne leaves out None values
+                if doc["tags"] is None:
+                    doc["tags"] = []
+                doc = {k: v for k, v in doc.items() if v is not None}
+            doc["_dataset_id"] = self.dataset_id
+            doc["created_at"] = now
+            doc["last_modified_at"] = now
+            if self.group_field is not None:
+                self._declare_slice(doc[self.group_field]["name"], media_type)
+            docs.append(doc)
+        return docs
+
+    def _normalize(self, path: str) -> str:
+        """``fiftyone.core.storage.normalize_path``, once per folder."""
+        folder = path[: path.rfind(os.sep) + 1]
+        normalized = self.folders.get(folder)
+        if normalized is None:
+            normalized = self.folders[folder] = os.path.join(
+                fos.normalize_path(folder or os.curdir), "")
+        return normalized + path[len(folder):]
+
+    def _media_type(self, path: str) -> str:
+        ext = os.path.splitext(path)[1]
+        media_type = self.media_types.get(ext)
+        if media_type is None:
+            media_type = self.media_types[ext] = fom.get_media_type(path)
+            if self.dataset.media_type is None:  # as add_samples() sets it
+                self.dataset.media_type = media_type
+        return media_type
+
+    def _declare_slice(self, name: str, media_type: str) -> None:
+        if name not in self.slices:
+            _add_group_slice(self.dataset, name, media_type)
+            self.slices.add(name)
 
 
 def _add_group_slice(dataset: fo.Dataset, name: str, media_type: str) -> None:
