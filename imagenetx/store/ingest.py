@@ -34,7 +34,7 @@ from pymongo.errors import BulkWriteError
 from imagenetx.errors import ImageNetXError
 from imagenetx.memory import gc_paused
 from imagenetx.store.datasets import check_new_dataset_name
-from imagenetx.store.schema import new_object_id
+from imagenetx.store.schema import new_object_ids
 
 #: documents per ``insert_many``: large enough to amortize a round trip,
 #: small enough to overlap building and inserting
@@ -130,11 +130,11 @@ class _Documents:
     def make(self, rows: list) -> list:
         now = datetime.utcnow()  # one time per batch, as add_samples()
         docs = []
-        for row in rows:
+        for row, sample_id in zip(rows, new_object_ids(len(rows))):
             path = self._normalize(row["filepath"])
             media_type = self._media_type(path)
             doc = {
-                "_id": new_object_id(),
+                "_id": sample_id,
                 "filepath": path,
                 "tags": [],
                 "_media_type": media_type,
@@ -164,7 +164,8 @@ class _Documents:
         return normalized + path[len(folder):]
 
     def _media_type(self, path: str) -> str:
-        ext = os.path.splitext(path)[1]
+        dot = path.rfind(".")
+        ext = path[dot:] if dot > path.rfind(os.sep) + 1 else ""
         media_type = self.media_types.get(ext)
         if media_type is None:
             media_type = self.media_types[ext] = fom.get_media_type(path)

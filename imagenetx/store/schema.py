@@ -39,6 +39,15 @@ def new_object_id() -> ObjectId:
     )
 
 
+def new_object_ids(n: int) -> list:
+    """``n`` new ObjectIds of one timestamp (see :func:`new_object_id`)."""
+    prefix = int(time.time()).to_bytes(4, "big") + _ID_RANDOM
+    return [
+        ObjectId(prefix + (next(_ID_COUNTER) & 0xFFFFFF).to_bytes(3, "big"))
+        for _ in range(n)
+    ]
+
+
 def raw_classification(label: str, index: int, **attributes) -> dict:
     """A ``fo.Classification`` with ``class_index``, in its stored form."""
     return {

@@ -23,6 +23,7 @@ from imagenetx.store.schema import (
     raw_classification,
 )
 from imagenetx.errors import ImageNetXError
+from imagenetx.memory import gc_paused
 from imagenetx.classes.imagenet import class_table
 from imagenetx.benchmarks.imagenet_x.tagging import (
     DEFAULT_FIELD,
@@ -129,7 +130,7 @@ def add_images(dataset: fo.Dataset, paths: list, metadata=None) -> list:
     return dataset.add_samples(samples, num_samples=len(paths))
 
 
-
+@gc_paused()
 def load_imagenet_dir(
     imagenet_dir: str,
     split: str = "val",
@@ -171,7 +172,7 @@ def load_imagenet_dir(
 
     # ground truth, tags and ImageNet-X in the same documents: one pass
     labels = class_table().labels
-    contract, tagging = new_sample_annotations(name, file_names)
+    contract, tagging = new_sample_annotations(name, file_names, split=split)
     with new_dataset(name, overwrite) as dataset:
         declare_classification(dataset, gt_field)
         declare_imagenetx_field(dataset, DEFAULT_FIELD)

@@ -253,6 +253,7 @@ def new_sample_annotations(
     tag_prefix: str = DEFAULT_TAG_PREFIX,
     field_name: str = DEFAULT_FIELD,
     by_stem: bool = False,
+    split: str = None,
 ):
     """What :func:`tag_dataset` would write on new samples that carry their
     ground truth, computed before they are inserted.
@@ -267,6 +268,9 @@ def new_sample_annotations(
         tag_prefix ("x:"): the prefix of the top-factor tags
         field_name ("imagenetx"): the embedded document field
         by_stem (False): match by file stem whatever the extension
+        split (None): the split of every name, where the caller has
+            already matched them (a dict lookup per name instead of a
+            pattern match)
 
     Returns:
         ``(fields, summary)``: per name, a dict with ``tags`` and
@@ -278,7 +282,14 @@ def new_sample_annotations(
         raise ImageNetXError("The tag prefix must not be empty (default 'x:')")
     if by_stem:
         names = [os.path.splitext(n)[0] + ".JPEG" for n in names]
-    located = _locate(names)
+    if split is None:
+        located = _locate(names)
+    else:
+        row_of = anno.load_split(split).row_of
+        located = [
+            None if row is None else (split, row)
+            for row in map(row_of.get, names)
+        ]
     summary = TagSummary(dataset_name, len(names), 0)
     fields = []
     for where in located:

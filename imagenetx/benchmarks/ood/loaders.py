@@ -21,6 +21,7 @@ import fiftyone as fo
 
 from imagenetx.benchmarks.ood.layouts import find_images, get_layout
 from imagenetx.classes.imagenet import class_table
+from imagenetx.memory import gc_paused
 from imagenetx.store.datasets import check_new_dataset_name, mark_benchmark
 from imagenetx.store.ingest import insert_samples, new_dataset
 from imagenetx.store.schema import declare_classification, raw_classification
@@ -59,6 +60,7 @@ class OODSummary:
         return text
 
 
+@gc_paused()
 def load_ood_dir(
     kind: str,
     folder: str,
