@@ -21,6 +21,7 @@ folder, what was expected and, when the folder fits another layout, which
 option to use instead.
 """
 
+import operator
 import os
 import re
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ _V2_PATTERNS = (
 )
 
 _WNID = re.compile(r"^n\d{8}$")
+_NAME = operator.attrgetter("name")
 
 
 @dataclass(frozen=True)
@@ -127,8 +129,8 @@ class Image(NamedTuple):
 
 
 def _entries(folder: str):
-    return sorted((e for e in os.scandir(folder) if not e.name.startswith(".")),
-                  key=lambda e: e.name)
+    with os.scandir(folder) as entries:
+        return sorted((e for e in entries if e.name[:1] != "."), key=_NAME)
 
 
 def _subdirs(folder: str) -> List[str]:
@@ -137,7 +139,7 @@ def _subdirs(folder: str) -> List[str]:
 
 def _images(folder: str) -> List[str]:
     return [e.path for e in _entries(folder)
-            if e.is_file() and e.name.lower().endswith(IMAGE_EXTENSIONS)]
+            if e.name.lower().endswith(IMAGE_EXTENSIONS) and e.is_file()]
 
 
 def v2_variant(name: str) -> Optional[str]:

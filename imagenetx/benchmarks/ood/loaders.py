@@ -100,10 +100,12 @@ def load_ood_dir(
         for field_name in layout.fields:
             if not dataset.has_field(field_name):
                 dataset.add_sample_field(field_name, _FIELD_TYPES[field_name])
+        fields = {}  # slicing values -> their fields, shared by the rows
         insert_samples(dataset, (
             {"filepath": i.path,
              gt_field: raw_classification(labels[i.class_index], i.class_index),
-             **dict(zip(layout.fields, i.values))}
+             **(fields.get(i.values)
+                or fields.setdefault(i.values, dict(zip(layout.fields, i.values))))}
             for i in images))
         mark_benchmark(dataset, layout.benchmark)
     slices = {f: dict(sorted(Counter(i.values[k] for i in images).items()))
