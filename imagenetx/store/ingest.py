@@ -23,7 +23,7 @@ import uuid
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Iterable, Iterator, Optional
+from typing import Iterable, Iterator
 
 import fiftyone as fo
 import fiftyone.core.media as fom
@@ -79,10 +79,9 @@ def insert_samples(dataset: fo.Dataset, rows: Iterable[dict]) -> int:
     """Inserts one new sample per row, as ``add_samples()`` would.
 
     Each row holds ``filepath`` (made absolute and normalized as FiftyOne
-    does), optionally
-    ``tags`` (a list of str) and other sample fields in their stored form,
-    already declared on the dataset; None values are left out, as FiftyOne
-    does. A dataset without a media type gets that of the first file, and
+    does), optionally ``tags`` (a list of str), and other sample fields in
+    their stored form, already declared on the dataset; None values are
+    left out, as FiftyOne does. A dataset without a media type gets that of the first file, and
     on a grouped dataset each new group slice is declared with its media
     type, as ``add_samples()`` does.
 
@@ -213,13 +212,3 @@ def _insert(coll, docs: list, offset: int) -> None:
             f"({docs[first['index']].get('filepath')}): {first.get('errmsg')}"
         ) from error
 
-
-def sample_rows(paths: Iterable[str], **columns: Optional[Iterable]) -> Iterator[dict]:
-    """Rows for :func:`insert_samples` from a path column and field columns
-    of the same length (a column may be None: the field is left out)."""
-    names = [n for n, c in columns.items() if c is not None]
-    values = [columns[n] for n in names]
-    for path, *fields in zip(paths, *values):
-        row = dict(zip(names, fields))
-        row["filepath"] = path
-        yield row

@@ -5,7 +5,9 @@
 -   :func:`load_hub_dataset`: a dataset on the Hugging Face Hub, through
     FiftyOne's own ``load_from_hub``
 
-Both then call :func:`imagenetx.benchmarks.imagenet_x.tagging.tag_dataset`.
+The first writes each sample once with its ImageNet-X fields (what
+:func:`imagenetx.benchmarks.imagenet_x.tagging.tag_dataset` would add); the
+second calls ``tag_dataset`` on the pulled dataset.
 """
 
 import contextlib
