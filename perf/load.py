@@ -146,9 +146,9 @@ def main():
             ds.delete()
             print(f"  baseline, FiftyOne's ImageClassificationDirectoryTree importer "
                   f"on {m:,} of these files: {rate(m, seconds)}")
-            base = m / seconds
+            baseline = m / seconds
             print(f"  ratio to the baseline's samples/s: load_imagenet_dir "
-                  f"{n / ours_train / base:.1f}x, load_ood_dir {n / ours_c / base:.1f}x "
+                  f"{n / ours_train / baseline:.1f}x, load_ood_dir {n / ours_c / baseline:.1f}x "
                   f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     finally:
         if args.clean:
