@@ -603,3 +603,57 @@ def test_bad_and_odd_files_take_the_fallback_or_fail_alone(images, odd_images, m
     assert reference["garbled.jpg"][1].startswith("OSError")
     for decoder, got in fields.items():
         assert got == reference, decoder
+
+
+def _same_as_fiftyone(ds, field):
+    """The stored eval_<field> equals what evaluate_classifications stores:
+    per-sample values, results, report, config."""
+    key = f"eval_{field}"
+    ref = ds.exists(field).exists("ground_truth").evaluate_classifications(
+        field, eval_key="eval_ref", progress=False)
+    ds.reload()
+    ours = ds.load_evaluation_results(key)
+    assert ds.values(key) == ds.values("eval_ref")
+
+    def rows(r):
+        return sorted(zip(r.ypred_ids, r.ytrue_ids, r.ytrue, r.ypred, r.confs))
+
+    assert rows(ours) == rows(ref) and len(rows(ref)) == len(ds.exists("eval_ref"))
+    assert ours.report() == ref.report() and ours.metrics() == ref.metrics()
+    config, ref_config = (ds.get_evaluation_info(k).config for k in (key, "eval_ref"))
+    assert type(config) is type(ref_config) and config.method == "simple"
+    assert (config.pred_field, config.gt_field) == (field, "ground_truth")
+    ds.delete_evaluation("eval_ref")
+
+
+def test_the_evaluation_is_fiftyones_and_only_follows_a_change(images):
+    """eval_<field> as evaluate_classifications stores it, whether written
+    with the predictions (a whole run, a resumed run) or on its own; a run
+    that predicts nothing neither re-runs nor adds an evaluation."""
+    from imagenetx.store.evaluation import evaluate_predictions
+
+    ds = make("inf-eval", images)  # chelsea, coffee, broken, truncated
+    first = predict(ds, SPEC, "lite0", arch=ARCH, **REMAP, num_workers=0)
+    assert (first.predicted, first.evaluated, first.accuracy) == (2, 2, 1.0)
+    _same_as_fiftyone(ds, "lite0")
+
+    # two more with ground truth, one of them wrong: only those are written
+    ds.add_samples([
+        fo.Sample(filepath=str(images / "chelsea.jpg"),
+                  ground_truth=fo.Classification(label="tabby")),
+        fo.Sample(filepath=str(images / "coffee.jpg"),
+                  ground_truth=fo.Classification(label="tabby"))])
+    resumed = predict(ds, SPEC, "lite0", arch=ARCH, **REMAP, num_workers=0)
+    assert (resumed.predicted, resumed.evaluated, resumed.accuracy) == (2, 4, 0.75)
+    _same_as_fiftyone(ds, "lite0")
+
+    assert evaluate_predictions(ds, "lite0").accuracy == 0.75  # on its own
+    _same_as_fiftyone(ds, "lite0")
+
+    stamp = ds.get_evaluation_info("eval_lite0").timestamp
+    idle = predict(ds, SPEC, "lite0", arch=ARCH, **REMAP, num_workers=0)
+    assert idle.predicted == 0 and idle.accuracy == 0.75
+    assert ds.get_evaluation_info("eval_lite0").timestamp == stamp
+    ds.delete_evaluation("eval_lite0")
+    idle = predict(ds, SPEC, "lite0", arch=ARCH, **REMAP, num_workers=0)
+    assert idle.eval_key is None and not ds.has_evaluation("eval_lite0")

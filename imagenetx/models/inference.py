@@ -45,7 +45,11 @@ from imagenetx.benchmarks import get_benchmark
 from imagenetx.classes.decisions import Decisions
 from imagenetx.store.bulk import write_raw
 from imagenetx.store.datasets import all_slices, get_dataset
-from imagenetx.store.evaluation import evaluate_predictions
+from imagenetx.store.evaluation import (
+    Written,
+    can_write_with_predictions,
+    evaluate_predictions,
+)
 from imagenetx.errors import ImageNetXError
 from imagenetx.classes.imagenet import class_table
 from imagenetx.models.decode import (
@@ -60,6 +64,7 @@ from imagenetx.models.specs import LoadedModel, load_model, parse_spec
 from imagenetx.options import AMPS, DEVICES
 from imagenetx.store.schema import (
     check_prediction_field,
+    eval_key_of,
     declare_classification,
     raw_classification,
 )
@@ -220,11 +225,19 @@ def predict(
     if dataset.has_field(field) and not overwrite:
         pending = samples.exists(field, False)
     todo = pending.limit(limit) if limit is not None else pending
+    # with a classification ground truth, each prediction's eval_<field>
+    # value is written with it, so the evaluation after the run writes none
+    previous = can_write_with_predictions(dataset, field, gt_field)
+    truth = [f"{gt_field}.label", f"{gt_field}._id"] if previous is not None else []
     columns = todo.values(
-        ["_id", "filepath"] + ([err_field] if has_errors else []), _raw=True
+        ["_id", "filepath"] + truth + ([err_field] if has_errors else []), _raw=True
     )
     ids, paths = columns[0], columns[1]
-    old_errors = columns[2] if has_errors else [None] * len(ids)
+    old_errors = columns[-1] if has_errors else [None] * len(ids)
+    gt = (columns[2], columns[3]) if truth else None
+    known = set(decisions.labels if decisions else class_table().labels)
+    if gt and not known.issuperset(x for x in gt[0] if x is not None):
+        gt = None  # not evaluable: the evaluation says why
 
     summary = PredictSummary(
         dataset=dataset.name,
@@ -237,15 +250,20 @@ def predict(
         summary.already_predicted = summary.samples - len(pending)
 
     start = time.perf_counter()
+    eval_key = eval_key_of(field)
+    declared = False
     if ids:
         _declare_prediction_field(dataset, field)
+        if gt and not dataset.has_field(eval_key):
+            dataset.add_sample_field(eval_key, fo.BooleanField)
+            declared = True
         # the workers start decoding while the model moves to its device
         batches = iter(_loader(paths, reader, dev, batch_size, num_workers,
                                gpu_share))
         runner = _Runner(loaded, dev, dtype, compile, batch_size, logits,
                          decisions, reader=reader, paths=paths)
         builder = _Builder(dataset, field, ids, paths, old_errors, summary,
-                           decisions)
+                           decisions, gt=gt, eval_key=eval_key)
         with fou.ProgressBar(total=len(ids), progress=progress) as pb, \
                 _BackgroundWrites(dataset, builder,
                                   max(1, WRITE_EVERY // batch_size)) as writes:
@@ -257,8 +275,11 @@ def predict(
 
     # an unreadable image clears an old prediction only with --overwrite
     changed = summary.predicted > 0 or (overwrite and summary.failed > 0)
+    written = Written(builder.columns, previous) if ids and gt else None
     _evaluate(dataset, field, gt_field, summary, changed=changed,
-              labels=decisions.labels if decisions else None)
+              labels=decisions.labels if decisions else None, written=written)
+    if declared and not dataset.has_evaluation(eval_key):
+        dataset.delete_sample_field(eval_key)  # values of no evaluation
     return summary
 
 
@@ -659,8 +680,14 @@ class _Builder:
     """Turns model outputs into stored ``fo.Classification`` documents."""
 
     def __init__(self, dataset, field, ids, paths, old_errors, summary,
-                 decisions: Optional[Decisions] = None):
+                 decisions: Optional[Decisions] = None, gt=None,
+                 eval_key: Optional[str] = None):
         self.dataset = dataset
+        # (labels, label ids) of the ground truth per position: each update
+        # then carries eval_key, and the evaluation's columns are kept
+        self.gt = gt
+        self.eval_key = eval_key
+        self.outcomes = {}  # position -> (gt label, gt id, label, id, confidence)
         self.field = field
         self.err_field = error_field(field)
         self.ids = ids
@@ -701,16 +728,30 @@ class _Builder:
                 }
                 if self.old_errors[pos] is not None:
                     update[self.err_field] = None
+                if self.gt is not None and self.gt[0][pos] is not None:
+                    truth = self.gt[0][pos]
+                    update[self.eval_key] = truth == label
+                    self.outcomes[pos] = (truth, str(self.gt[1][pos]), label,
+                                          str(update[self.field]["_id"]), confidence)
                 updates[self.ids[pos]] = update
             self.summary.predicted += len(idx_rows)
         if failed and not self.dataset.has_field(self.err_field):
             self.dataset.add_sample_field(self.err_field, fo.StringField)
         for pos, message in failed:
             updates[self.ids[pos]] = {self.field: None, self.err_field: message}
+            if self.gt is not None:  # no prediction: no outcome
+                updates[self.ids[pos]][self.eval_key] = None
             if len(self.summary.failures) < FAILURES_SHOWN:
                 self.summary.failures.append((self.paths[pos], message))
         self.summary.failed += len(failed)
         return updates
+
+    @property
+    def columns(self) -> list:
+        """``[ytrue, ytrue_ids, ypred, ypred_ids, confs]`` of the samples
+        written with a ground truth, in the order of the run."""
+        rows = [self.outcomes[pos] for pos in sorted(self.outcomes)]
+        return [list(c) for c in zip(*rows)] if rows else [[], [], [], [], []]
 
 
 def _chunks(results, builder: _Builder):
@@ -729,9 +770,10 @@ def _chunks(results, builder: _Builder):
         yield chunk
 
 
-def _evaluate(dataset, field, gt_field, summary, changed: bool, labels=None):
+def _evaluate(dataset, field, gt_field, summary, changed: bool, labels=None,
+              written: Optional[Written] = None):
     evaluation = evaluate_predictions(dataset, field, gt_field, rerun=changed,
-                                      labels=labels)
+                                      labels=labels, written=written)
     summary.eval_note = evaluation.note
     if evaluation.key is not None:
         summary.eval_key = evaluation.key

@@ -49,12 +49,56 @@ class Evaluation:
     note: Optional[str] = None
 
 
+@dataclass
+class Written:
+    """What a predict run wrote besides its predictions: each predicted
+    sample's ``eval_<field>`` value (``gt label == predicted label``), and
+    the columns of those samples that the evaluation results hold.
+
+    Attributes:
+        columns: ``[ytrue, ytrue_ids, ypred, ypred_ids, confs]``, one entry
+            per sample written that has a ground truth
+        previous: whether the samples not written carry the values of a
+            current evaluation (one under the same key, fields and labels
+            existed before the run)
+    """
+
+    columns: list
+    previous: bool
+
+
+def can_write_with_predictions(dataset, field: str, gt_field: str) -> Optional[bool]:
+    """Whether a predict run may write ``eval_<field>`` values with its
+    predictions: None when not (no classification ground truth, another
+    field under the key, or an evaluation of other fields under it), else
+    whether a current evaluation exists (see :attr:`Written.previous`)."""
+    if not _is_classification(dataset, gt_field):
+        return None
+    key = eval_key_of(field)
+    if dataset.has_evaluation(key):
+        config = dataset.get_evaluation_info(key).config
+        if (type(config) is not fouc.SimpleEvaluationConfig
+                or (config.pred_field, config.gt_field) != (field, gt_field)):
+            return None
+        return True
+    if dataset.has_field(key):
+        return None  # a field of the user's, or left by a broken run
+    return False
+
+
+def _is_classification(dataset, field: str) -> bool:
+    f = dataset.get_field(field) if dataset.has_field(field) else None
+    return isinstance(f, fo.EmbeddedDocumentField) and issubclass(
+        f.document_type, fo.Classification)
+
+
 def evaluate_predictions(
     dataset: fo.Dataset,
     field: str,
     gt_field: str = "ground_truth",
     rerun: bool = True,
     labels: Optional[Sequence[str]] = None,
+    written: Optional[Written] = None,
 ) -> Evaluation:
     """Evaluates a prediction field against the ground truth, ``eval_<field>``.
 
@@ -71,22 +115,22 @@ def evaluate_predictions(
         labels (None): the labels both fields use (a benchmark's own
             classes, e.g. the 16 cue-conflict categories); None: ImageNet's
             unique labels
+        written (None): what a predict run already wrote (its samples'
+            values are not written again, and their columns not read)
 
     Returns:
-        an :class:`Evaluation`, empty when either field is missing
+        an :class:`Evaluation`, empty when either field is missing, or
+        when ``rerun`` is False and there is no evaluation to reuse
     """
-    gt = dataset.get_field(gt_field) if dataset.has_field(gt_field) else None
-    if not (
-        isinstance(gt, fo.EmbeddedDocumentField)
-        and issubclass(gt.document_type, fo.Classification)
-        and dataset.has_field(field)
-    ):
+    if not (_is_classification(dataset, gt_field) and dataset.has_field(field)):
         return Evaluation()
     key = eval_key_of(field)
-    if not rerun and dataset.has_evaluation(key):
+    if not rerun:  # nothing changed: reuse, never add
+        if not dataset.has_evaluation(key):
+            return Evaluation()
         results = dataset.load_evaluation_results(key)
     else:
-        relabel_shared_names(dataset, [field])
+        relabeled = relabel_shared_names(dataset, [field])
         # every group slice of a grouped dataset
         view = all_slices(dataset).exists(field).exists(gt_field)
         if not len(view):
@@ -97,7 +141,13 @@ def evaluate_predictions(
             if dataset.has_evaluation(key):  # stale now
                 dataset.delete_evaluation(key)
             return Evaluation(note=_not_evaluated(dataset, gt_field, other))
-        results = evaluate_simple(view, field, gt_field, key)
+        n_written = len(written.columns[0]) if written else 0
+        if written and not relabeled and (written.previous or n_written == len(view)):
+            columns = written.columns if n_written == len(view) else None
+            results = evaluate_simple(view, field, gt_field, key, columns=columns,
+                                      values_written=True)
+        else:
+            results = evaluate_simple(view, field, gt_field, key)
     return Evaluation(
         key=key,
         evaluated=len(results.ytrue),
@@ -105,7 +155,8 @@ def evaluate_predictions(
     )
 
 
-def evaluate_simple(samples, pred_field: str, gt_field: str, eval_key: str):
+def evaluate_simple(samples, pred_field: str, gt_field: str, eval_key: str,
+                    columns: Optional[list] = None, values_written: bool = False):
     """``samples.evaluate_classifications(pred_field, gt_field=gt_field,
     eval_key=eval_key)`` with the same stored outcome, without its
     per-sample Python work.
@@ -122,6 +173,11 @@ def evaluate_simple(samples, pred_field: str, gt_field: str, eval_key: str):
         pred_field: the ``fo.Classification`` prediction field
         gt_field: the ``fo.Classification`` ground truth field
         eval_key: the key
+        columns (None): ``[ytrue, ytrue_ids, ypred, ypred_ids, confs]`` of
+            the samples, when the caller has them; None reads them
+        values_written (False): whether every sample already holds its
+            ``eval_key`` value (written with the predictions): then the
+            field is kept, not cleared and rewritten
 
     Returns:
         the ``fiftyone.utils.eval.classification.ClassificationResults``
@@ -131,17 +187,20 @@ def evaluate_simple(samples, pred_field: str, gt_field: str, eval_key: str):
     config = fouc._parse_config(pred_field, gt_field, "simple")
     method = config.build()
     method.ensure_requirements()
-    method.register_run(samples, eval_key)
+    # cleanup would delete the field of an existing run under the key
+    method.register_run(samples, eval_key, cleanup=not values_written)
     method.register_samples(samples, eval_key)
 
     gt_label, pred_label = f"{gt_field}.label", f"{pred_field}.label"
-    ytrue, ytrue_ids, ypred, ypred_ids, confs = _columns(
-        samples, [gt_label, f"{gt_field}._id", pred_label,
-                  f"{pred_field}._id", f"{pred_field}.confidence"])
+    if columns is None:
+        columns = _columns(samples, [gt_label, f"{gt_field}._id", pred_label,
+                                     f"{pred_field}._id", f"{pred_field}.confidence"])
+    ytrue, ytrue_ids, ypred, ypred_ids, confs = columns
     results = fouc.ClassificationResults(
         samples, config, eval_key, ytrue, ypred,
         confs=confs, ytrue_ids=ytrue_ids, ypred_ids=ypred_ids, backend=method)
-    _set_correct(samples, eval_key, gt_label, pred_label)
+    if not values_written:
+        _set_correct(samples, eval_key, gt_label, pred_label)
     method.compute_custom_metrics(samples, eval_key, results)
     method.save_run_results(samples, eval_key, results)
     method.add_fields_to_sidebar_group(
