@@ -12,6 +12,15 @@ them), ImageNet-Sketch, ImageNetV2 (three variants) and ImageNet-C
 """
 
 from imagenetx.benchmarks.ood.layouts import LAYOUTS, get_layout
-from imagenetx.benchmarks.ood.loaders import OODSummary, load_ood_dir
 
 __all__ = ["LAYOUTS", "OODSummary", "get_layout", "load_ood_dir"]
+
+
+def __getattr__(name):
+    # the loaders import FiftyOne: only when asked for, so reading LAYOUTS
+    # (the command line's options) stays light
+    if name in ("OODSummary", "load_ood_dir"):
+        from imagenetx.benchmarks.ood import loaders
+
+        return getattr(loaders, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,6 +19,9 @@ ImageNet-C      ``[<group>/]<corruption>/<severity>/<wnid>/<image>``
 with their class and slicing values, or raises one error naming the
 folder, what was expected and, when the folder fits another layout, which
 option to use instead.
+
+The table imports nothing heavy (the class tables load inside the
+functions that need them): the command line builds its options from it.
 """
 
 import os
@@ -26,8 +29,6 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from imagenetx.classes.imagenet import NUM_CLASSES, class_table
-from imagenetx.classes.ood import subset_indices
 from imagenetx.errors import ImageNetXError
 from imagenetx.options import V2_VARIANTS
 
@@ -84,6 +85,9 @@ class Layout:
     @property
     def classes(self) -> Tuple[int, ...]:
         """The ImageNet-1k indices of its classes."""
+        from imagenetx.classes.imagenet import NUM_CLASSES
+        from imagenetx.classes.ood import subset_indices
+
         return subset_indices(self.subset) if self.subset else tuple(range(NUM_CLASSES))
 
 
@@ -150,11 +154,15 @@ def v2_variant(name: str) -> Optional[str]:
 
 
 def _wnid_index() -> Dict[str, int]:
+    from imagenetx.classes.imagenet import class_table
+
     return {w: i for i, w in enumerate(class_table().wnids)}
 
 
 def _class_index_of(name: str) -> Optional[int]:
     """The class index a folder name ``0``..``999`` says, else None."""
+    from imagenetx.classes.imagenet import NUM_CLASSES
+
     if name.isdigit() and str(int(name)) == name and int(name) < NUM_CLASSES:
         return int(name)
     return None

@@ -1,0 +1,73 @@
+"""The ``imagenetx`` command: a thin layer over the library.
+
+One module per command group; each has a ``TITLE`` and a
+``register(group)`` that adds its commands, their flags and their
+handlers. Flags several commands share are in :mod:`imagenetx.cli.flags`.
+Building the parser imports nothing heavy: handlers import the library
+(FiftyOne, torch, scipy) when they run.
+"""
+
+import argparse
+import os
+import sys
+import textwrap
+from typing import List, Optional
+
+from imagenetx.cli import analysis, app, load, predict, published, report
+from imagenetx.cli.base import CommandGroup
+
+#: the command groups, in the order ``imagenetx`` lists them
+GROUPS = (load, predict, analysis, published, report, app)
+
+DESCRIPTION = "ImageNet-X factors of variation on FiftyOne datasets."
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``imagenetx`` parser with every command; its help lists them by group."""
+    parser = argparse.ArgumentParser(
+        prog="imagenetx", usage="imagenetx COMMAND [options]", description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                help="one of the commands below")
+    groups = []
+    for module in GROUPS:
+        group = CommandGroup(sub, module.TITLE)
+        module.register(group)
+        groups.append(group)
+    parser.epilog = _overview(groups)
+    return parser
+
+
+def _overview(groups: List[CommandGroup]) -> str:
+    width = max(len(name) for g in groups for name, _ in g.commands) + 4
+    lines = []
+    for group in groups:
+        lines.append(f"{group.title}:")
+        for name, help in group.commands:
+            lines += textwrap.wrap(help, 79, initial_indent=f"  {name:<{width - 2}}",
+                                   subsequent_indent=" " * width)
+        lines.append("")
+    lines.append("`imagenetx COMMAND --help` lists a command's options.")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Runs the command line; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    if not argv:
+        parser.print_help()
+        return 0
+    args = parser.parse_args(argv)
+    os.environ.setdefault("FIFTYONE_DATABASE_VALIDATION", "false")
+
+    from imagenetx.errors import ImageNetXError
+
+    try:
+        return args.handler(args)
+    except ImageNetXError as e:
+        print(f"imagenetx {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,164 @@
+"""Commands that score prediction fields on a dataset: ``ratios``,
+``discover``, ``paired``, ``shape-bias``."""
+
+from imagenetx.cli.base import CommandGroup, print_result
+from imagenetx.cli.flags import (
+    add_analysis,
+    add_gt_field,
+    add_no_intervals,
+    add_output,
+    add_published_source,
+    add_scoring,
+    settings,
+)
+from imagenetx.options import (
+    DISCOVERY_ALPHA as ALPHA,
+    DISCOVERY_MAX_ORDER as MAX_ORDER,
+    DISCOVERY_MIN_SUPPORT as MIN_SUPPORT,
+    DISCOVERY_SCORES as SCORES,
+    DISCOVERY_TOP_K as TOP_K,
+)
+
+TITLE = "analysis"
+
+
+def register(group: CommandGroup) -> None:
+    """Adds this module's commands."""
+    p = group.add("ratios", run_ratios,
+                  "per-slice accuracy and error ratios of prediction fields")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--pred-field", dest="pred_fields", nargs="+", required=True, metavar="F",
+                   help="one or more fo.Classification prediction fields")
+    add_analysis(p)
+    add_no_intervals(p)
+    add_output(p)
+    add_gt_field(p)
+
+    p = group.add("discover", run_discover, "find conjunctions of slices where a model errs "
+                                            "most above its average")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--pred-field", required=True, metavar="F",
+                   help="the fo.Classification prediction field")
+    p.add_argument("--slicing", dest="slicings", nargs="+", metavar="NAME",
+                   help="the slicings to intersect (default, ImageNet-X: factors metaclass "
+                        "class; ImageNet-D: nuisance class), or categorical fields, e.g. tags")
+    p.add_argument("--max-order", type=int, default=MAX_ORDER,
+                   help=f"the most slices a conjunction intersects (default: {MAX_ORDER})")
+    p.add_argument("--min-support", type=int, default=MIN_SUPPORT,
+                   help=f"the fewest images a slice holds (default: {MIN_SUPPORT})")
+    p.add_argument("--top", type=int, default=TOP_K,
+                   help=f"how many slices to report (default: {TOP_K})")
+    p.add_argument("--score", choices=SCORES, default="bound",
+                   help="bound: Bonferroni lower bound on the error ratio (default); "
+                        "sliceline: SliceLine's score with --alpha")
+    p.add_argument("--alpha", type=float, default=ALPHA,
+                   help=f"SliceLine's error/size trade-off (default: {ALPHA})")
+    add_scoring(p)
+    add_no_intervals(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_gt_field(p)
+
+    p = group.add("paired", run_paired, "grouped datasets of edits (ImageNet-E): each slice "
+                                        "against the same groups' originals")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--pred-field", dest="pred_fields", nargs="+", required=True, metavar="F")
+    p.add_argument("--slices", metavar="A,B", help="the edited slices to score (default: all)")
+    p.add_argument("--by-factor", action="store_true",
+                   help="also per ImageNet-X factor of the source image")
+    p.add_argument("--factor-slicing", choices=["factors", "top_factor"], default="factors",
+                   help="--by-factor: all of an image's factors (default) or its top factor")
+    add_no_intervals(p)
+    add_output(p)
+    add_gt_field(p)
+
+    p = group.add("shape-bias", run_shape_bias, "shape bias of 16-class decisions on a "
+                                                "cue-conflict dataset, beside the published "
+                                                "humans")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--pred-field", dest="pred_fields", nargs="+", required=True, metavar="F")
+    p.add_argument("--no-humans", action="store_true",
+                   help="leave out the pooled human observers of the dataset")
+    add_no_intervals(p)
+    p.add_argument("--published", action="store_true",
+                   help="also place the shape biases among Gavrikov & Keuper's 70 published "
+                        "models: Kendall's tau of shape bias and each --measure, and each "
+                        "field's rank (JSON: a \"published\" key)")
+    p.add_argument("--measure", dest="measures", nargs="+", metavar="NAME",
+                   help="--published: imagenet, imagenet-a, imagenet-r, imagenet-v2, "
+                        "imagenet-sketch, imagenet-c (default: these six), id, robustness, "
+                        "concepts, adversarial, or any column of benchmark.csv")
+    add_published_source(p, "--published: ")
+    add_output(p)
+
+
+def run_ratios(args) -> int:
+    from imagenetx.analysis import compute_ratios
+    from imagenetx.present.formatting import format_ratios, ratios_csv
+
+    result = compute_ratios(args.dataset, args.pred_fields,
+                            intervals=not args.no_intervals,
+                            **settings(args)).to_dict()
+    return print_result(args, result, format_ratios, ratios_csv)
+
+
+def run_discover(args) -> int:
+    from imagenetx.analysis import discover_slices
+    from imagenetx.present.formatting import format_discovery
+
+    result = discover_slices(
+        args.dataset, args.pred_field, args.slicings, max_order=args.max_order,
+        min_support=args.min_support, top_k=args.top, score=args.score,
+        alpha=args.alpha, intervals=not args.no_intervals,
+        **settings(args)).to_dict()
+    return print_result(args, result, format_discovery)
+
+
+def run_paired(args) -> int:
+    from imagenetx.analysis.paired import paired_scores
+    from imagenetx.present.formatting import format_paired, paired_csv
+
+    result = paired_scores(
+        args.dataset, args.pred_fields,
+        slices=args.slices.split(",") if args.slices else None,
+        by_factor=args.by_factor, factor_slicing=args.factor_slicing,
+        gt_field=args.gt_field, intervals=not args.no_intervals).to_dict()
+    return print_result(args, result, format_paired, paired_csv)
+
+
+def run_shape_bias(args) -> int:
+    from imagenetx.analysis.shape_bias import shape_bias
+    from imagenetx.errors import ImageNetXError
+    from imagenetx.present.formatting import (
+        format_published,
+        format_shape_bias,
+        shape_bias_csv,
+    )
+
+    published_options = [args.measures, args.published_dir,
+                         args.published_models != "all" or None]
+    if not args.published and any(x is not None for x in published_options):
+        raise ImageNetXError(
+            "--measure, --published-models and --published-dir go with --published")
+    if args.published and args.csv:
+        raise ImageNetXError("--published prints as text or with --json, not --csv")
+    measures = None
+    if args.published:
+        from imagenetx.analysis.published import DEFAULT_MEASURES, load_published
+
+        # bad tables and unknown measures fail before the shape bias is computed
+        published = load_published(args.published_dir)
+        measures = args.measures or DEFAULT_MEASURES
+        for name in measures:
+            published.measure(name)
+    results = shape_bias(args.dataset, args.pred_fields,
+                         intervals=not args.no_intervals,
+                         include_humans=not args.no_humans)
+    result = results.to_dict()
+    if not args.published:
+        return print_result(args, result, format_shape_bias, shape_bias_csv)
+    from imagenetx.analysis.published import compare_with_published
+
+    result["published"] = compare_with_published(
+        results, measures, args.published_models, published=published).to_dict()
+    return print_result(args, result, lambda r: format_shape_bias(r) + "\n\n"
+                        + format_published(r["published"]))

@@ -1,0 +1,219 @@
+"""Commands that run or import models: ``predict``, ``probe``,
+``probe-results``, ``corruption-errors``, ``import-predictions``."""
+
+from imagenetx.cli.base import CommandGroup, print_result
+from imagenetx.cli.flags import add_gt_field, add_output
+from imagenetx.options import AMPS, ROW_ORDERS
+
+TITLE = "predictions and probes"
+
+PROBES = ["spectral", "corruption", "critical_band"]
+
+
+def register(group: CommandGroup) -> None:
+    """Adds this module's commands."""
+    p = group.add("predict", run_predict,
+                  "run an ImageNet classifier, write and evaluate predictions")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--model", required=True, metavar="SPEC",
+                   help="timm:NAME, torchvision:NAME[:WEIGHTS] or checkpoint:PATH")
+    p.add_argument("--field", required=True, help="prediction field to write")
+    p.add_argument("--arch", help="architecture of a checkpoint: a timm name or torchvision:NAME")
+    p.add_argument("--remap-by-position", action="store_true",
+                   help="checkpoint only: when its key names differ from --arch's but its "
+                        "tensors line up one to one in order and shape, load them by position")
+    _add_runtime(p)
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--logits", action="store_true", help="also store the 1000 logits")
+    p.add_argument("--limit", type=int, help="predict at most N samples")
+    p.add_argument("--overwrite", action="store_true",
+                   help="predict samples that already have a prediction too")
+    p.add_argument("--random-weights", action="store_true",
+                   help="skip the pretrained weights (throughput tests only)")
+    p.add_argument("--slices", metavar="A,B",
+                   help="grouped datasets: predict only these group slices (default: all)")
+    _add_corruptions(p)
+    add_gt_field(p)
+
+    p = group.add("probe", run_probe, "predict under every level of a probe (band-pass "
+                                      "filters, corruptions, ...), resumable; print accuracy "
+                                      "per level")
+    p.add_argument("probe", choices=PROBES)
+    _add_probe_model(p)
+    p.add_argument("--level", dest="levels", nargs="+", metavar="KEY",
+                   help="run only these levels, e.g. low:0.1 high:0.5 (default: all)")
+    _add_corruptions(p)
+    add_gt_field(p)
+
+    p = group.add("probe-results", run_probe_results,
+                  "accuracy per probe level; spectral bias; corruption errors, CE, mCE, "
+                  "relative mCE")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--field", required=True, help="the prediction field the probe ran for")
+    p.add_argument("--probe", required=True, choices=PROBES)
+    add_output(p, csv="print one CSV row per level")
+    add_gt_field(p)
+
+    p = group.add("corruption-errors", run_corruption_errors,
+                  "ImageNet-C (released folders): top-1 error per corruption and severity, "
+                  "CE and mCE against AlexNet, relative mCE")
+    p.add_argument("--dataset", required=True, help="a dataset loaded with --imagenet-c-dir")
+    p.add_argument("--pred-field", required=True, metavar="F")
+    clean = p.add_mutually_exclusive_group()
+    clean.add_argument("--clean-dataset", metavar="NAME",
+                       help="the clean images (ImageNet val) with the same prediction field, "
+                            "for the relative CE and mCE")
+    clean.add_argument("--clean-accuracy", type=float, metavar="A",
+                       help="the clean top-1 accuracy as a fraction, e.g. 0.76")
+    add_output(p, csv="print one CSV row per corruption and severity")
+    add_gt_field(p)
+
+    p = group.add("import-predictions", run_import_predictions,
+                  "write a model's predictions from a toolkit CSV or testbed pickle, "
+                  "or published cue-conflict responses")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--file", required=True, nargs="+",
+                   help="CSV (file_name,predicted_class,predicted_probability) or logits "
+                        "pickle; or one or more model-vs-human responses CSVs (subj,session,"
+                        "trial,rt,object_response,category,condition,imagename)")
+    p.add_argument("--field", help="fo.Classification field to write (responses: default "
+                                   "one field per subject, named after it)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing prediction field")
+    p.add_argument("--row-order", choices=ROW_ORDERS, default="toolkit",
+                   help="pickles without file names: rows in the imagenet_x toolkit's "
+                        "order (default) or in file-number order")
+    add_gt_field(p)
+
+
+def _add_runtime(p):
+    """Where and how inference runs (``predict`` and ``probe``)."""
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--num-workers", type=int,
+                   help="image decoding processes (default: CPU cores, max 8)")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] (default: auto)")
+    p.add_argument("--amp", default="auto", choices=AMPS,
+                   help="autocast dtype (default: bf16 on CUDA, off on CPU)")
+
+
+def _add_probe_model(p):
+    """The model options of ``imagenetx probe`` (as ``predict``'s)."""
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--model", required=True, metavar="SPEC",
+                   help="timm:NAME, torchvision:NAME[:WEIGHTS] or checkpoint:PATH")
+    p.add_argument("--field", required=True,
+                   help="the model's prediction field name; results go to <field>_<probe>")
+    p.add_argument("--arch", help="architecture of a checkpoint: a timm name or torchvision:NAME")
+    p.add_argument("--remap-by-position", action="store_true",
+                   help="checkpoint only: load tensors by position (see predict)")
+    _add_runtime(p)
+    p.add_argument("--limit", type=int, help="probe at most N samples")
+    p.add_argument("--overwrite", action="store_true",
+                   help="rerun the levels on every sample (also: another model into the field)")
+
+
+def _add_corruptions(p):
+    """``--corruption NAME[:SEVERITY] ...`` / ``--corruptions all``."""
+    p.add_argument("--corruption", dest="corruption", nargs="+", metavar="NAME[:SEVERITY]",
+                   help="ImageNet-C corruptions applied on the fly, e.g. fog:3 or snow (all 5 "
+                        "severities); results go to <field>_corruption")
+    p.add_argument("--corruptions", choices=["all"],
+                   help="all: the 15 corruptions x 5 severities")
+
+
+def _corruption_specs(args):
+    """The corruption specs of ``--corruption`` / ``--corruptions``, or None."""
+    from imagenetx.errors import ImageNetXError
+
+    if args.corruption and args.corruptions:
+        raise ImageNetXError("Pass --corruption NAME[:SEVERITY] ... or --corruptions all, not both")
+    if args.corruptions:
+        return ["all"]
+    return args.corruption or None
+
+
+def _probe(args, probe) -> int:
+    """Runs a probe from parsed arguments; prints its summary and table."""
+    from imagenetx.analysis.probes import probe_results
+    from imagenetx.errors import ImageNetXError
+    from imagenetx.present.probes import format_probe
+    from imagenetx.probes.run import run_probe
+
+    levels = getattr(args, "levels", None)
+    print(run_probe(args.dataset, args.model, args.field, probe, levels=levels,
+                    arch=args.arch, batch_size=args.batch_size,
+                    num_workers=args.num_workers, device=args.device, amp=args.amp,
+                    limit=args.limit, overwrite=args.overwrite,
+                    pretrained=not getattr(args, "random_weights", False),
+                    remap_by_position=args.remap_by_position))
+    try:
+        result = probe_results(args.dataset, args.field, probe.name, gt_field=args.gt_field)
+    except ImageNetXError as e:  # stored, but nothing to score against
+        print(f"\nNo accuracy table: {e}")
+        return 0
+    print()
+    print(format_probe(result.to_dict()))
+    return 0
+
+
+def run_predict(args) -> int:
+    if args.corruption or args.corruptions:
+        from imagenetx.errors import ImageNetXError
+        from imagenetx.probes.corruption import Corruptions
+
+        if args.logits or args.compile or args.slices:
+            raise ImageNetXError(
+                "--logits, --compile and --slices do not apply with --corruption(s)")
+        return _probe(args, Corruptions(_corruption_specs(args)))
+
+    from imagenetx.models.inference import predict
+
+    print(predict(
+        args.dataset, args.model, args.field, arch=args.arch,
+        batch_size=args.batch_size, num_workers=args.num_workers,
+        device=args.device, amp=args.amp, compile=args.compile,
+        logits=args.logits, limit=args.limit, overwrite=args.overwrite,
+        gt_field=args.gt_field, pretrained=not args.random_weights,
+        remap_by_position=args.remap_by_position,
+        slices=args.slices.split(",") if args.slices else None))
+    return 0
+
+
+def run_probe(args) -> int:
+    from imagenetx.errors import ImageNetXError
+    from imagenetx.probes import get_probe
+
+    specs = _corruption_specs(args)
+    if specs and args.probe != "corruption":
+        raise ImageNetXError("--corruption(s) go with `imagenetx probe corruption`")
+    options = {"specs": specs} if args.probe == "corruption" else {}
+    return _probe(args, get_probe(args.probe, **options))
+
+
+def run_probe_results(args) -> int:
+    from imagenetx.analysis.probes import probe_results
+    from imagenetx.present.probes import format_probe, probe_csv
+
+    result = probe_results(args.dataset, args.field, args.probe,
+                           gt_field=args.gt_field).to_dict()
+    return print_result(args, result, format_probe, probe_csv)
+
+
+def run_corruption_errors(args) -> int:
+    from imagenetx.analysis.corruption import imagenet_c_errors
+    from imagenetx.present.probes import corruption_csv, format_corruption_errors
+
+    errors = imagenet_c_errors(args.dataset, args.pred_field,
+                               clean_dataset=args.clean_dataset,
+                               clean_accuracy=args.clean_accuracy, gt_field=args.gt_field)
+    result = {"dataset": args.dataset, "field": args.pred_field, **errors.to_dict()}
+    return print_result(args, result, format_corruption_errors, corruption_csv)
+
+
+def run_import_predictions(args) -> int:
+    from imagenetx.models.predictions import import_prediction_files
+
+    print(import_prediction_files(args.dataset, args.file, args.field,
+                                  overwrite=args.overwrite, row_order=args.row_order,
+                                  gt_field=args.gt_field))
+    return 0

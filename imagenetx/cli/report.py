@@ -1,0 +1,33 @@
+"""The ``report`` command: an HTML report of a dataset's prediction fields."""
+
+from imagenetx.cli.base import CommandGroup
+from imagenetx.cli.flags import add_analysis, add_gt_field, settings
+
+TITLE = "report"
+
+
+def register(group: CommandGroup) -> None:
+    """Adds this module's commands."""
+    p = group.add("report", run_report, "write an HTML report of error ratios, tables as CSV")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--pred-field", dest="pred_fields", nargs="+", required=True, metavar="F")
+    p.add_argument("--out", required=True, help="the HTML page, e.g. report.html")
+    p.add_argument("--context-group", dest="context_groups", nargs="+", metavar="G",
+                   help="add Figure 4: the models among these published groups "
+                        "(e.g. imagenet_testbed)")
+    p.add_argument("--results-dir", metavar="DIR",
+                   help="a local copy of the authors' results/ folder")
+    p.add_argument("--discover", action="store_true",
+                   help="add the slices `imagenetx discover` finds for each field")
+    add_analysis(p)
+    add_gt_field(p)
+
+
+def run_report(args) -> int:
+    from imagenetx.present.report import write_report
+
+    print(write_report(args.dataset, args.pred_fields, args.out,
+                       context_groups=args.context_groups,
+                       results_dir=args.results_dir, discover=args.discover,
+                       **settings(args)))
+    return 0

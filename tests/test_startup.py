@@ -1,0 +1,47 @@
+"""Start-up of the `imagenetx` command: help that imports nothing heavy."""
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+HEAVY = ("fiftyone", "torch", "scipy")
+
+#: runs the command line in a fresh interpreter, then prints which heavy
+#: packages it imported
+_PROBE = """
+import sys
+from imagenetx.cli import main
+try:
+    status = main(sys.argv[1:])
+except SystemExit as e:
+    status = e.code
+heavy = sorted({m.split(".")[0] for m in sys.modules} & set(%r))
+print("STATUS", status, "HEAVY", ",".join(heavy) or "-", file=sys.stderr)
+""" % (HEAVY,)
+
+
+def _help_imports(tmp_env, *args):
+    r = subprocess.run([sys.executable, "-c", _PROBE, *args], env=tmp_env, cwd=REPO,
+                       capture_output=True, text=True, timeout=120)
+    last = r.stderr.strip().splitlines()[-1].split()
+    return r.stdout, last[1], last[3]
+
+
+@pytest.mark.parametrize("command", [None, "ratios", "load", "predict", "biases", "app"])
+def test_help_imports_neither_fiftyone_nor_torch(tmp_env, command):
+    out, status, heavy = _help_imports(tmp_env, *([command] if command else []), "--help")
+    assert status == "0"
+    assert heavy == "-", f"--help imported {heavy}"
+    assert "usage: imagenetx" in out
+
+
+def test_no_arguments_prints_the_groups(tmp_env):
+    out, status, heavy = _help_imports(tmp_env)
+    assert status == "0" and heavy == "-"
+    for title in ("build datasets:", "predictions and probes:", "analysis:",
+                  "published tables:", "report:", "App, plugin and database:"):
+        assert title in out
+    assert "  ratios " in out and "  import-predictions " in out
