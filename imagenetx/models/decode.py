@@ -30,8 +30,7 @@ from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-#: the ``--decoder`` choices
-DECODERS = ("auto", "pil", "torchvision")
+from imagenetx.options import DECODERS
 
 #: SOF markers libjpeg-turbo and nvJPEG decode: baseline, extended
 #: sequential and progressive Huffman

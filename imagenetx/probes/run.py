@@ -41,6 +41,7 @@ from imagenetx.models.inference import (
     _reader,
     check_decoder,
     collate_images,
+    default_batch_size,
     default_workers,
     error_message,
 )
@@ -49,7 +50,6 @@ from imagenetx.probes.base import get_probe
 from imagenetx.store.bulk import write_raw
 from imagenetx.store.datasets import get_dataset
 
-DEFAULT_BATCH_SIZE = 64
 #: samples per database write
 WRITE_EVERY = 512
 #: the key of a probe field's ``info``
@@ -139,7 +139,7 @@ def run_probe(
     probe,
     levels: Optional[Sequence[str]] = None,
     arch: Optional[str] = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: Optional[int] = None,
     num_workers: Optional[int] = None,
     device: str = "auto",
     amp: str = "auto",
@@ -192,6 +192,7 @@ def run_probe(
     parse_spec(model, arch, remap_by_position)
     dev = _device(device)
     dtype = _amp_dtype(amp, dev)
+    batch_size = batch_size or default_batch_size(dev)
     loaded = load_model(model, arch, pretrained=pretrained,
                         remap_by_position=remap_by_position)
     reader, _ = _reader(loaded, decoder, torch.device("cpu"))
@@ -259,7 +260,7 @@ def _check_options(field, batch_size, num_workers, limit):
         raise ImageNetXError(
             f"--field '{field}' is not a top-level field name: use letters, digits "
             "and underscores, e.g. --field r50")
-    if batch_size < 1:
+    if batch_size is not None and batch_size < 1:
         raise ImageNetXError(f"--batch-size must be at least 1, not {batch_size}")
     if num_workers is not None and num_workers < 0:
         raise ImageNetXError(f"--num-workers must be 0 or more, not {num_workers}")
