@@ -311,10 +311,10 @@ def resize_crop_batch(images: Sequence[torch.Tensor], geometry: Geometry) -> tor
         shapes = [geometry.resized(h, w) for h, w in zip(heights, widths)]
         origins = [geometry.crop_origin(h, w) for h, w in shapes]
         span_h, span_w = max(heights), max(widths)
-        w_h = filter_weights(heights, [s[0] for s in shapes], [o[0] for o in origins],
-                             ch, span_h, geometry.interpolation, device)
-        w_w = filter_weights(widths, [s[1] for s in shapes], [o[1] for o in origins],
-                             cw, span_w, geometry.interpolation, device)
+        w_h = _shared_weights(heights, [s[0] for s in shapes], [o[0] for o in origins],
+                              ch, span_h, geometry.interpolation, device)
+        w_w = _shared_weights(widths, [s[1] for s in shapes], [o[1] for o in origins],
+                              cw, span_w, geometry.interpolation, device)
         padded = _padded(members, span_h, span_w).float()
         # (m, 3, H, W) @ (m, 1, W, cw) -> (m, 3, H, cw); (m, 1, ch, H) @ that;
         # the horizontal pass first and rounded to 8 bits, as PIL and
@@ -358,6 +358,16 @@ def _padded(images: List[torch.Tensor], height: int, width: int) -> torch.Tensor
         for k, im in enumerate(images):
             out[k, :, : im.shape[-2], : im.shape[-1]] = im
         return out
+
+
+def _shared_weights(in_sizes, out_sizes, starts, length, span, interpolation, device):
+    """:func:`filter_weights` computed once per distinct axis (a batch of
+    photos has a few dozen distinct sizes), gathered per image."""
+    axes = list(zip(in_sizes, out_sizes, starts))
+    distinct = list(dict.fromkeys(axes))
+    index = {axis: k for k, axis in enumerate(distinct)}
+    weights = filter_weights(*zip(*distinct), length, span, interpolation, device)
+    return weights[torch.as_tensor([index[a] for a in axes], device=device)]
 
 
 def filter_weights(in_sizes: Sequence[int], out_sizes: Sequence[int],
