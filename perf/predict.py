@@ -18,6 +18,8 @@ weights: the same speed) it prints:
     their ratio. ``auto`` is ``torchvision`` on the CPU; on a GPU it is the
     hybrid (the GPU decodes a share of each batch while the workers decode
     the rest), and its loop does the same
+-   on a GPU, ``auto`` again with other shares of each batch decoded on the
+    GPU (``--gpu-shares``; 1.0: the GPU decodes every JPEG)
 -   today's default, and the default's speed-up over it
 
 Both timings include building the model. Each is run ``--repeats`` times,
@@ -34,7 +36,7 @@ On the GPU machine (see ../shared/gpu/README.md), e.g.:
 
 Usage: predict.py [--n 256] [--models SPEC,...] [--decoders pil,torchvision,auto]
 [--device auto|cpu|cuda] [--batch-size B] [--num-workers W] [--amp auto|bf16|fp16|off]
-[--compile] [--repeats 2] [--no-baseline] [--cue-conflict DIR]
+[--compile] [--repeats 2] [--gpu-shares 0.25,0.75,1.0] [--no-baseline] [--cue-conflict DIR]
 """
 
 import argparse
@@ -55,6 +57,7 @@ import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from imagenetx.classes.imagenet import class_table  # noqa: E402
+import imagenetx.models.inference as inference  # noqa: E402
 from imagenetx.models.decode import decode_batch  # noqa: E402
 from imagenetx.models.inference import (  # noqa: E402
     DEFAULT_BATCH_SIZE,
@@ -195,21 +198,28 @@ def bench_model(spec, paths, dataset, args, mapping):
     plain_loop(paths[:batch_size], spec, args, "pil", batch_size, 0, mapping)  # warm-up
 
     rows = {}
-    for decoder in args.decoders:
+    runs = list(args.decoders)
+    if device.type == "cuda" and args.gpu_shares:  # the hybrid's split, swept
+        runs += [f"auto@{share}" for share in args.gpu_shares.split(",")]
+    default_share = inference.GPU_DECODE_SHARE
+    for label in runs:
+        decoder, _, share = label.partition("@")
+        inference.GPU_DECODE_SHARE = float(share) if share else default_share
         loop_runs, pred_runs = [], []
         for _ in range(args.repeats):
             loop_runs.append(timed(plain_loop, paths, spec, args, decoder, batch_size,
                                    workers, mapping))
             pred_runs.append(timed(predict_run, dataset, spec, args, decoder, batch_size,
                                    workers))
-        rows[decoder] = (n / best(loop_runs), n / best(pred_runs))
-        loop_ips, pred_ips = rows[decoder]
-        print(f"--decoder {decoder:<12} loop {loop_ips:8.1f}  predict {pred_ips:8.1f} images/s  "
+        rows[label] = (n / best(loop_runs), n / best(pred_runs))
+        loop_ips, pred_ips = rows[label]
+        print(f"--decoder {label:<12} loop {loop_ips:8.1f}  predict {pred_ips:8.1f} images/s  "
               f"ratio {pred_ips / loop_ips:.2f} (target >= 0.95: "
               f"{'met' if pred_ips >= 0.95 * loop_ips else 'NOT met'})   wall s loop "
               + "/".join(f"{w:.1f}" for w, _ in loop_runs) + ", predict "
               + "/".join(f"{w:.1f}" for w, _ in pred_runs) + "; CPU s loop "
               + "/".join(f"{c:.1f}" for _, c in loop_runs))
+    inference.GPU_DECODE_SHARE = default_share
     fastest = max(loop for loop, _ in rows.values())
     if "auto" in rows:
         print(f"predict (auto) / fastest loop: {rows['auto'][1] / fastest:.2f}")
@@ -237,6 +247,9 @@ def main():
     parser.add_argument("--amp", default="auto")
     parser.add_argument("--compile", action="store_true", help="torch.compile the model in both")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--gpu-shares", default="0.25,0.75,1.0",
+                        help="on a GPU, also run auto with these shares decoded there "
+                             "(the default share is GPU_DECODE_SHARE)")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip the run with today's defaults")
     parser.add_argument("--cue-conflict", metavar="DIR",

@@ -657,3 +657,21 @@ def test_the_evaluation_is_fiftyones_and_only_follows_a_change(images):
     ds.delete_evaluation("eval_lite0")
     idle = predict(ds, SPEC, "lite0", arch=ARCH, **REMAP, num_workers=0)
     assert idle.eval_key is None and not ds.has_evaluation("eval_lite0")
+
+
+def test_a_geometry_tensors_cannot_reproduce_stays_with_pil():
+    import torchvision.transforms as T
+
+    from imagenetx.models.decode import Geometry, resolve_decoder
+
+    plain = T.Compose([T.Resize(232, T.InterpolationMode.BILINEAR), T.CenterCrop(224)])
+    assert Geometry.of(plain) == Geometry(232, "bilinear", (224, 224))
+    assert Geometry.of(plain).resized(375, 500) == (232, 309)
+    for other in (T.Compose([T.Resize(256, T.InterpolationMode.LANCZOS), T.CenterCrop(224)]),
+                  T.Compose([T.Resize(256, max_size=300), T.CenterCrop(224)]),
+                  T.Compose([T.Resize(200), T.CenterCrop(224)]),  # would pad
+                  T.Compose([T.Resize(256), T.CenterCrop(224), T.Grayscale(3)])):
+        assert Geometry.of(other) is None
+    assert resolve_decoder("auto", None) == "pil"
+    with pytest.raises(ValueError, match="use --decoder pil"):
+        resolve_decoder("torchvision", None)
