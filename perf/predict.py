@@ -10,7 +10,8 @@ Per model (``--models``, default efficientnet_lite0 and resnet50, random
 weights: the same speed) it prints:
 
 -   the model alone: images/s of forward passes on a ready uint8 batch on
-    the device (normalize, channels-last, autocast, top-5), the ceiling
+    the device (normalize, channels-last, autocast, top-5), the ceiling;
+    and each decoder alone (the loader, no model)
 -   per decoder (``--decoders``, default pil, torchvision, auto): the plain
     loop (a Dataset decoding with that decoder, a DataLoader with the same
     workers, batch and prefetch, the model, top-5 kept in memory) and
@@ -151,6 +152,24 @@ def model_only(model: Model, batch_size: int, batches: int = 20) -> float:
     return batches * batch_size / (time.perf_counter() - t)
 
 
+def decode_only(paths, model: Model, decoder, batch_size, workers) -> float:
+    """Images/s of the decoding alone: the loader (and, for the hybrid, the
+    device decode), no model."""
+    reader, share = _reader(model.loaded, decoder, model.device)
+    loader = torch.utils.data.DataLoader(
+        ImageFiles(paths, reader, share), batch_size=batch_size, num_workers=workers,
+        collate_fn=collate_images, pin_memory=model.device.type == "cuda",
+        prefetch_factor=PREFETCH_FACTOR if workers else None)
+    t = time.perf_counter()
+    for batch in loader:
+        if batch.images is not None:
+            batch.images.to(model.device, non_blocking=True)
+        if batch.raw_positions:
+            decode_batch(batch.encoded(), reader.geometry, model.device)
+    _sync(model.device)
+    return len(paths) / (time.perf_counter() - t)
+
+
 def plain_loop(paths, spec, args, decoder, batch_size, workers, mapping=None):
     """The baseline: what a hand-written PyTorch script does with the same
     decoder, no database. Decoding uses the library's reader (the decoder
@@ -191,10 +210,14 @@ def bench_model(spec, paths, dataset, args, mapping):
     batch_size = args.batch_size or default_batch_size(device)
     workers = default_workers() if args.num_workers is None else args.num_workers
     n = len(paths)
-    ceiling = model_only(Model(spec, args), batch_size)
+    model = Model(spec, args)
+    ceiling = model_only(model, batch_size)
     print(f"\n== {spec} on {device}, batch {batch_size}, {workers} workers, amp {args.amp}, "
           f"compile {args.compile}, {torch.get_num_threads()} torch threads, {n:,} images")
     print(f"model alone:                  {ceiling:8.1f} images/s")
+    print("decoding alone (no model):    " + ", ".join(
+        f"{d} {decode_only(paths, model, d, batch_size, workers):.1f}" for d in args.decoders)
+        + " images/s")
     plain_loop(paths[:batch_size], spec, args, "pil", batch_size, 0, mapping)  # warm-up
 
     rows = {}
