@@ -32,14 +32,15 @@ perf: install-test
 	$(PYTHON) perf/build_demo.py
 	$(PYTHON) perf/ratios.py
 	$(PYTHON) perf/predict.py
-	$(PYTHON) perf/predict.py --cue-conflict ../shared/data/cue-conflict/images
+	$(PYTHON) perf/predict.py --cue-conflict ../shared/data/cue-conflict/images --models timm:efficientnet_lite0 --decoders auto --no-baseline
+	$(PYTHON) perf/evaluation.py
 	$(PYTHON) perf/shape_bias.py
 	$(PYTHON) perf/import_predictions.py
 	$(PYTHON) perf/panel_refresh.py
 	$(PYTHON) perf/context.py
 	$(PYTHON) perf/discovery.py
 	$(PYTHON) perf/critical_band.py
-	$(PYTHON) perf/ood_load.py
+	$(PYTHON) perf/load.py --n 50000 --clean
 	$(PYTHON) perf/paired.py
 	$(PYTHON) perf/edit.py
 	$(PYTHON) perf/spectral.py
