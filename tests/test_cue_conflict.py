@@ -133,10 +133,10 @@ def lite0(cue):
 
 
 @needs_data
-def test_lite0_shape_bias_is_the_one_in_the_readme(cue, lite0):
+def test_lite0_shape_bias_is_the_one_in_the_docs(cue, lite0):
     result = shape_bias(cue, ["lite0"], intervals=False).models["lite0"][0]
     assert result.n == 1200
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "benchmarks" / "cue-conflict.md").read_text()
     assert f"efficientnet-lite0 | {result.shape_bias:.4f} ({result.shape} shape / " \
            f"{result.texture} texture" in readme
     assert cue.has_evaluation("eval_lite0")

@@ -2,7 +2,7 @@
 
 The corruptions come from ``imagecorruptions-imaug``, the maintained fork
 of ``imagecorruptions`` (which generalizes Hendrycks & Dietterich's
-``make_imagenet_c.py`` to any image size); see the README for why not the
+``make_imagenet_c.py`` to any image size); docs/benchmarks/ood.md says why not the
 2020 release. They work on uint8 ``H x W x 3`` images on the CPU, so the
 DataLoader workers apply them to the image after the model's resize and
 crop (as ImageNet-C corrupts the 224 x 224 centre crop) and before

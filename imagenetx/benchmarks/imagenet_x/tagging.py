@@ -1,6 +1,6 @@
 """Attach ImageNet-X to the samples of a FiftyOne dataset by file name.
 
-This writes the project's data contract (see the README):
+This writes the project's data contract (docs/data-contract.md):
 
 -   ``ground_truth``: a ``fo.Classification`` with the class's unique label
     and ``class_index``, added where missing; an existing label that two
