@@ -6,7 +6,8 @@ run).
 Conventions (docs/development.md, "Docs that cannot drift"):
 
 - a ```` ```bash ```` block holds concrete examples: each ``imagenetx ...``
-  line (``\\`` continues it, ``#`` starts a comment) must parse;
+  line (also ``python -m imagenetx ...``, ``torchrun ... -m imagenetx ...``;
+  ``\\`` continues it, ``#`` starts a comment) must parse;
 - a ```` ```text ```` block holds usage synopses with placeholders (``NAME``,
   ``[...]``, ``a|b``): each ``--flag`` must be one of the command's flags,
   and ``--flag a|b`` alternatives among its choices where it has choices;
@@ -100,8 +101,11 @@ def _examples() -> List[tuple]:
             words = words[:next((k for k, w in enumerate(words) if w in SHELL), len(words))]
             logical, first = "", start
             start = None
-            if words[:3] == ["python", "-m", "imagenetx"]:
-                words = words[2:]
+            # `python -m imagenetx ...`, `torchrun ... -m imagenetx ...`
+            module = next((k for k in range(len(words) - 1)
+                           if words[k:k + 2] == ["-m", "imagenetx"]), None)
+            if module is not None:
+                words = words[module + 1:]
             if words[:1] == ["imagenetx"]:
                 out.append((_where(b.path, first), words[1:]))
     return out
