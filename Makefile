@@ -31,7 +31,8 @@ perf: install-test
 	$(PYTHON) perf/build_demo.py
 	$(PYTHON) perf/ratios.py
 	$(PYTHON) perf/predict.py
-	$(PYTHON) perf/predict.py --cue-conflict ../shared/data/cue-conflict/images
+	$(PYTHON) perf/predict.py --cue-conflict ../shared/data/cue-conflict/images --models timm:efficientnet_lite0 --decoders auto --no-baseline
+	$(PYTHON) perf/evaluation.py
 	$(PYTHON) perf/shape_bias.py
 	$(PYTHON) perf/import_predictions.py
 	$(PYTHON) perf/panel_refresh.py

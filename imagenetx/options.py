@@ -16,6 +16,9 @@ DEVICES = ("auto", "cpu", "cuda")
 #: autocast precision of inference
 AMPS = ("auto", "bf16", "fp16", "off")
 
+#: who decodes images for inference (``imagenetx.models.decode``)
+DECODERS = ("auto", "pil", "torchvision")
+
 #: how the rows of a logits pickle without file names map to val images
 ROW_ORDERS = ("toolkit", "val")
 

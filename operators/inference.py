@@ -50,10 +50,12 @@ class RunModel(foo.Operator):
             ),
         )
         inputs.str("field", label="Prediction field", required=True)
-        inputs.int("batch_size", label="Batch size", default=64, min=1)
+        inputs.int("batch_size", label="Batch size", min=1,
+                   description="images per forward pass (empty: 256 on a GPU, 64 on the CPU)")
         inputs.int(
             "num_workers", label="Decoding workers",
-            description="image decoding processes (empty: one per CPU core, max 8)",
+            description="image decoding processes (empty: one per CPU core this "
+                        "process may use)",
         )
         inputs.enum("device", list(DEVICES), label="Device", default="auto",
                     view=types.DropdownView())
@@ -85,7 +87,7 @@ class RunModel(foo.Operator):
             p["field"],
             arch=p.get("arch") or None,
             remap_by_position=bool(p.get("remap_by_position")),
-            batch_size=p.get("batch_size") or 64,
+            batch_size=p.get("batch_size") or None,
             num_workers=p.get("num_workers"),
             device=p.get("device") or "auto",
             amp=p.get("amp") or "auto",

@@ -3,7 +3,7 @@
 
 from imagenetx.cli.base import CommandGroup, print_result
 from imagenetx.cli.flags import add_gt_field, add_output
-from imagenetx.options import AMPS, ROW_ORDERS
+from imagenetx.options import AMPS, DECODERS, ROW_ORDERS
 
 TITLE = "predictions and probes"
 
@@ -88,9 +88,15 @@ def register(group: CommandGroup) -> None:
 
 def _add_runtime(p):
     """Where and how inference runs (``predict`` and ``probe``)."""
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int,
+                   help="images per forward pass (default: 256 on a GPU, 64 on the CPU)")
     p.add_argument("--num-workers", type=int,
-                   help="image decoding processes (default: CPU cores, max 8)")
+                   help="image decoding processes (default: one per CPU core this "
+                        "process may use)")
+    p.add_argument("--decoder", default="auto", choices=DECODERS,
+                   help="pil, or torchvision (libjpeg-turbo, PIL for the rest); auto "
+                        "(default): torchvision where the model's resize allows, and on "
+                        "a GPU also decodes a share of each batch there")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] (default: auto)")
     p.add_argument("--amp", default="auto", choices=AMPS,
                    help="autocast dtype (default: bf16 on CUDA, off on CPU)")
@@ -145,7 +151,7 @@ def _probe(args, probe) -> int:
                     num_workers=args.num_workers, device=args.device, amp=args.amp,
                     limit=args.limit, overwrite=args.overwrite,
                     pretrained=not getattr(args, "random_weights", False),
-                    remap_by_position=args.remap_by_position))
+                    remap_by_position=args.remap_by_position, decoder=args.decoder))
     try:
         result = probe_results(args.dataset, args.field, probe.name, gt_field=args.gt_field)
     except ImageNetXError as e:  # stored, but nothing to score against
@@ -174,7 +180,7 @@ def run_predict(args) -> int:
         device=args.device, amp=args.amp, compile=args.compile,
         logits=args.logits, limit=args.limit, overwrite=args.overwrite,
         gt_field=args.gt_field, pretrained=not args.random_weights,
-        remap_by_position=args.remap_by_position,
+        remap_by_position=args.remap_by_position, decoder=args.decoder,
         slices=args.slices.split(",") if args.slices else None))
     return 0
 

@@ -21,7 +21,6 @@ per-image CPU hook (``apply_image``: the corruptions) run it in the workers.
 """
 
 import math
-import os
 import time
 import zlib
 from dataclasses import dataclass, field as dc_field
@@ -31,22 +30,26 @@ import fiftyone as fo
 import fiftyone.core.utils as fou
 import numpy as np
 import torch
-from PIL import Image
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.inference import (
     FAILURES_SHOWN,
+    PREFETCH_FACTOR,
     ImageFiles,
     _amp_dtype,
     _device,
+    _reader,
+    check_decoder,
     collate_images,
+    default_batch_size,
+    default_workers,
+    error_message,
 )
 from imagenetx.models.specs import load_model, parse_spec
 from imagenetx.probes.base import get_probe
 from imagenetx.store.bulk import write_raw
 from imagenetx.store.datasets import get_dataset
 
-DEFAULT_BATCH_SIZE = 64
 #: samples per database write
 WRITE_EVERY = 512
 #: the key of a probe field's ``info``
@@ -136,7 +139,7 @@ def run_probe(
     probe,
     levels: Optional[Sequence[str]] = None,
     arch: Optional[str] = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: Optional[int] = None,
     num_workers: Optional[int] = None,
     device: str = "auto",
     amp: str = "auto",
@@ -145,6 +148,7 @@ def run_probe(
     pretrained: bool = True,
     remap_by_position: bool = False,
     progress=None,
+    decoder: str = "auto",
 ) -> ProbeSummary:
     """Predicts the samples' images under every level of a probe.
 
@@ -157,7 +161,8 @@ def run_probe(
             name (``spectral``, ``corruption``, ...) built with defaults
         levels (None): the levels to run (default: all of the probe's)
         arch, batch_size, num_workers, device, amp, limit, pretrained,
-            remap_by_position, progress: as in ``predict``
+            remap_by_position, progress, decoder: as in ``predict`` (the
+            images are decoded on the CPU: probes add no GPU decoding)
         overwrite (False): rerun the requested levels on every sample, and
             allow another model than the one stored
 
@@ -181,13 +186,16 @@ def run_probe(
         raise ImageNetXError(
             f"Unknown level(s) {', '.join(map(repr, unknown)) or '(none given)'} of "
             f"probe '{probe.name}': use some of {', '.join(all_levels)}")
+    check_decoder(decoder)
     pfield = probe_field(field, probe.name)
     stored = _stored_info(dataset, pfield, probe.name, model, overwrite)
     parse_spec(model, arch, remap_by_position)
     dev = _device(device)
     dtype = _amp_dtype(amp, dev)
+    batch_size = batch_size or default_batch_size(dev)
     loaded = load_model(model, arch, pretrained=pretrained,
                         remap_by_position=remap_by_position)
+    reader, _ = _reader(loaded, decoder, torch.device("cpu"))
     if stored is None and dataset.has_field(pfield):
         # --overwrite with another model, now that it loads: no sample keeps
         # the old model's lists (with --limit the rest would read as the new one's)
@@ -233,7 +241,7 @@ def run_probe(
     failed_at = {}
     with fou.ProgressBar(total=len(todo) * len(groups), progress=progress) as pb:
         for group in groups:
-            loader = _loader(todo_paths, seeds, loaded, probe, group, dev,
+            loader = _loader(todo_paths, seeds, reader, probe, group, dev,
                              batch_size, num_workers)
             results = runner.run(loader, group, seeds)
             write_raw(dataset, _chunks(results, group, todo, ids, lists, position,
@@ -252,7 +260,7 @@ def _check_options(field, batch_size, num_workers, limit):
         raise ImageNetXError(
             f"--field '{field}' is not a top-level field name: use letters, digits "
             "and underscores, e.g. --field r50")
-    if batch_size < 1:
+    if batch_size is not None and batch_size < 1:
         raise ImageNetXError(f"--batch-size must be at least 1, not {batch_size}")
     if num_workers is not None and num_workers < 0:
         raise ImageNetXError(f"--num-workers must be 0 or more, not {num_workers}")
@@ -295,14 +303,14 @@ def _padded(values, n: int) -> list:
 
 
 class _ProbeImages(ImageFiles):
-    """Image files -> ``(position, uint8 tensor, error)``: ``(3, H, W)``
+    """Image files -> ``(position, uint8 tensor, None, error)``: ``(3, H, W)``
     cropped images, or, for a probe with ``apply_image``, ``(L, 3, H, W)``
-    with the probe's levels applied in the worker."""
+    with the probe's levels applied in the worker (on the crop as a uint8
+    ``H x W x 3`` numpy array, whichever decoder read it)."""
 
-    def __init__(self, paths, seeds, preprocessing, probe, levels):
-        super().__init__(paths, preprocessing.transform(normalize=False))
+    def __init__(self, paths, seeds, reader, probe, levels):
+        super().__init__(paths, reader)
         self.seeds = seeds
-        self.geometry = preprocessing.geometry
         self.probe = probe
         self.levels = levels
 
@@ -310,23 +318,23 @@ class _ProbeImages(ImageFiles):
         if not hasattr(self.probe, "apply_image"):
             return super().__getitem__(i)
         try:
-            with Image.open(self.paths[i]) as img:
-                image = np.asarray(self.geometry(img.convert("RGB")), dtype=np.uint8)
+            image = np.ascontiguousarray(self.reader(self.paths[i]).permute(1, 2, 0).numpy())
             stack = np.stack([self.probe.apply_image(image, lv, self.seeds[i])
                               for lv in self.levels])
-            return i, torch.from_numpy(stack).permute(0, 3, 1, 2).contiguous(), None
+            return i, torch.from_numpy(stack).permute(0, 3, 1, 2).contiguous(), None, None
         except Exception as e:  # a bad image costs only that image
-            return i, None, f"{type(e).__name__}: {e}"
+            return i, None, None, error_message(e)
 
 
-def _loader(paths, seeds, loaded, probe, levels, device, batch_size, num_workers):
+def _loader(paths, seeds, reader, probe, levels, device, batch_size, num_workers):
     if num_workers is None:
-        num_workers = min(8, os.cpu_count() or 1)
+        num_workers = default_workers()
     num_workers = min(num_workers, math.ceil(len(paths) / batch_size))
     return torch.utils.data.DataLoader(
-        _ProbeImages(paths, seeds, loaded.preprocessing, probe, levels),
+        _ProbeImages(paths, seeds, reader, probe, levels),
         batch_size=batch_size, shuffle=False, num_workers=num_workers,
-        collate_fn=collate_images, pin_memory=device.type == "cuda")
+        collate_fn=collate_images, pin_memory=device.type == "cuda",
+        prefetch_factor=PREFETCH_FACTOR if num_workers else None)
 
 
 class _ProbeRunner:
@@ -355,7 +363,7 @@ class _ProbeRunner:
         return out.float().argmax(dim=1)
 
     def run(self, loader, levels, seeds):
-        for positions, batch, failed in loader:
+        for positions, batch, failed, *_ in loader:
             predicted = {}
             if batch is not None:
                 with torch.inference_mode():
