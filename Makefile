@@ -39,7 +39,7 @@ perf: install-test
 	$(PYTHON) perf/context.py
 	$(PYTHON) perf/discovery.py
 	$(PYTHON) perf/critical_band.py
-	$(PYTHON) perf/ood_load.py
+	$(PYTHON) perf/load.py --n 50000 --clean
 	$(PYTHON) perf/paired.py
 	$(PYTHON) perf/edit.py
 	$(PYTHON) perf/spectral.py

@@ -47,6 +47,15 @@ def make_dataset(name: str, overwrite: bool) -> fo.Dataset:
     return dataset
 
 
+def mark_benchmark(dataset: fo.Dataset, benchmark: str) -> None:
+    """Says which benchmark a dataset holds, in
+    ``dataset.info["imagenetx"]["benchmark"]``."""
+    info = dict(dataset.info.get("imagenetx") or {})
+    info["benchmark"] = benchmark
+    dataset.info["imagenetx"] = info
+    dataset.save()
+
+
 def all_slices(samples, slices=None):
     """Every sample of a collection: on a grouped dataset or view, the
     samples of all its group slices (or of the ``slices`` named), flattened

@@ -1,8 +1,12 @@
 """The fields of the data contract: their declarations and stored forms."""
 
+import itertools
+import os
 import re
+import time
 
 import fiftyone as fo
+import fiftyone.core.odm as foo
 from bson import ObjectId
 
 from imagenetx.errors import ImageNetXError
@@ -20,16 +24,85 @@ IMAGENETX_SUBFIELDS = {
 }
 
 
+#: the random and counter parts of :func:`new_object_id`
+_ID_RANDOM = os.urandom(5)
+_ID_COUNTER = itertools.count(int.from_bytes(os.urandom(3), "big"))
+#: the current second and its id prefix
+_ID_PREFIX = [None, b""]
+
+
+def _new_id_random() -> None:
+    """A forked process draws its own random part, as ``bson`` does."""
+    global _ID_RANDOM
+    _ID_RANDOM = os.urandom(5)
+    _ID_PREFIX[:] = [None, b""]
+
+
+os.register_at_fork(after_in_child=_new_id_random)
+
+
+def new_object_id() -> ObjectId:
+    """A new ``ObjectId`` (time, per-process random, counter, as MongoDB
+    specifies), in a third of the time of ``ObjectId()``."""
+    now = int(time.time())
+    if now != _ID_PREFIX[0]:
+        _ID_PREFIX[:] = [now, now.to_bytes(4, "big") + _ID_RANDOM]
+    return ObjectId(_ID_PREFIX[1] + (next(_ID_COUNTER) & 0xFFFFFF).to_bytes(3, "big"))
+
+
+def new_object_ids(n: int) -> list:
+    """``n`` new ObjectIds of one timestamp (see :func:`new_object_id`)."""
+    prefix = int(time.time()).to_bytes(4, "big") + _ID_RANDOM
+    return [
+        ObjectId(prefix + (next(_ID_COUNTER) & 0xFFFFFF).to_bytes(3, "big"))
+        for _ in range(n)
+    ]
+
+
 def raw_classification(label: str, index: int, **attributes) -> dict:
     """A ``fo.Classification`` with ``class_index``, in its stored form."""
     return {
-        "_id": ObjectId(),
+        "_id": new_object_id(),
         "_cls": "Classification",
         "tags": [],
         "label": label,
         "class_index": index,
         **attributes,
     }
+
+
+def declare_embedded(dataset: fo.Dataset, name: str, doc_type, subfields: dict):
+    """Declares an embedded document field and subfields of it.
+
+    A new field is declared in one call with all its subfields, which
+    leaves the same schema as one call per subfield in a tenth of the time.
+
+    Args:
+        dataset: the dataset
+        name: the field name
+        doc_type: the embedded document type
+        subfields: ``{name: FiftyOne field type or (list type, item type)}``
+    """
+    specs = {
+        sub: ftype if isinstance(ftype, tuple) else (ftype, None)
+        for sub, ftype in subfields.items()
+    }
+    if not dataset.has_field(name):
+        dataset.add_sample_field(
+            name,
+            fo.EmbeddedDocumentField,
+            embedded_doc_type=doc_type,
+            fields=[
+                foo.create_field(sub, ftype, subfield=item)
+                for sub, (ftype, item) in specs.items()
+            ],
+        )
+        return
+    for sub, (ftype, item) in specs.items():
+        path = f"{name}.{sub}"
+        if not dataset.has_field(path):
+            kwargs = {"subfield": item} if item else {}
+            dataset.add_sample_field(path, ftype, **kwargs)
 
 
 def declare_classification(dataset: fo.Dataset, name: str, **attributes):
@@ -39,29 +112,16 @@ def declare_classification(dataset: fo.Dataset, name: str, **attributes):
         dataset: the dataset
         name: the field name
         **attributes: further attribute names and their FiftyOne field types
+            (or ``(fo.ListField, item type)``)
     """
-    if not dataset.has_field(name):
-        dataset.add_sample_field(
-            name, fo.EmbeddedDocumentField, embedded_doc_type=fo.Classification
-        )
-    for attr, ftype in {"class_index": fo.IntField, **attributes}.items():
-        if not dataset.has_field(f"{name}.{attr}"):
-            dataset.add_sample_field(f"{name}.{attr}", ftype)
+    declare_embedded(
+        dataset, name, fo.Classification, {"class_index": fo.IntField, **attributes}
+    )
 
 
 def declare_imagenetx_field(dataset: fo.Dataset, name: str) -> None:
     """Declares the ``imagenetx`` embedded document and its subfields."""
-    if not dataset.has_field(name):
-        dataset.add_sample_field(
-            name,
-            fo.EmbeddedDocumentField,
-            embedded_doc_type=fo.DynamicEmbeddedDocument,
-        )
-    for sub, (ftype, subfield) in IMAGENETX_SUBFIELDS.items():
-        path = f"{name}.{sub}"
-        if not dataset.has_field(path):
-            kwargs = {"subfield": subfield} if subfield else {}
-            dataset.add_sample_field(path, ftype, **kwargs)
+    declare_embedded(dataset, name, fo.DynamicEmbeddedDocument, IMAGENETX_SUBFIELDS)
 
 
 def prediction_fields(samples, gt_field: str = "ground_truth") -> list:

@@ -23,12 +23,11 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 import fiftyone as fo
-from bson import ObjectId
 
 from imagenetx.classes.cue_conflict import categories, category_index, stimulus_files
 from imagenetx.errors import ImageNetXError
-from imagenetx.store.bulk import chunked, write_raw
-from imagenetx.store.datasets import check_new_dataset_name, make_dataset
+from imagenetx.store.datasets import check_new_dataset_name, mark_benchmark
+from imagenetx.store.ingest import insert_samples, new_dataset
 from imagenetx.store.downloads import RemoteFiles
 from imagenetx.store.schema import declare_classification, raw_classification
 
@@ -155,39 +154,24 @@ def load_cue_conflict(
         local = STIMULI.cache_dir()
     stimuli = find_stimuli(local)
 
-    dataset = make_dataset(name, overwrite)
-    try:
-        ids = dataset.add_samples(
-            (fo.Sample(filepath=s.path) for s in stimuli), num_samples=len(stimuli))
-        _write_contract(dataset, ids, stimuli, gt_field)
-    except BaseException:
-        fo.delete_dataset(name)
-        raise
-    conflict = sum(s.conflict for s in stimuli)
-    return dataset, CueConflictSummary(dataset.name, str(local), len(stimuli), conflict)
-
-
-def _write_contract(dataset, ids, stimuli: List[Stimulus], gt_field: str) -> None:
-    declare_classification(dataset, gt_field)
-    for field, ftype in (("shape", fo.StringField), ("texture", fo.StringField),
-                         ("texture_index", fo.IntField),
-                         ("cue_conflict", fo.BooleanField)):
-        dataset.add_sample_field(field, ftype)
-
-    def batch(rows):
-        return {
-            ObjectId(i): {
+    with new_dataset(name, overwrite) as dataset:
+        declare_classification(dataset, gt_field)
+        for field, ftype in (("shape", fo.StringField), ("texture", fo.StringField),
+                             ("texture_index", fo.IntField),
+                             ("cue_conflict", fo.BooleanField)):
+            dataset.add_sample_field(field, ftype)
+        insert_samples(dataset, (
+            {
+                "filepath": s.path,
                 gt_field: raw_classification(s.shape, category_index(s.shape)),
                 "shape": s.shape,
                 "texture": s.texture,
                 "texture_index": category_index(s.texture),
                 "cue_conflict": s.conflict,
             }
-            for i, s in rows
-        }
+            for s in stimuli
+        ))
+        mark_benchmark(dataset, BENCHMARK)
+    conflict = sum(s.conflict for s in stimuli)
+    return dataset, CueConflictSummary(dataset.name, str(local), len(stimuli), conflict)
 
-    write_raw(dataset, map(batch, chunked(list(zip(ids, stimuli)))))
-    info = dict(dataset.info.get("imagenetx") or {})
-    info["benchmark"] = BENCHMARK
-    dataset.info["imagenetx"] = info
-    dataset.save()

@@ -63,7 +63,8 @@ from imagenetx.classes.imagenet_d import (
 )
 from imagenetx.errors import ImageNetXError
 from imagenetx.store.bulk import chunked, write_raw
-from imagenetx.store.datasets import check_new_dataset_name, get_dataset, make_dataset
+from imagenetx.store.datasets import check_new_dataset_name, get_dataset, mark_benchmark
+from imagenetx.store.ingest import insert_samples, new_dataset
 from imagenetx.store.schema import declare_classification, raw_classification
 
 BENCHMARK = "imagenet_d"
@@ -260,57 +261,53 @@ def load_imagenet_d_dir(
 
 
 def _build(name, overwrite, gt_field, root, images, missing):
-    """Makes the dataset of found release images, in bulk."""
-    paths, kinds, classes, values = (list(c) for c in zip(*images))
-    dataset = make_dataset(name, overwrite)
-    try:
-        ids = dataset.add_samples(
-            (fo.Sample(filepath=p) for p in paths), num_samples=len(paths)
-        )
-        _write_contract(dataset, ids, kinds, classes, values, gt_field)
-    except BaseException:
-        fo.delete_dataset(name)
-        raise
+    """Makes the dataset of found release images, in bulk: ground truth,
+    nuisance and nuisance value in the same documents."""
+    with new_dataset(name, overwrite) as dataset:
+        _declare_contract(dataset, gt_field)
+        insert_samples(dataset, (
+            {"filepath": path, **_contract(gt_field, kind, c, value)}
+            for path, kind, c, value in images
+        ))
+        mark_benchmark(dataset, BENCHMARK)
+    kinds, classes, values = (list(c) for c in list(zip(*images))[1:])
     return dataset, _summary(
         dataset, root, kinds, classes, values, missing_nuisances=missing
     )
 
 
-def _write_contract(dataset, ids, kinds, classes, values, gt_field) -> None:
-    """Writes ground truth, nuisance and nuisance value in bulk and marks
-    the dataset as ImageNet-D."""
-    declare_classification(dataset, gt_field)
-    if not dataset.has_field(f"{gt_field}.imagenet_indices"):
-        dataset.add_sample_field(
-            f"{gt_field}.imagenet_indices", fo.ListField, subfield=fo.IntField
-        )
-    if not dataset.has_field(f"{gt_field}.class_dir"):
-        dataset.add_sample_field(f"{gt_field}.class_dir", fo.StringField)
+def _declare_contract(dataset, gt_field) -> None:
+    declare_classification(
+        dataset, gt_field,
+        imagenet_indices=(fo.ListField, fo.IntField), class_dir=fo.StringField,
+    )
     for name in (NUISANCE_FIELD, VALUE_FIELD):
         if not dataset.has_field(name):
             dataset.add_sample_field(name, fo.StringField)
 
-    def batch(rows):
-        return {
-            ObjectId(sample_id): {
-                gt_field: raw_classification(
-                    c.name,
-                    c.index,
-                    imagenet_indices=list(c.imagenet_indices),
-                    class_dir=c.folder,
-                ),
-                NUISANCE_FIELD: kind,
-                VALUE_FIELD: value,
-            }
-            for sample_id, kind, c, value in rows
-        }
 
+def _contract(gt_field, kind, c: ImageNetDClass, value) -> dict:
+    """The contract fields of an image, in stored form."""
+    return {
+        gt_field: raw_classification(
+            c.name, c.index,
+            imagenet_indices=list(c.imagenet_indices), class_dir=c.folder,
+        ),
+        NUISANCE_FIELD: kind,
+        VALUE_FIELD: value,
+    }
+
+
+def _write_contract(dataset, ids, kinds, classes, values, gt_field) -> None:
+    """Writes ground truth, nuisance and nuisance value of existing samples
+    in bulk and marks the dataset as ImageNet-D."""
+    _declare_contract(dataset, gt_field)
     rows = list(zip(ids, kinds, classes, values))
-    write_raw(dataset, map(batch, chunked(rows)))
-    info = dict(dataset.info.get("imagenetx") or {})
-    info["benchmark"] = BENCHMARK
-    dataset.info["imagenetx"] = info
-    dataset.save()
+    write_raw(dataset, (
+        {ObjectId(i): _contract(gt_field, kind, c, value) for i, kind, c, value in chunk}
+        for chunk in chunked(rows)
+    ))
+    mark_benchmark(dataset, BENCHMARK)
 
 
 # -- datasets loaded from the Hub --------------------------------------------

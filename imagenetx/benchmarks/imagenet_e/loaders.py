@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
 import fiftyone as fo
-from bson import ObjectId
 
 from imagenetx.benchmarks.imagenet_e.contract import (
     BENCHMARK,
@@ -32,9 +31,15 @@ from imagenetx.benchmarks.imagenet_e.contract import (
 )
 from imagenetx.classes.imagenet import class_table
 from imagenetx.errors import ImageNetXError
-from imagenetx.store.bulk import chunked, write_raw
-from imagenetx.store.datasets import check_new_dataset_name, make_dataset
-from imagenetx.store.schema import declare_classification, raw_classification
+from imagenetx.benchmarks.imagenet_x.tagging import DEFAULT_FIELD, new_sample_annotations
+from imagenetx.store.datasets import check_new_dataset_name, mark_benchmark
+from imagenetx.store.ingest import insert_samples, new_dataset
+from imagenetx.store.schema import (
+    declare_classification,
+    declare_imagenetx_field,
+    new_object_id,
+    raw_classification,
+)
 
 DEFAULT_NAME = "imagenet-e"
 LABELS_FILE = "labels.txt"
@@ -202,9 +207,10 @@ def load_imagenet_e(
     """Builds a grouped dataset from the ImageNet-E release folder.
 
     One group per source image that has any image, one slice per variant
-    folder (``ori`` the default), the contract fields in bulk, then the
-    ImageNet-X annotations of each source image on all its slices (by file
-    stem, :func:`~imagenetx.benchmarks.imagenet_x.tagging.tag_dataset`).
+    folder (``ori`` the default), each sample written once with the
+    contract fields and the ImageNet-X annotations of its source image
+    (matched by file stem, as
+    :func:`~imagenetx.benchmarks.imagenet_x.tagging.tag_dataset` does).
 
     Args:
         release_dir: the release folder (see :func:`find_release`)
@@ -219,27 +225,36 @@ def load_imagenet_e(
         ImageNetXError: before anything is written, for a bad folder or an
             existing name without ``overwrite``
     """
-    from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
-
     name = name or DEFAULT_NAME
     check_new_dataset_name(name, overwrite)
     release = find_release(release_dir)
     stems = sorted({s for found in release.files.values() for s in found})
-    groups = {s: fo.Group() for s in stems}
     rows = [(v, stem, path) for v, found in release.files.items()
             for stem, path in found.items()]
+    # the ImageNet-X fields of each source image, on all its slices
+    annotations, tagged = new_sample_annotations(
+        name, [os.path.basename(path) for _, _, path in rows], by_stem=True)
+    groups = {s: new_object_id() for s in stems}
+    labels, names, known = release.labels, class_table().labels, variants()
 
-    dataset = make_dataset(name, overwrite)
-    try:
+    with new_dataset(name, overwrite) as dataset:
         dataset.add_group_field(GROUP_FIELD, default=ORIGINAL)
-        ids = dataset.add_samples(
-            (fo.Sample(filepath=path, **{GROUP_FIELD: groups[stem].element(v)})
-             for v, stem, path in rows), num_samples=len(rows))
-        _write_contract(dataset, ids, rows, release.labels, gt_field)
-        tagged = tag_dataset(dataset, gt_field=gt_field, by_stem=True)
-    except BaseException:
-        fo.delete_dataset(name)
-        raise
+        declare_classification(dataset, gt_field)
+        for field_name in (EDIT_FIELD, LEVEL_FIELD):
+            dataset.add_sample_field(field_name, fo.StringField)
+        declare_imagenetx_field(dataset, DEFAULT_FIELD)
+        insert_samples(dataset, (
+            {
+                "filepath": path,
+                GROUP_FIELD: {"_id": groups[stem], "_cls": "Group", "name": v},
+                gt_field: raw_classification(names[labels[stem]], labels[stem]),
+                EDIT_FIELD: known[v].edit,
+                LEVEL_FIELD: known[v].level,
+                **(fields or {}),
+            }
+            for (v, stem, path), fields in zip(rows, annotations)
+        ))
+        mark_benchmark(dataset, BENCHMARK)
     originals = release.files.get(ORIGINAL, {})
     summary = ImageNetESummary(
         dataset=dataset.name, source=release.root, groups=len(stems),
@@ -250,26 +265,3 @@ def load_imagenet_e(
         annotated=tagged.annotated)
     return dataset, summary
 
-
-def _write_contract(dataset, ids, rows, labels, gt_field: str) -> None:
-    declare_classification(dataset, gt_field)
-    for path in (EDIT_FIELD, LEVEL_FIELD):
-        dataset.add_sample_field(path, fo.StringField)
-    names = class_table().labels
-    known = variants()
-
-    def batch(chunk):
-        return {
-            ObjectId(i): {
-                gt_field: raw_classification(names[labels[stem]], labels[stem]),
-                EDIT_FIELD: known[v].edit,
-                LEVEL_FIELD: known[v].level,
-            }
-            for i, (v, stem, _) in chunk
-        }
-
-    write_raw(dataset, map(batch, chunked(list(zip(ids, rows)))))
-    info = dict(dataset.info.get("imagenetx") or {})
-    info["benchmark"] = BENCHMARK
-    dataset.info["imagenetx"] = info
-    dataset.save()

@@ -5,20 +5,35 @@
 -   :func:`load_hub_dataset`: a dataset on the Hugging Face Hub, through
     FiftyOne's own ``load_from_hub``
 
-Both then call :func:`imagenetx.benchmarks.imagenet_x.tagging.tag_dataset`.
+The first writes each sample once with its ImageNet-X fields (what
+:func:`imagenetx.benchmarks.imagenet_x.tagging.tag_dataset` would add); the
+second calls ``tag_dataset`` on the pulled dataset.
 """
 
+import contextlib
 import os
 from dataclasses import dataclass
 
 import fiftyone as fo
 
 from imagenetx.benchmarks.imagenet_x import annotations as anno
-from imagenetx.store.datasets import check_new_dataset_name, make_dataset
+from imagenetx.store.datasets import check_new_dataset_name
+from imagenetx.store.ingest import insert_samples, new_dataset
+from imagenetx.store.schema import (
+    declare_classification,
+    declare_imagenetx_field,
+    raw_classification,
+)
 from imagenetx.errors import ImageNetXError
+from imagenetx.memory import gc_paused
 from imagenetx.classes.imagenet import class_table
-from imagenetx.store.classifications import write_classifications
-from imagenetx.benchmarks.imagenet_x.tagging import DEFAULT_GT_FIELD, TagSummary, tag_dataset
+from imagenetx.benchmarks.imagenet_x.tagging import (
+    DEFAULT_FIELD,
+    DEFAULT_GT_FIELD,
+    TagSummary,
+    new_sample_annotations,
+    tag_dataset,
+)
 
 IMAGE_EXTENSIONS = (".jpeg", ".jpg", ".png")
 
@@ -70,15 +85,23 @@ def find_imagenet_files(imagenet_dir: str, split: str = "val") -> dict:
 
     wnid_index = {w: i for i, w in enumerate(class_table().wnids)}
     found = {}
-    for folder, subdirs, files in os.walk(root):
-        rel = os.path.relpath(folder, root)
-        depth = 0 if rel == "." else rel.count(os.sep) + 1
-        if depth >= 1:
-            subdirs[:] = []  # flat, or one level of class folders
-        klass = wnid_index.get(os.path.basename(folder)) if depth else None
-        for name in files:
-            if anno.split_of(name) == split:
-                found[name] = (os.path.join(folder, name), klass)
+
+    def scan(folder: str, klass, subfolders=None):
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir():
+                    if subfolders is not None and not entry.is_symlink():
+                        subfolders.append(entry)
+                elif anno.split_of(entry.name) == split:
+                    found[entry.name] = (entry.path, klass)
+
+    # flat, or one level of class folders; like os.walk, links to folders
+    # are not followed and folders that cannot be read are skipped
+    subfolders = []
+    scan(root, None, subfolders)
+    for entry in subfolders:
+        with contextlib.suppress(OSError):
+            scan(entry.path, wnid_index.get(entry.name))
 
     if not found:
         example = (
@@ -109,7 +132,7 @@ def add_images(dataset: fo.Dataset, paths: list, metadata=None) -> list:
     return dataset.add_samples(samples, num_samples=len(paths))
 
 
-
+@gc_paused()
 def load_imagenet_dir(
     imagenet_dir: str,
     split: str = "val",
@@ -149,10 +172,21 @@ def load_imagenet_dir(
             "named by their WordNet id"
         )
 
-    dataset = make_dataset(name, overwrite)
-    ids = add_images(dataset, [found[f][0] for f in file_names])
-    write_classifications(dataset, gt_field, ids, classes)
-    tagging = tag_dataset(dataset, gt_field=gt_field)
+    # ground truth, tags and ImageNet-X in the same documents: one pass
+    labels = class_table().labels
+    contract, tagging = new_sample_annotations(name, file_names, split=split)
+    with new_dataset(name, overwrite) as dataset:
+        declare_classification(dataset, gt_field)
+        declare_imagenetx_field(dataset, DEFAULT_FIELD)
+        rows = (
+            {
+                "filepath": found[file_name][0],
+                gt_field: raw_classification(labels[klass], klass),
+                **(fields or {}),
+            }
+            for file_name, klass, fields in zip(file_names, classes, contract)
+        )
+        insert_samples(dataset, rows)
     annotated = anno.load_split(split).file_names
     missing = sum(1 for f in annotated if f not in found)
     return dataset, LoadSummary(len(found), missing, tagging)

@@ -247,6 +247,64 @@ def tag_dataset(
     return summary
 
 
+def new_sample_annotations(
+    dataset_name: str,
+    names: list,
+    tag_prefix: str = DEFAULT_TAG_PREFIX,
+    field_name: str = DEFAULT_FIELD,
+    by_stem: bool = False,
+    split: str = None,
+):
+    """What :func:`tag_dataset` would write on new samples that carry their
+    ground truth, computed before they are inserted.
+
+    A loader puts these fields in the same documents as the rest, so a new
+    dataset needs no second pass; declare ``field_name`` with
+    :func:`~imagenetx.store.schema.declare_imagenetx_field`.
+
+    Args:
+        dataset_name: the dataset's name, for the summary
+        names: the file name of each new sample
+        tag_prefix ("x:"): the prefix of the top-factor tags
+        field_name ("imagenetx"): the embedded document field
+        by_stem (False): match by file stem whatever the extension
+        split (None): the split of every name, where the caller has
+            already matched them (a dict lookup per name instead of a
+            pattern match)
+
+    Returns:
+        ``(fields, summary)``: per name, a dict with ``tags`` and
+        ``field_name`` in stored form, or None for a file without
+        annotation; and the :class:`TagSummary` that :func:`tag_dataset`
+        would return
+    """
+    if not tag_prefix:
+        raise ImageNetXError("The tag prefix must not be empty (default 'x:')")
+    if by_stem:
+        names = [os.path.splitext(n)[0] + ".JPEG" for n in names]
+    if split is None:
+        located = _locate(names)
+    else:
+        row_of = anno.load_split(split).row_of
+        located = [
+            None if row is None else (split, row)
+            for row in map(row_of.get, names)
+        ]
+    summary = TagSummary(dataset_name, len(names), 0)
+    fields = []
+    for where in located:
+        if where is None:
+            fields.append(None)
+            continue
+        split, row = where
+        summary.by_split[split] = summary.by_split.get(split, 0) + 1
+        doc = _documents(split)[row]
+        top = doc["top_factor"]
+        fields.append({"tags": [tag_prefix + top] if top else [], field_name: doc})
+    summary.annotated = summary.samples_written = sum(summary.by_split.values())
+    return fields, summary
+
+
 def _locate(names: list) -> list:
     """(split, row) of each file name in the annotations, else None."""
     rows_of = {}
