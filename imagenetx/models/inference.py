@@ -253,6 +253,8 @@ def predict(
             if evaluable and not dataset.has_field(eval_key):
                 dataset.add_sample_field(eval_key, fo.BooleanField)
                 declared = True
+            if ranks.sharded and not has_errors:  # not by two ranks at once
+                dataset.add_sample_field(err_field, fo.StringField)
         listed = columns, len(samples), len(pending), evaluable, declared
     columns, n_samples, n_pending, evaluable, declared = ranks.agree(listed)
     if not ranks.main:
@@ -292,6 +294,8 @@ def predict(
         outcomes = _gather(ranks, summary, outcomes)
         if not ranks.main:
             return summary  # this rank's share; rank 0 evaluates
+        if not has_errors and not summary.failed and dataset.has_field(err_field):
+            dataset.delete_sample_field(err_field)  # declared, never needed
     if summary.predicted or summary.failed:
         benchmark.predictions_written(dataset, field)
     summary.seconds = time.perf_counter() - start

@@ -212,10 +212,14 @@ def run_probe(
     # the old lists, in another level order, are not read
     has_list = stored is not None
     paths_read = ["_id", "filepath"] + ([pfield] if has_list else [])
+    err_field, added = f"{pfield}_error", False
     columns = None
     if ranks.main:  # one list for all ranks, read and declared before any writes
         columns = samples.values(paths_read, _raw=True)
         _declare(dataset, pfield, field, probe.name, model, order)
+        if ranks.sharded and not dataset.has_field(err_field):  # not by two ranks at once
+            dataset.add_sample_field(err_field, fo.StringField)
+            added = True
     columns = ranks.agree(columns)
     if not ranks.main:
         dataset.reload()
@@ -238,6 +242,8 @@ def run_probe(
     run_levels = [lv for lv in wanted if lv in missing]
     summary.levels_run = run_levels if todo else []
     if not todo:
+        if added:
+            dataset.delete_sample_field(err_field)
         return summary
     todo = pick(todo, ranks.share(len(todo)))
 
@@ -268,6 +274,8 @@ def run_probe(
         summary.probed, summary.failed, summary.forwards = (
             sum(s[i] for s in shares) for i in range(3))
         summary.failures = [f for s in shares for f in s[3]][:FAILURES_SHOWN]
+        if added and not summary.failed:
+            dataset.delete_sample_field(err_field)  # declared, never needed
     summary.seconds = time.perf_counter() - start
     return summary
 
