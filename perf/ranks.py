@@ -167,14 +167,16 @@ def ranks_vs_workers(images: int) -> None:
     env["OMP_NUM_THREADS"] = "1"  # torchrun's default for its ranks, here for both
     try:
         make = f"""
-import sys, shutil
-sys.path.insert(0, {str(REPO / 'tests')!r})
+import shutil
 from pathlib import Path
-from conftest import save_photo
 import fiftyone as fo
+import skimage.data
+from PIL import Image
 folder = Path({str(tmp)!r})
 photos = ["chelsea", "coffee", "astronaut", "rocket", "cat"]
-first = [save_photo(folder / f"{{p}}.jpg", p) for p in photos]
+first = [folder / f"{{p}}.jpg" for p in photos]
+for p, path in zip(photos, first):
+    Image.fromarray(getattr(skimage.data, p)()).convert("RGB").save(path, "JPEG")
 paths = []
 for i in range({images}):
     path = folder / f"img{{i:05d}}.jpg"
