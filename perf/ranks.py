@@ -68,6 +68,16 @@ def _drop() -> None:
 
     if fo.dataset_exists(DATASET):
         fo.delete_dataset(DATASET)
+    _drop_private_database()
+
+
+def _drop_private_database() -> None:
+    """Drops the database when it is this run's private one (perf/_env.py)."""
+    import fiftyone as fo
+    import fiftyone.core.odm as foo
+
+    if fo.config.database_name.startswith("imagenetx-bench-") and not fo.list_datasets():
+        foo.get_db_client().drop_database(fo.config.database_name)
 
 
 def _worker(rank: int, world: int, go: str, out: str) -> None:
@@ -221,7 +231,10 @@ for name in ("perf-ranks-1x2", "perf-ranks-2x1"):
                   f"{base_wall / wall:.2f}x)")
     finally:
         drop = ("import fiftyone as fo\nfor n in ('perf-ranks-1x2', 'perf-ranks-2x1'):\n"
-                "    fo.dataset_exists(n) and fo.delete_dataset(n)")
+                "    fo.dataset_exists(n) and fo.delete_dataset(n)\n"
+                "if fo.config.database_name.startswith('imagenetx-bench-'):\n"
+                "    import fiftyone.core.odm as foo\n"
+                "    foo.get_db_client().drop_database(fo.config.database_name)")
         subprocess.run([sys.executable, "-c", drop], env=env)
         shutil.rmtree(tmp, ignore_errors=True)
 
