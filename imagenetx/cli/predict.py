@@ -146,12 +146,15 @@ def _probe(args, probe) -> int:
     from imagenetx.probes.run import run_probe
 
     levels = getattr(args, "levels", None)
-    print(run_probe(args.dataset, args.model, args.field, probe, levels=levels,
+    summary = run_probe(args.dataset, args.model, args.field, probe, levels=levels,
                     arch=args.arch, batch_size=args.batch_size,
                     num_workers=args.num_workers, device=args.device, amp=args.amp,
                     limit=args.limit, overwrite=args.overwrite,
                     pretrained=not getattr(args, "random_weights", False),
-                    remap_by_position=args.remap_by_position, decoder=args.decoder))
+                    remap_by_position=args.remap_by_position, decoder=args.decoder)
+    if not _main_rank():
+        return 0  # under torchrun, rank 0 prints
+    print(summary)
     try:
         result = probe_results(args.dataset, args.field, probe.name, gt_field=args.gt_field)
     except ImageNetXError as e:  # stored, but nothing to score against
@@ -174,15 +177,24 @@ def run_predict(args) -> int:
 
     from imagenetx.models.inference import predict
 
-    print(predict(
+    summary = predict(
         args.dataset, args.model, args.field, arch=args.arch,
         batch_size=args.batch_size, num_workers=args.num_workers,
         device=args.device, amp=args.amp, compile=args.compile,
         logits=args.logits, limit=args.limit, overwrite=args.overwrite,
         gt_field=args.gt_field, pretrained=not args.random_weights,
         remap_by_position=args.remap_by_position, decoder=args.decoder,
-        slices=args.slices.split(",") if args.slices else None))
+        slices=args.slices.split(",") if args.slices else None)
+    if _main_rank():  # under torchrun, rank 0 prints
+        print(summary)
     return 0
+
+
+def _main_rank() -> bool:
+    """Whether this process prints: always, except on ranks 1+ of torchrun."""
+    from imagenetx.models.distributed import from_env
+
+    return from_env().main
 
 
 def run_probe(args) -> int:

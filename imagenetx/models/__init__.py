@@ -1,2 +1,2 @@
 """Models: specs (``timm:``, ``torchvision:``, ``checkpoint:``), batched
-inference, and prediction files."""
+inference, its shards under torchrun, and prediction files."""

@@ -60,6 +60,7 @@ from imagenetx.models.decode import (
     decode_batch,
     resolve_decoder,
 )
+from imagenetx.models.distributed import join, pick
 from imagenetx.models.specs import LoadedModel, load_model, parse_spec
 from imagenetx.options import AMPS, DEVICES
 from imagenetx.store.schema import (
@@ -106,6 +107,8 @@ class PredictSummary:
     evaluated: int = 0
     accuracy: Optional[float] = None
     eval_note: Optional[str] = None
+    #: samples predicted by each rank of a sharded run (torchrun)
+    per_rank: list = dc_field(default_factory=list)
 
     @property
     def images_per_second(self) -> float:
@@ -119,6 +122,9 @@ class PredictSummary:
             f"images/s), {self.already_predicted:,} already predicted "
             f"(left alone), {self.failed:,} unreadable"
         ]
+        if len(self.per_rank) > 1:
+            lines.append(f"{len(self.per_rank)} ranks predicted "
+                         + " + ".join(f"{n:,}" for n in self.per_rank))
         if self.failed:
             lines.append(
                 f"Unreadable images are recorded in '{error_field(self.field)}'"
@@ -208,9 +214,12 @@ def predict(
     _check_options(dataset, field, gt_field, batch_size, num_workers, limit)
     check_decoder(decoder)
     parse_spec(model, arch, remap_by_position)  # syntax, before the slow imports
-    dev = _device(device)
+    ranks = join(device)  # under torchrun: this rank's share, its GPU
+    dev = ranks.device(_device(device))
     dtype = _amp_dtype(amp, dev)
     batch_size = batch_size or default_batch_size(dev)
+    if num_workers is None:
+        num_workers = ranks.workers(default_workers())
     loaded = load_model(
         model, arch, pretrained=pretrained, remap_by_position=remap_by_position
     )
@@ -229,34 +238,44 @@ def predict(
     # value is written with it, so the evaluation after the run writes none
     previous = can_write_with_predictions(dataset, field, gt_field)
     truth = [f"{gt_field}.label", f"{gt_field}._id"] if previous is not None else []
-    columns = todo.values(
-        ["_id", "filepath"] + truth + ([err_field] if has_errors else []), _raw=True
-    )
+    eval_key = eval_key_of(field)
+    listed = None
+    if ranks.main:  # one list for all ranks, read and declared before any writes
+        columns = todo.values(
+            ["_id", "filepath"] + truth + ([err_field] if has_errors else []), _raw=True
+        )
+        known = set(decisions.labels if decisions else class_table().labels)
+        evaluable = bool(truth) and known.issuperset(
+            x for x in columns[2] if x is not None)  # else the evaluation says why
+        declared = False
+        if columns[0]:
+            _declare_prediction_field(dataset, field)
+            if evaluable and not dataset.has_field(eval_key):
+                dataset.add_sample_field(eval_key, fo.BooleanField)
+                declared = True
+            if ranks.sharded and not has_errors:  # not by two ranks at once
+                dataset.add_sample_field(err_field, fo.StringField)
+        listed = columns, len(samples), len(pending), evaluable, declared
+    columns, n_samples, n_pending, evaluable, declared = ranks.agree(listed)
+    if not ranks.main:
+        dataset.reload()  # the fields rank 0 declared
+    columns = [pick(c, ranks.share(len(columns[0]))) for c in columns]
     ids, paths = columns[0], columns[1]
     old_errors = columns[-1] if has_errors else [None] * len(ids)
-    gt = (columns[2], columns[3]) if truth else None
-    known = set(decisions.labels if decisions else class_table().labels)
-    if gt and not known.issuperset(x for x in gt[0] if x is not None):
-        gt = None  # not evaluable: the evaluation says why
+    gt = (columns[2], columns[3]) if evaluable else None
 
     summary = PredictSummary(
         dataset=dataset.name,
         field=field,
         model=model,
         device=str(dev),
-        samples=len(samples),
+        samples=n_samples,
     )
     if pending is not samples:
-        summary.already_predicted = summary.samples - len(pending)
+        summary.already_predicted = summary.samples - n_pending
 
     start = time.perf_counter()
-    eval_key = eval_key_of(field)
-    declared = False
     if ids:
-        _declare_prediction_field(dataset, field)
-        if gt and not dataset.has_field(eval_key):
-            dataset.add_sample_field(eval_key, fo.BooleanField)
-            declared = True
         # the workers start decoding while the model moves to its device
         batches = iter(_loader(paths, reader, dev, batch_size, num_workers,
                                gpu_share))
@@ -264,23 +283,47 @@ def predict(
                          decisions, reader=reader, paths=paths)
         builder = _Builder(dataset, field, ids, paths, old_errors, summary,
                            decisions, gt=gt, eval_key=eval_key)
-        with fou.ProgressBar(total=len(ids), progress=progress) as pb, \
+        with fou.ProgressBar(total=len(ids), progress=progress if ranks.main else False) as pb, \
                 _BackgroundWrites(dataset, builder,
                                   max(1, WRITE_EVERY // batch_size)) as writes:
             for result in runner.run(batches):
                 writes.put(result)
                 pb.update(len(result.positions) + len(result.failed))
+    outcomes = builder.columns if ids and gt else None
+    if ranks.sharded:
+        outcomes = _gather(ranks, summary, outcomes)
+        if not ranks.main:
+            return summary  # this rank's share; rank 0 evaluates
+        if not has_errors and not summary.failed and dataset.has_field(err_field):
+            dataset.delete_sample_field(err_field)  # declared, never needed
+    if summary.predicted or summary.failed:
         benchmark.predictions_written(dataset, field)
     summary.seconds = time.perf_counter() - start
 
     # an unreadable image clears an old prediction only with --overwrite
     changed = summary.predicted > 0 or (overwrite and summary.failed > 0)
-    written = Written(builder.columns, previous) if ids and gt else None
+    written = Written(outcomes, previous) if outcomes is not None else None
     _evaluate(dataset, field, gt_field, summary, changed=changed,
               labels=decisions.labels if decisions else None, written=written)
     if declared and not dataset.has_evaluation(eval_key):
         dataset.delete_sample_field(eval_key)  # values of no evaluation
     return summary
+
+
+def _gather(ranks, summary: PredictSummary, outcomes: Optional[list]):
+    """After every rank has written its share: the run's totals in rank 0's
+    ``summary``, and the evaluation columns of all ranks (None if none)."""
+    shares = ranks.gather((summary.predicted, summary.failed, summary.failures,
+                           outcomes))
+    summary.per_rank = [s[0] for s in shares]
+    summary.predicted = sum(s[0] for s in shares)
+    summary.failed = sum(s[1] for s in shares)
+    summary.failures = [f for s in shares for f in s[2]][:FAILURES_SHOWN]
+    parts = [s[3] for s in shares if s[3] is not None]
+    if not parts:
+        return None
+    # the shares are contiguous: in rank order, the run's order
+    return [sum((p[c] for p in parts), []) for c in range(5)]
 
 
 def group_slices_of(samples, slices: Optional[Sequence[str]] = None):

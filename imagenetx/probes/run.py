@@ -45,6 +45,7 @@ from imagenetx.models.inference import (
     default_workers,
     error_message,
 )
+from imagenetx.models.distributed import join, pick
 from imagenetx.models.specs import load_model, parse_spec
 from imagenetx.probes.base import get_probe
 from imagenetx.store.bulk import write_raw
@@ -190,13 +191,16 @@ def run_probe(
     pfield = probe_field(field, probe.name)
     stored = _stored_info(dataset, pfield, probe.name, model, overwrite)
     parse_spec(model, arch, remap_by_position)
-    dev = _device(device)
+    ranks = join(device)  # under torchrun: this rank's share, its GPU
+    dev = ranks.device(_device(device))
     dtype = _amp_dtype(amp, dev)
     batch_size = batch_size or default_batch_size(dev)
+    if num_workers is None:
+        num_workers = ranks.workers(default_workers())
     loaded = load_model(model, arch, pretrained=pretrained,
                         remap_by_position=remap_by_position)
     reader, _ = _reader(loaded, decoder, torch.device("cpu"))
-    if stored is None and dataset.has_field(pfield):
+    if stored is None and dataset.has_field(pfield) and ranks.main:
         # --overwrite with another model, now that it loads: no sample keeps
         # the old model's lists (with --limit the rest would read as the new one's)
         dataset.clear_sample_field(pfield)
@@ -208,7 +212,17 @@ def run_probe(
     # the old lists, in another level order, are not read
     has_list = stored is not None
     paths_read = ["_id", "filepath"] + ([pfield] if has_list else [])
-    columns = samples.values(paths_read, _raw=True)
+    err_field, added = f"{pfield}_error", False
+    columns = None
+    if ranks.main:  # one list for all ranks, read and declared before any writes
+        columns = samples.values(paths_read, _raw=True)
+        _declare(dataset, pfield, field, probe.name, model, order)
+        if ranks.sharded and not dataset.has_field(err_field):  # not by two ranks at once
+            dataset.add_sample_field(err_field, fo.StringField)
+            added = True
+    columns = ranks.agree(columns)
+    if not ranks.main:
+        dataset.reload()
     ids, paths = columns[0], columns[1]
     current = columns[2] if has_list else [None] * len(ids)
 
@@ -227,9 +241,11 @@ def run_probe(
         todo = todo[:limit]
     run_levels = [lv for lv in wanted if lv in missing]
     summary.levels_run = run_levels if todo else []
-    _declare(dataset, pfield, field, probe.name, model, order)
     if not todo:
+        if added:
+            dataset.delete_sample_field(err_field)
         return summary
+    todo = pick(todo, ranks.share(len(todo)))
 
     start = time.perf_counter()
     groups = (probe.level_groups(run_levels) if hasattr(probe, "level_groups")
@@ -239,7 +255,8 @@ def run_probe(
     seeds = [sample_seed(ids[k]) for k in todo]
     todo_paths = [paths[k] for k in todo]
     failed_at = {}
-    with fou.ProgressBar(total=len(todo) * len(groups), progress=progress) as pb:
+    with fou.ProgressBar(total=len(todo) * len(groups),
+                         progress=progress if ranks.main else False) as pb:
         for group in groups:
             loader = _loader(todo_paths, seeds, reader, probe, group, dev,
                              batch_size, num_workers)
@@ -251,6 +268,14 @@ def run_probe(
     summary.probed = len(todo) - len(failed_at)
     summary.failed = len(failed_at)
     summary.forwards = runner.forwards
+    if ranks.sharded:  # rank 0's summary counts every rank's
+        shares = ranks.gather((summary.probed, summary.failed, summary.forwards,
+                               summary.failures))
+        summary.probed, summary.failed, summary.forwards = (
+            sum(s[i] for s in shares) for i in range(3))
+        summary.failures = [f for s in shares for f in s[3]][:FAILURES_SHOWN]
+        if added and not summary.failed:
+            dataset.delete_sample_field(err_field)  # declared, never needed
     summary.seconds = time.perf_counter() - start
     return summary
 
