@@ -479,7 +479,12 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("app", help="open the FiftyOne App with this plugin")
     p.add_argument("--dataset", required=True)
     p.add_argument("--port", type=int)
+    p.add_argument("--address", help="the address the App binds (FiftyOne's default: "
+                   "fo.config.default_app_address; 127.0.0.1 keeps it on this machine)")
     p.add_argument("--remote", action="store_true", help="serve without opening a browser")
+    p.add_argument("--no-worker", dest="worker", action="store_false",
+                   help="no `fiftyone delegated launch` worker beside the App (long jobs "
+                        "then run inside the App, with progress)")
 
     p = sub.add_parser("plugin", help="make this checkout visible to FiftyOne as a plugin")
     p.add_argument("action", choices=["install"])
@@ -789,7 +794,8 @@ def _run(args) -> int:
     if args.command == "app":
         from imagenetx.plugin import launch_app
 
-        launch_app(args.dataset, port=args.port, remote=args.remote)
+        launch_app(args.dataset, port=args.port, address=args.address,
+                   remote=args.remote, worker=args.worker)
         return 0
 
     if args.command == "plugin":

@@ -5,12 +5,19 @@ import fiftyone.operators.types as types
 
 from imagenetx.options import AMPS, DEVICES
 
-from .forms import add_delegate_input, delegation, is_large, progress_reporter
+from .forms import (
+    add_delegate_input,
+    delegate_above,
+    delegation,
+    in_form_terms,
+    invalid,
+    is_large,
+    run_with_progress,
+)
 
 #: views larger than this run as delegated operations unless the form says
-#: otherwise
+#: otherwise (``IMAGENETX_DELEGATE_ABOVE`` overrides it)
 DELEGATE_ABOVE = 2000
-
 
 
 class RunModel(foo.Operator):
@@ -20,7 +27,7 @@ class RunModel(foo.Operator):
     def config(self):
         return foo.OperatorConfig(
             name="run_model",
-            label="Run model",
+            label="ImageNet-X: run a model",
             description=(
                 "Predict ImageNet classes with a timm or torchvision model or "
                 "a local checkpoint, then evaluate against the ground truth"
@@ -67,8 +74,10 @@ class RunModel(foo.Operator):
             description="also redo samples that already have a prediction",
         )
         inputs.str("gt_field", label="Ground truth field", default="ground_truth")
-        add_delegate_input(inputs, _large(ctx), DELEGATE_ABOVE, "samples")
+        add_delegate_input(ctx, inputs, _large(ctx), delegate_above(DELEGATE_ABOVE),
+                           "samples")
         _check_spec(ctx, inputs)
+        _check_field(ctx, inputs)
         return types.Property(inputs, view=types.View(label="Run model"))
 
     def resolve_delegation(self, ctx):
@@ -79,33 +88,36 @@ class RunModel(foo.Operator):
 
         p = ctx.params
 
-        summary = predict(
-            ctx.target_view(),
-            p["model"],
-            p["field"],
-            arch=p.get("arch") or None,
-            remap_by_position=bool(p.get("remap_by_position")),
-            batch_size=p.get("batch_size") or 64,
-            num_workers=p.get("num_workers"),
-            device=p.get("device") or "auto",
-            amp=p.get("amp") or "auto",
-            compile=bool(p.get("compile")),
-            logits=bool(p.get("logits")),
-            limit=p.get("limit"),
-            overwrite=bool(p.get("overwrite")),
-            gt_field=p.get("gt_field") or "ground_truth",
-            progress=progress_reporter(ctx),
-        )
-        if not ctx.delegated:
-            ctx.trigger("reload_dataset")
-        return {
-            "summary": str(summary),
-            "predicted": summary.predicted,
-            "already_predicted": summary.already_predicted,
-            "failed": summary.failed,
-            "eval_key": summary.eval_key,
-            "accuracy": summary.accuracy,
-        }
+        def job(progress):
+            return predict(
+                ctx.target_view(),
+                p["model"],
+                p["field"],
+                arch=p.get("arch") or None,
+                remap_by_position=bool(p.get("remap_by_position")),
+                batch_size=p.get("batch_size") or 64,
+                num_workers=p.get("num_workers"),
+                device=p.get("device") or "auto",
+                amp=p.get("amp") or "auto",
+                compile=bool(p.get("compile")),
+                logits=bool(p.get("logits")),
+                limit=p.get("limit"),
+                overwrite=bool(p.get("overwrite")),
+                gt_field=p.get("gt_field") or "ground_truth",
+                progress=progress,
+            )
+
+        def finish(summary):
+            return {
+                "summary": str(summary),
+                "predicted": summary.predicted,
+                "already_predicted": summary.already_predicted,
+                "failed": summary.failed,
+                "eval_key": summary.eval_key,
+                "accuracy": summary.accuracy,
+            }
+
+        return run_with_progress(ctx, job, finish)
 
     def resolve_output(self, ctx):
         outputs = types.Object()
@@ -114,7 +126,7 @@ class RunModel(foo.Operator):
 
 
 def _large(ctx) -> bool:
-    return is_large(lambda c: c.target_view(), ctx, DELEGATE_ABOVE)
+    return is_large(lambda c: c.target_view(), ctx, delegate_above(DELEGATE_ABOVE))
 
 
 def _check_spec(ctx, inputs):
@@ -131,5 +143,20 @@ def _check_spec(ctx, inputs):
             bool(ctx.params.get("remap_by_position")),
         )
     except ImageNetXError as e:
-        prop = inputs.view("spec_error", types.Error(label=str(e)))
-        prop.invalid = True
+        invalid(inputs, "spec_error", str(e))
+
+
+def _check_field(ctx, inputs):
+    """The Prediction field: a top-level name, not the ground truth, and
+    classifications if it exists."""
+    from imagenetx.errors import ImageNetXError
+    from imagenetx.store.schema import check_prediction_field
+
+    field = ctx.params.get("field")
+    if not field or ctx.dataset is None:
+        return
+    try:
+        check_prediction_field(ctx.dataset, field,
+                               ctx.params.get("gt_field") or "ground_truth")
+    except ImageNetXError as e:
+        invalid(inputs, "field_error", in_form_terms(str(e)))
