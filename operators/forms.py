@@ -237,6 +237,7 @@ _FORM_TERMS = (
     ("pass another field name with --field", "choose another Prediction field"),
     ("pass another --field", "choose another field"),
     ("choose another --name", "choose another Dataset name"),
+    ("checkpoint:PATH with --arch NAME", "checkpoint:PATH with an Architecture"),
 )
 
 

@@ -143,7 +143,7 @@ def _check_spec(ctx, inputs):
             bool(ctx.params.get("remap_by_position")),
         )
     except ImageNetXError as e:
-        invalid(inputs, "spec_error", str(e))
+        invalid(inputs, "spec_error", in_form_terms(str(e)))
 
 
 def _check_field(ctx, inputs):
