@@ -66,7 +66,8 @@ class ImageNetXPanel(foo.Panel):
         drill = ctx.panel.state.drill
         if drill and _signature(ctx.view) == drill["signature"]:
             return  # the view this panel just set: keep the chart as it is
-        ctx.panel.state.drill = None
+        if drill:
+            ctx.panel.state.drill = None
         self._refresh(ctx)
 
     def on_change_controls(self, ctx):
@@ -165,6 +166,7 @@ class ImageNetXPanel(foo.Panel):
         view into the panel's state and data."""
         from imagenetx.analysis import analysis_options
         from imagenetx.analysis.columns import dataset_version
+        from imagenetx.analysis.memo import memoized
         from imagenetx.errors import ImageNetXError
         from imagenetx.plugin import background_runs
         from imagenetx.store.schema import prediction_fields
@@ -174,7 +176,7 @@ class ImageNetXPanel(foo.Panel):
         if view is None:
             state.set({"status": "error", "message": "Open a dataset first."})
             return
-        state.set("runs", background_runs(ctx.dataset.name))
+        _set_if_changed(state, "runs", background_runs(ctx.dataset.name))
         # the choices depend on the dataset's fields: recomputed when the
         # dataset changes and until it has something to score
         options = state.get("options")
@@ -188,7 +190,7 @@ class ImageNetXPanel(foo.Panel):
             state.status = "no_annotations"
             return
         fields = prediction_fields(view)
-        state.set("available", fields)
+        _set_if_changed(state, "available", fields)
         if not fields:
             state.status = "no_predictions"
             return
@@ -197,27 +199,31 @@ class ImageNetXPanel(foo.Panel):
             if state.get(SHOW + f) is None:
                 state.set(SHOW + f, True)
         if not chosen:
-            state.set({"status": "error",
+            _show_chart(ctx, None)
+            state.set({"status": "error", "layout": None, "computed_for": None,
                        "message": "Tick at least one prediction field."})
             return
         # the App sends the same view change several times: compute once
         # per view, settings, fields and dataset version (both answered from
         # indexes: a filtered view's own max would scan it)
-        key = json.dumps([_signature(view), _settings(ctx), _chart(ctx), chosen,
+        key = json.dumps([ctx.dataset.name, _signature(view), _settings(ctx), _chart(ctx), chosen,
                           *dataset_version(ctx.dataset)])
         if state.status == "ok" and state.get("computed_for") == key:
             return
         try:
-            traces, layout, summary, title, missing = self._compute_all(
-                ctx, view, chosen)
+            # the App sends a change twice and the view change three times:
+            # the same question is answered once (also when switching back)
+            traces, layout, summary, title, missing = memoized(
+                key, lambda: self._compute_all(ctx, view, chosen))
         except ImageNetXError as e:
-            _show_chart(ctx, None, None)
+            _show_chart(ctx, None)
             state.set({"status": "error", "message": str(e), "missing": [],
-                       "computed_for": None})
+                       "layout": None, "computed_for": None})
             return
-        _show_chart(ctx, traces, layout)
+        _show_chart(ctx, traces)
         state.set({
             "status": "ok",
+            "layout": layout,
             "summary": summary,
             "slice_title": title,
             "missing": missing,
@@ -413,15 +419,19 @@ class ImageNetXPanel(foo.Panel):
                      + ", ".join(f"**{f}**" for f in missing), name="missing")
 
 
-def _show_chart(ctx, traces, layout) -> None:
-    """Replaces the chart: the App merges patches into what it holds, so
-    traces and layout are cleared first (a shorter list of traces would
-    otherwise keep the unticked fields' bars)."""
+def _show_chart(ctx, traces) -> None:
+    """Replaces the chart's traces: the panel data is cleared first, so no
+    trace of an unticked field can stay behind."""
     ctx.panel.data.clear()
-    ctx.panel.state.set("layout", None)
     if traces is not None:
         ctx.panel.data.set("chart", traces)
-        ctx.panel.state.set("layout", layout)
+
+
+def _set_if_changed(state, key, value) -> None:
+    """Sets a state key only when its value changes (each set is a patch
+    the App applies and re-renders)."""
+    if state.get(key) != value:
+        state.set(key, value)
 
 
 def _without_predictions(view, fields) -> list:
@@ -476,7 +486,7 @@ def _init_settings(ctx, options):
         state.set(CONTROLS + "within", ALL)
     charts = CHARTS.get(options["benchmark"])
     if charts is None:
-        state.set(CONTROLS + "chart", None)
+        _set_if_changed(state, CONTROLS + "chart", None)
     elif state.get(CONTROLS + "chart") not in charts:
         state.set(CONTROLS + "chart", charts[0])
 

@@ -11,6 +11,7 @@ import urllib.request
 import fiftyone as fo
 import fiftyone.operators as foo
 import fiftyone.plugins as fop
+import psutil
 
 from conftest import REPO, make_dataset
 from imagenetx.plugin import PLUGIN_NAME, install_plugin
@@ -43,10 +44,11 @@ def test_app_command_serves_the_app_with_the_plugin(tmp_env, photos_dir):
         port = s.getsockname()[1]
     proc = subprocess.Popen(
         [sys.executable, "-m", "imagenetx", "app", "--dataset", "plugin-app",
-         "--remote", "--port", str(port)],
+         "--remote", "--address", "127.0.0.1", "--port", str(port)],
         env=tmp_env, cwd=REPO, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True,
     )
+    workers = []
     try:
         body = None
         for _ in range(120):
@@ -58,6 +60,59 @@ def test_app_command_serves_the_app_with_the_plugin(tmp_env, photos_dir):
                 time.sleep(0.5)
         assert body is not None and "<html" in body.lower()
         assert os.path.islink(os.path.join(fo.config.plugins_dir, "imagenet-x"))
+        workers = [c for c in psutil.Process(proc.pid).children(recursive=True)
+                   if "delegated" in " ".join(c.cmdline())]
+        assert len(workers) == 1  # the worker for delegated runs, beside the App
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+        proc.send_signal(signal.SIGTERM)  # as a supervisor stops it
+        out = proc.communicate(timeout=60)[0].decode()
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)  # the App's own services
+        except ProcessLookupError:
+            pass
+    assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE
+                   for w in workers)
+    assert "service is exiting" not in out
+
+
+def _snapshot(name):
+    ds = fo.load_dataset(name)
+    ds.reload()
+    return ds.count(), sorted(ds.get_field_schema()), sorted(ds.list_evaluations())
+
+
+def test_forms_refuse_bad_inputs_before_execute_and_change_nothing(photos_dir, tmp_path):
+    install_plugin()
+    make_dataset("plugin-forms", photos_dir)
+    foo.execute_operator(OPERATOR, ctx={"dataset": "plugin-forms", "params": {}})
+    before = _snapshot("plugin-forms")
+    cases = [
+        ("import_predictions", {"path": str(tmp_path / "missing.csv"), "field": "p"},
+         "is not a file on the server"),
+        ("import_predictions", {"path": str(photos_dir / "holiday.jpg"),
+                                "field": "ground_truth"}, "tick Overwrite"),
+        ("run_model", {"model": "timm:", "field": "p"}, "with an Architecture"),
+        ("run_model", {"model": "timm:resnet18", "field": "ground_truth"},
+         "choose another Prediction field"),
+        ("export_report", {"pred_fields": [], "out": str(tmp_path / "r.html")},
+         "pick at least one"),
+        ("export_report", {"pred_fields": ["ground_truth"], "out": str(tmp_path)},
+         "is a folder"),
+        ("show_probe_mistakes", {}, "No probe results on this dataset"),
+    ]
+    for name, params, message in cases:
+        result = foo.execute_operator(f"{PLUGIN_NAME}/{name}",
+                                      ctx={"dataset": "plugin-forms", "params": params})
+        assert result.error == "Validation error", (name, params, result.error)
+        errors = [e["label"] for e in _error_views(result)]
+        assert any(message in e for e in errors), (name, errors)
+        assert not any("--" in e for e in errors), errors  # the form's terms
+    assert _snapshot("plugin-forms") == before
+
+
+def _error_views(result):
+    """The Error views of the form that refused the inputs."""
+    import fiftyone.operators.types as types
+
+    props = result.validation_ctx.inputs_property.type.properties
+    return [p.view.to_json() for p in props.values() if isinstance(p.view, types.Error)]
