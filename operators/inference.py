@@ -33,6 +33,8 @@ class RunModel(foo.Operator):
                 "a local checkpoint, then evaluate against the ground truth"
             ),
             dynamic=True,
+            # immediate runs stream their progress (see run_with_progress)
+            execute_as_generator=True,
             allow_immediate_execution=True,
             allow_delegated_execution=True,
         )
