@@ -29,8 +29,9 @@ PAIRED = "edits (paired)"
 CHARTS = {"cue_conflict": (SHAPE_BIAS, ERROR_RATIOS),
           "imagenet_x": (ERROR_RATIOS, PUBLISHED),
           "imagenet_e": (PAIRED, ERROR_RATIOS)}
-#: how often the panel looks at the background runs while some run (ms)
-POLL_MS = 3000
+#: how often the panel looks at the background runs and the dataset's
+#: version (ms)
+POLL_MS = 4000
 #: the published models of the Figure 4 chart
 CONTEXT_GROUPS = ("imagenet_testbed",)
 
@@ -73,22 +74,31 @@ class ImageNetXPanel(foo.Panel):
     def on_change_controls(self, ctx):
         path = ctx.params.get("path")
         if path and "value" in ctx.params:
+            if (path.startswith(SHOW) and ctx.panel.state.get(path) is None
+                    and not ctx.params["value"]):
+                return  # a new field's checkbox reporting its unset value
             ctx.panel.state.set(path, ctx.params["value"])
             _save_choice(ctx)
         self._refresh(ctx)
 
     def poll(self, ctx):
-        """Every few seconds while a Run model or import runs in the
-        background: its progress, and once it ends the App reloads and the
-        chart includes the new field."""
+        """Every few seconds: the background runs on this dataset and their
+        progress; when the dataset changed (a delegated Run model or import
+        wrote a field), the App reloads and the chart includes it."""
+        from imagenetx.analysis.columns import dataset_version
         from imagenetx.plugin import background_runs
 
-        before = ctx.panel.state.get("runs") or []
-        runs = background_runs(ctx.dataset.name) if ctx.dataset else []
-        ctx.panel.state.set("runs", runs)
-        if len(runs) < len(before):
-            ctx.trigger("reload_dataset")
-            self.refresh(ctx)
+        if ctx.dataset is None:
+            return
+        state = ctx.panel.state
+        _set_if_changed(state, "runs", background_runs(ctx.dataset.name))
+        version = list(dataset_version(ctx.dataset))
+        if state.get("version") in (None, version):
+            _set_if_changed(state, "version", version)
+            return
+        ctx.dataset.reload()  # the worker's new field
+        ctx.trigger("reload_dataset")
+        self.refresh(ctx)
 
     def refresh(self, ctx):
         ctx.panel.state.computed_for = None
@@ -206,8 +216,10 @@ class ImageNetXPanel(foo.Panel):
         # the App sends the same view change several times: compute once
         # per view, settings, fields and dataset version (both answered from
         # indexes: a filtered view's own max would scan it)
-        key = json.dumps([ctx.dataset.name, _signature(view), _settings(ctx), _chart(ctx), chosen,
-                          *dataset_version(ctx.dataset)])
+        version = list(dataset_version(ctx.dataset))
+        _set_if_changed(state, "version", version)
+        key = json.dumps([ctx.dataset.name, _signature(view), _settings(ctx), _chart(ctx),
+                          chosen, *version])
         if state.status == "ok" and state.get("computed_for") == key:
             return
         try:
@@ -357,9 +369,10 @@ class ImageNetXPanel(foo.Panel):
                   on_click=self.refresh)
 
     def _render_runs(self, ctx, panel):
-        """The background runs on this dataset with their progress, and a
-        timer that polls them until they end."""
+        """The timer that polls the background runs and the dataset, and
+        the runs with their progress."""
         runs = ctx.panel.state.get("runs") or []
+        panel.view("poll", types.TimerView(interval=POLL_MS, on_interval=self.poll))
         if not runs:
             return
         lines = []
@@ -375,9 +388,7 @@ class ImageNetXPanel(foo.Panel):
                          "(`imagenetx app` starts one; else run "
                          "`fiftyone delegated launch`).")
         panel.md("**Running in the background** (the chart adds the new "
-                 "field when it ends):\n" + "\n".join(lines), name="runs")
-        panel.view("runs_timer", types.TimerView(interval=POLL_MS,
-                                                 on_interval=self.poll))
+                 "field when it ends):\n" + "\n".join(lines), name="runs_note")
 
     def _render_chart(self, ctx, panel):
         state = ctx.panel.state
@@ -416,7 +427,7 @@ class ImageNetXPanel(foo.Panel):
         missing = state.get("missing") or []
         if missing:
             panel.md("No predictions in this view (not drawn): "
-                     + ", ".join(f"**{f}**" for f in missing), name="missing")
+                     + ", ".join(f"**{f}**" for f in missing), name="missing_note")
 
 
 def _show_chart(ctx, traces) -> None:

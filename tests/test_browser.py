@@ -177,20 +177,38 @@ def _timed_change(page, label, action):
 
 
 def _open(page, url, count):
+    """Loads the App; then shows the saved view of that many samples (the
+    App's session keeps its view across page loads: it is picked in the
+    saved-views menu, or cleared for the whole dataset)."""
     page.goto(url, wait_until="domcontentloaded", timeout=120_000)
-    page.get_by_text(f"{count:,} samples", exact=True).wait_for(timeout=120_000)
+    page.get_by_text(" samples", exact=False).first.wait_for(timeout=120_000)
     dismiss = page.get_by_text("Dismiss", exact=True)
     if dismiss.count():
         dismiss.first.click()
+    wanted = {SMALL[1]: SMALL[0], LARGE[1]: LARGE[0]}.get(count)
+    shown = next((v for v in (SMALL[0], LARGE[0])
+                  if page.get_by_text(v, exact=True).count()), None)
+    if wanted and shown != wanted:
+        page.get_by_text(shown or "Unsaved view", exact=True).first.click()
+        page.get_by_text(wanted, exact=True).last.click()
+    elif not wanted and shown:
+        page.get_by_text(shown, exact=True).first.locator(
+            "xpath=following::*[name()='svg'][1]").click()
+    page.get_by_text(f"{count:,} samples", exact=True).wait_for(timeout=120_000)
 
 
 def _open_panel(page):
-    if not page.locator(".js-plotly-plot").count():
+    page.wait_for_timeout(2000)  # a reload restores an open panel
+    if not page.locator(".js-plotly-plot").count() and not page.get_by_text(
+            "ImageNet-X", exact=True).count():
         tic = time.perf_counter()
         page.locator("[title='New panel']").first.click()
         page.get_by_text("ImageNet-X", exact=True).first.click()
-        page.locator(".js-plotly-plot .trace").first.wait_for(state="attached", timeout=120_000)
+        page.locator(".js-plotly-plot .trace").first.wait_for(state="attached",
+                                                               timeout=120_000)
         print(f"panel first open: {time.perf_counter() - tic:.2f} s")
+    page.locator(".js-plotly-plot .trace").first.wait_for(state="attached",
+                                                           timeout=120_000)
 
 
 def _operator(page, label):
@@ -265,7 +283,7 @@ def test_panel_control_changes_redraw_the_chart(demo_build, app_url, page):
 
 def test_run_model_immediately_on_a_small_view(demo_build, app_url, page):
     name, _ = demo_build
-    _open(page, f"{app_url}?view={SMALL[0]}", SMALL[1])
+    _open(page, app_url, SMALL[1])
     _open_panel(page)
     _operator(page, "ImageNet-X: run a model")
     _fill_model(page, FIELD_NOW)
@@ -280,7 +298,7 @@ def test_run_model_immediately_on_a_small_view(demo_build, app_url, page):
 
 def test_run_model_delegated_on_a_larger_view(demo_build, app_url, page):
     name, _ = demo_build
-    _open(page, f"{app_url}?view={LARGE[0]}", LARGE[1])
+    _open(page, app_url, LARGE[1])
     _open_panel(page)
     _operator(page, "ImageNet-X: run a model")
     _fill_model(page, FIELD_BG)
@@ -301,14 +319,13 @@ def test_run_model_delegated_on_a_larger_view(demo_build, app_url, page):
 
 
 def test_unticked_field_leaves_the_chart_and_stays_unticked(demo_build, app_url, page):
-    _open(page, f"{app_url}?view={LARGE[0]}", LARGE[1])
-    _open_panel(page)
+    # on from the delegated run's page, where the panel draws FIELD_BG
     _wait_traces(page, [[FIELD_BG, True]])
     _timed_change(page, f"untick {FIELD_BG}",
                   lambda: page.get_by_role("checkbox", name=FIELD_BG, exact=True).click())
     assert _traces(page) == ["imagenet_labels"]
     _shot(page, "panel-unticked")
-    _open(page, f"{app_url}?view={LARGE[0]}", LARGE[1])  # a reload
+    _open(page, app_url, LARGE[1])  # a reload
     _open_panel(page)
     page.wait_for_timeout(2000)
     assert FIELD_BG not in _traces(page)
@@ -320,7 +337,7 @@ def test_unticked_field_leaves_the_chart_and_stays_unticked(demo_build, app_url,
 def test_run_model_bad_inputs_say_so_in_the_form(demo_build, app_url, page):
     name, _ = demo_build
     before = _snapshot(name)
-    _open(page, f"{app_url}?view={SMALL[0]}", SMALL[1])
+    _open(page, app_url, SMALL[1])
     _operator(page, "ImageNet-X: run a model")
     _fill(page, "Model", "timm:")
     _fill(page, "Prediction field", "x")
@@ -340,7 +357,7 @@ def test_run_model_bad_inputs_say_so_in_the_form(demo_build, app_url, page):
 def test_probe_mistakes_without_probes_says_what_to_do(demo_build, app_url, page):
     name, _ = demo_build
     before = _snapshot(name)
-    _open(page, f"{app_url}?view={SMALL[0]}", SMALL[1])
+    _open(page, app_url, SMALL[1])
     _operator(page, "ImageNet-X: right on clean, wrong under a probe level")
     page.get_by_text("No probe results on this dataset", exact=True).wait_for(timeout=30_000)
     assert page.get_by_role("button", name="Execute", exact=True).is_disabled()
