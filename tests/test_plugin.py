@@ -12,6 +12,8 @@ import fiftyone as fo
 import fiftyone.operators as foo
 import fiftyone.plugins as fop
 import psutil
+import pytest
+from fiftyone.operators.executor import ExecutionError
 
 from conftest import REPO, make_dataset
 from imagenetx.plugin import PLUGIN_NAME, install_plugin
@@ -85,37 +87,44 @@ def test_forms_refuse_bad_inputs_before_execute_and_change_nothing(photos_dir, t
     install_plugin()
     make_dataset("plugin-forms", photos_dir)
     foo.execute_operator(OPERATOR, ctx={"dataset": "plugin-forms", "params": {}})
+    ds = fo.load_dataset("plugin-forms")
+    ds.set_values("p", [fo.Classification(label="tabby", class_index=281)] * len(ds))
+    ds.add_dynamic_sample_fields()
     before = _snapshot("plugin-forms")
     cases = [
         ("import_predictions", {"path": str(tmp_path / "missing.csv"), "field": "p"},
          "is not a file on the server"),
-        ("import_predictions", {"path": str(photos_dir / "holiday.jpg"),
-                                "field": "ground_truth"}, "tick Overwrite"),
-        ("run_model", {"model": "timm:", "field": "p"}, "with an Architecture"),
+        ("import_predictions", {"path": str(photos_dir / "holiday.jpg"), "field": "p"},
+         "tick Overwrite"),
+        ("run_model", {"model": "timm:", "field": "q"}, "with an Architecture"),
         ("run_model", {"model": "timm:resnet18", "field": "ground_truth"},
          "choose another Prediction field"),
         ("export_report", {"pred_fields": [], "out": str(tmp_path / "r.html")},
          "pick at least one"),
-        ("export_report", {"pred_fields": ["ground_truth"], "out": str(tmp_path)},
-         "is a folder"),
+        ("export_report", {"pred_fields": ["p"], "out": str(tmp_path)}, "is a folder"),
+        ("discover_slices", {"pred_field": "p", "rank": 0}, "must be 1 or more"),
+        ("discover_slices", {"pred_field": "p", "rank": 11, "top_k": 10}, "only 10 slices"),
         ("show_probe_mistakes", {}, "No probe results on this dataset"),
     ]
     for name, params, message in cases:
-        result = foo.execute_operator(f"{PLUGIN_NAME}/{name}",
-                                      ctx={"dataset": "plugin-forms", "params": params})
-        assert result.error == "Validation error", (name, params, result.error)
-        errors = [e["label"] for e in _error_views(result)]
+        uri = f"{PLUGIN_NAME}/{name}"
+        errors = _form_errors(uri, "plugin-forms", params)
         assert any(message in e for e in errors), (name, errors)
         assert not any("--" in e for e in errors), errors  # the form's terms
+        with pytest.raises(ExecutionError, match="Validation error"):  # no Execute
+            foo.execute_operator(uri, ctx={"dataset": "plugin-forms", "params": params})
     assert _snapshot("plugin-forms") == before
 
 
-def _error_views(result):
-    """The Error views of the form that refused the inputs."""
+def _form_errors(uri, dataset, params) -> list:
+    """The labels of the Error views of an operator's form for these inputs."""
     import fiftyone.operators.types as types
+    from fiftyone.operators.executor import ExecutionContext
 
-    props = result.validation_ctx.inputs_property.type.properties
-    return [p.view.to_json() for p in props.values() if isinstance(p.view, types.Error)]
+    ctx = ExecutionContext(request_params={"dataset_name": dataset, "params": params})
+    form = foo.get_operator(uri).resolve_input(ctx)
+    return [p.view.label for p in form.type.properties.values()
+            if isinstance(p.view, types.Error)]
 
 
 def test_a_run_that_predicts_nothing_changes_no_evaluation(photos_dir):
