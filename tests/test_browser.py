@@ -295,7 +295,9 @@ def test_run_model_immediately_on_a_small_view(demo_build, app_url, page):
     _shot(page, "run-model-immediate")
     import fiftyone as fo
 
-    assert fo.load_dataset(name).count(f"{FIELD_NOW}.label") == SMALL[1]
+    ds = fo.load_dataset(name)
+    ds.reload()  # the App's server wrote the field
+    assert ds.count(f"{FIELD_NOW}.label") == SMALL[1]
 
 
 def test_run_model_delegated_on_a_larger_view(demo_build, app_url, page):
@@ -317,7 +319,9 @@ def test_run_model_delegated_on_a_larger_view(demo_build, app_url, page):
     _shot(page, "run-model-delegated-done")
     import fiftyone as fo
 
-    assert fo.load_dataset(name).count(f"{FIELD_BG}.label") == LARGE[1]
+    ds = fo.load_dataset(name)
+    ds.reload()  # the worker wrote the field
+    assert ds.count(f"{FIELD_BG}.label") == LARGE[1]
 
 
 def test_unticked_field_leaves_the_chart_and_stays_unticked(demo_build, app_url, page):
