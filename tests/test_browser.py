@@ -183,6 +183,9 @@ def _open(page, url, count, reload=False):
     whole dataset)."""
     if reload or not page.url.startswith(url):
         page.goto(url, wait_until="domcontentloaded", timeout=120_000)
+    done = page.get_by_role("button", name="Done", exact=True)
+    if done.count():  # an operator's result dialog
+        done.first.click()
     page.get_by_text(" samples", exact=False).first.wait_for(timeout=120_000)
     dismiss = page.get_by_text("Dismiss", exact=True)
     if dismiss.count():
