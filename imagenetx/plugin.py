@@ -43,21 +43,167 @@ def install_plugin(plugins_dir: str = None) -> str:
     return link
 
 
-def launch_app(dataset, port: int = None, remote: bool = False, wait=True):
-    """Installs the plugin and opens the App on a dataset.
+#: what FiftyOne's open-source App needs to offer "Schedule" for delegated
+#: operations: without it the App shows "Background compute is not yet
+#: configured" and no button
+ALLOW_DELEGATION_ENV = "FIFTYONE_ALLOW_LEGACY_ORCHESTRATORS"
+
+
+def enable_delegation() -> None:
+    """Lets this process and the App it starts schedule delegated operations
+    (FiftyOne's legacy orchestrator: any ``fiftyone delegated launch``
+    worker on the same database runs them)."""
+    os.environ[ALLOW_DELEGATION_ENV] = "true"
+    fo.config.allow_legacy_orchestrators = True
+
+
+def start_worker(log_path: str = None):
+    """Starts ``fiftyone delegated launch`` as a child process: it runs the
+    delegated operations queued on this database, one at a time.
+
+    Args:
+        log_path (None): a file for its output (default: discarded)
+
+    Returns:
+        the ``subprocess.Popen`` of the worker
+    """
+    import subprocess
+    import sys
+
+    out = open(log_path, "ab") if log_path else subprocess.DEVNULL
+    return subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys; from fiftyone.core.cli import main; "
+         "sys.argv = ['fiftyone', 'delegated', 'launch']; main()"],
+        env=dict(os.environ, **{ALLOW_DELEGATION_ENV: "true"}),
+        # in the caller's process group: a signal that stops the App's
+        # group (Ctrl-C, a supervisor) stops the worker too
+        stdout=out, stderr=subprocess.STDOUT,
+    )
+
+
+def stop_worker(worker, timeout: float = 10.0) -> None:
+    """Stops a worker from :func:`start_worker` (its running operation, if
+    any, is marked failed by FiftyOne and can be run again)."""
+    import signal
+    import subprocess
+
+    if worker is None or worker.poll() is not None:
+        return
+    try:
+        worker.send_signal(signal.SIGINT)
+        worker.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        worker.wait()
+
+
+class _NoStaleServiceWarning:
+    """Drops FiftyOne's "Failed to connect to Process ... service is
+    exiting" warning: a database service of an earlier command that was
+    shutting down; FiftyOne starts a fresh one right after."""
+
+    def filter(self, record) -> bool:
+        return "service is exiting" not in record.getMessage()
+
+
+def launch_app(dataset, port: int = None, address: str = None,
+               remote: bool = False, worker: bool = True, wait=True):
+    """Installs the plugin and opens the App on a dataset, with a worker for
+    its delegated operations (Run model on a large view, ...).
 
     Args:
         dataset: a dataset or its name
         port (None): the App's port (FiftyOne's default 5151)
+        address (None): the address the App binds (FiftyOne's default
+            ``fo.config.default_app_address``; ``127.0.0.1`` keeps it local)
         remote (False): serve without opening a browser
-        wait (True): block until the App is closed
+        worker (True): allow delegated operations in the App and run a
+            ``fiftyone delegated launch`` worker beside it while it is open
+        wait (True): block until the App is closed (then the worker stops
+            too); with ``False`` the caller stops ``session.worker`` with
+            :func:`stop_worker`
+
+    Returns:
+        the ``fo.Session``, with the worker's ``Popen`` (or None) as
+        ``session.worker``
     """
+    import logging
+
     from imagenetx.store.datasets import get_dataset
 
+    logging.getLogger("fiftyone.core.service").addFilter(_NoStaleServiceWarning())
     dataset = get_dataset(dataset)
     install_plugin()
-    kwargs = {"port": port} if port else {}
-    session = fo.launch_app(dataset, remote=remote, **kwargs)
+    # without it the App's server imports the plugins again on every
+    # operator and panel request (about 0.2 s each); FiftyOne still reloads
+    # a plugin whose folder changes
+    os.environ.setdefault("FIFTYONE_PLUGINS_CACHE_ENABLED", "true")
+    proc = None
+    if worker:
+        enable_delegation()
+        proc = start_worker()
+    kwargs = {k: v for k, v in (("port", port), ("address", address)) if v}
+    try:
+        session = fo.launch_app(dataset, remote=remote, **kwargs)
+    except BaseException:
+        stop_worker(proc)
+        raise
+    session.worker = proc
     if wait:
-        session.wait(-1)
+        import signal
+
+        def stop(signum, frame):
+            raise SystemExit(0)
+
+        # a SIGTERM ends the wait like Ctrl-C does, so the worker stops too
+        previous = signal.signal(signal.SIGTERM, stop)
+        try:
+            session.wait(-1)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            stop_worker(proc)
     return session
+
+
+def worker_running() -> bool:
+    """Whether a ``fiftyone delegated launch`` worker runs on this machine
+    (one started by :func:`start_worker` or by hand)."""
+    import psutil
+
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info.get("cmdline") or ())
+        if "delegated" in cmdline and "launch" in cmdline and "fiftyone" in cmdline:
+            return True
+    return False
+
+
+def background_runs(dataset_name: str) -> list:
+    """This plugin's delegated operations on a dataset that are queued or
+    running, oldest first, with their progress.
+
+    Returns:
+        ``[{"id", "operator", "label", "state", "progress", "detail"}]``
+        (``progress`` a fraction or None, ``detail`` FiftyOne's progress
+        label such as "1,024 of 50,000 images")
+    """
+    from fiftyone.operators.delegated import DelegatedOperationService
+    from fiftyone.operators.executor import ExecutionRunState
+
+    service = DelegatedOperationService()
+    runs = []
+    for state in (ExecutionRunState.RUNNING, ExecutionRunState.QUEUED):
+        for op in service.list_operations(dataset_name=dataset_name, run_state=state):
+            if not (op.operator or "").startswith(PLUGIN_NAME + "/"):
+                continue
+            status = (op._doc or {}).get("status") or {}
+            runs.append({
+                "id": str(op.id),
+                "operator": op.operator,
+                "label": op.label or op.operator.rsplit("/", 1)[-1],
+                "state": state,
+                "progress": status.get("progress"),
+                "detail": status.get("label"),
+                "queued_at": str(op.queued_at),
+            })
+    return sorted(runs, key=lambda r: r["queued_at"])

@@ -63,7 +63,7 @@ class EditObjects(foo.Operator):
         inputs.enum("inpaint", ["telea", "ns"], default="telea",
                     label="Inpainting", view=types.RadioGroup())
         inputs.bool("skip_failed", default=False, label="Skip edits an image does not allow")
-        add_delegate_input(inputs, _large(ctx), DELEGATE_ABOVE, "images")
+        add_delegate_input(ctx, inputs, _large(ctx), DELEGATE_ABOVE, "images")
         _check_edits(ctx, inputs)
         return types.Property(inputs, view=types.View(label="Edit objects"))
 

@@ -81,29 +81,203 @@ def is_large(samples_of, ctx, limit: int) -> bool:
         return False
 
 
-def add_delegate_input(inputs, default: bool, above: int, unit: str) -> None:
-    """The "Delegate" checkbox of the operators that run long jobs."""
+#: the one command that gives the App a worker for delegated operations
+APP_COMMAND = "imagenetx app --dataset NAME"
+
+
+def delegation_enabled() -> bool:
+    """Whether this App can schedule delegated operations: FiftyOne's
+    open-source App offers "Schedule" only with
+    ``FIFTYONE_ALLOW_LEGACY_ORCHESTRATORS=true`` (``imagenetx app`` sets it)."""
+    import fiftyone as fo
+
+    return bool(fo.config.allow_legacy_orchestrators)
+
+
+def delegate_above(default: int) -> int:
+    """The size above which a long job runs in the background by default:
+    ``IMAGENETX_DELEGATE_ABOVE`` when set, else ``default``."""
+    import os
+
+    try:
+        return int(os.environ.get("IMAGENETX_DELEGATE_ABOVE") or default)
+    except ValueError:
+        return default
+
+
+def add_delegate_input(ctx, inputs, large: bool, above: int, unit: str) -> None:
+    """The "Delegate" checkbox of the operators that run long jobs, and what
+    the user needs to know about it: where background runs are not set up,
+    no checkbox and a note that the job runs here with progress; where no
+    worker runs, a warning naming the command that starts one."""
+    from imagenetx.plugin import worker_running
+
+    if not delegation_enabled():
+        if large:
+            inputs.view("delegate_note", types.Notice(
+                label="Runs here, with progress, while this form waits",
+                description=(
+                    "Background runs are not set up in this App. To run long "
+                    f"jobs in the background, open the App with `{APP_COMMAND}` "
+                    "(it starts a worker beside the App)."),
+            ))
+        return
     inputs.bool(
-        "delegate", label="Delegate", default=default,
-        description=(f"run in the background (default above {above:,} {unit}); "
-                     "needs `fiftyone delegated launch`"))
+        "delegate", label="Delegate", default=large,
+        description=(f"run in the background (default above {above:,} {unit})"))
+    if delegation(ctx, large) and not worker_running():
+        inputs.view("worker_note", types.Warning(
+            label="No worker runs: the job waits in the queue",
+            description=("Start one with `fiftyone delegated launch` (in this "
+                         f"environment), or open the App with `{APP_COMMAND}`."),
+        ))
 
 
 def delegation(ctx, default: bool) -> bool:
-    """The delegation the form asked for, else ``default``."""
+    """The delegation the form asked for, else ``default``; never where this
+    App cannot schedule (the job then runs immediately, with progress)."""
+    if not delegation_enabled():
+        return False
     delegate = ctx.params.get("delegate")
     return default if delegate is None else bool(delegate)
 
 
+def _progress_label(pb) -> str:
+    return f"{pb.iteration:,} of {pb.total:,} images"
+
+
 def progress_reporter(ctx):
-    """The library's ``progress=`` argument that reports to the App, at most
-    once a second."""
+    """The library's ``progress=`` argument that reports a delegated run's
+    progress to FiftyOne, at most once a second."""
     import fiftyone.core.utils as fou
 
     def report(pb):
-        ctx.set_progress(progress=pb.progress,
-                         label=f"{pb.iteration:,} of {pb.total:,} images")
+        ctx.set_progress(progress=pb.progress, label=_progress_label(pb))
     return fou.report_progress(report, dt=1.0)
+
+
+def run_with_progress(ctx, job, finish):
+    """Runs a long job with the progress the App can show.
+
+    Delegated: runs ``job(progress)`` and returns ``finish(result)`` (FiftyOne
+    records the progress with the run). Immediate: returns a generator that
+    the App streams (no operator time-out applies to it): the job runs in a
+    thread while the generator yields progress bar updates, then
+    ``ctx.trigger("reload_dataset")`` and the output of ``finish(result)``.
+    A user mistake (:class:`ImageNetXError`) ends as one message either way.
+
+    Args:
+        ctx: the execution context
+        job: ``job(progress) -> result``, ``progress`` being the library's
+            ``progress=`` argument
+        finish: ``finish(result) -> dict``, the operator's result
+    """
+    from imagenetx.errors import ImageNetXError
+
+    if ctx.delegated:
+        try:
+            return finish(job(progress_reporter(ctx)))
+        except ImageNetXError as e:
+            return user_error(ctx, e)
+    return _stream(ctx, job, finish)
+
+
+def _stream(ctx, job, finish):
+    import queue
+    import threading
+
+    import fiftyone.core.utils as fou
+
+    from imagenetx.errors import ImageNetXError
+
+    updates = queue.Queue()
+    outcome = {}
+
+    def run():
+        try:
+            outcome["result"] = job(fou.report_progress(
+                lambda pb: updates.put((pb.progress, _progress_label(pb))), dt=1.0))
+        except BaseException as e:  # handed to the generator
+            outcome["error"] = e
+        finally:
+            updates.put(None)
+
+    threading.Thread(target=run, name="imagenetx-job", daemon=True).start()
+    yield ctx.ops.set_progress(label="starting", variant="linear")
+    while (update := updates.get()) is not None:
+        yield ctx.ops.set_progress(progress=update[0], label=update[1],
+                                   variant="linear")
+    error = outcome.get("error")
+    if isinstance(error, ImageNetXError):
+        result = {"summary": in_form_terms(str(error))}
+        yield ctx.ops.notify(result["summary"], variant="error")
+    elif error is not None:
+        raise error
+    else:
+        result = finish(outcome["result"])
+        yield ctx.trigger("reload_dataset")
+    yield ctx.ops.show_output(_summary_output().to_json(), result)
+
+
+def _summary_output():
+    outputs = types.Object()
+    outputs.str("summary", label="Result")
+    return types.Property(outputs)
+
+
+#: the library's command-line phrasing of a fix, and the same fix in the
+#: forms' terms
+_FORM_TERMS = (
+    ("pass --overwrite (overwrite=True) to replace", "tick Overwrite to replace"),
+    ("pass --overwrite (overwrite=True)", "tick the Overwrite box"),
+    ("pass --overwrite to replace", "tick Overwrite to replace"),
+    ("choose another --field name", "choose another Prediction field"),
+    ("choose another --field", "choose another Prediction field"),
+    ("pass a top-level name such as --field resnet50", "use a top-level name such as resnet50"),
+    ("pass another field name with --field", "choose another Prediction field"),
+    ("pass another --field", "choose another field"),
+    ("choose another --name", "choose another Dataset name"),
+    ("checkpoint:PATH with --arch NAME", "checkpoint:PATH with an Architecture"),
+)
+
+
+def in_form_terms(message: str) -> str:
+    """A library error in the terms of the App's forms (their checkboxes
+    and labels instead of command-line flags)."""
+    for cli, form in _FORM_TERMS:
+        message = message.replace(cli, form)
+    return message
+
+
+def user_error(ctx, error) -> dict:
+    """An operator's result for a user mistake: one line in the form's
+    terms, also shown as a notification (no traceback)."""
+    message = in_form_terms(str(error))
+    if not ctx.delegated:
+        ctx.ops.notify(message, variant="error")
+    return {"summary": message, "error": message}
+
+
+def user_errors(execute):
+    """Decorates an operator's ``execute``: a user mistake
+    (:class:`ImageNetXError`) becomes :func:`user_error`'s result."""
+    import functools
+
+    @functools.wraps(execute)
+    def wrapper(self, ctx):
+        from imagenetx.errors import ImageNetXError
+
+        try:
+            return execute(self, ctx)
+        except ImageNetXError as e:
+            return user_error(ctx, e)
+    return wrapper
+
+
+def invalid(inputs, name: str, message: str) -> None:
+    """Marks the form invalid (Execute disabled) with one line."""
+    prop = inputs.view(name, types.Error(label=message))
+    prop.invalid = True
 
 
 class LoadReleaseFolder(foo.Operator):

@@ -5,12 +5,19 @@ import fiftyone.operators.types as types
 
 from imagenetx.options import AMPS, DEVICES
 
-from .forms import add_delegate_input, delegation, is_large, progress_reporter
+from .forms import (
+    add_delegate_input,
+    delegate_above,
+    delegation,
+    in_form_terms,
+    invalid,
+    is_large,
+    run_with_progress,
+)
 
 #: views larger than this run as delegated operations unless the form says
-#: otherwise
+#: otherwise (``IMAGENETX_DELEGATE_ABOVE`` overrides it)
 DELEGATE_ABOVE = 2000
-
 
 
 class RunModel(foo.Operator):
@@ -20,12 +27,14 @@ class RunModel(foo.Operator):
     def config(self):
         return foo.OperatorConfig(
             name="run_model",
-            label="Run model",
+            label="ImageNet-X: run a model",
             description=(
                 "Predict ImageNet classes with a timm or torchvision model or "
                 "a local checkpoint, then evaluate against the ground truth"
             ),
             dynamic=True,
+            # immediate runs stream their progress (see run_with_progress)
+            execute_as_generator=True,
             allow_immediate_execution=True,
             allow_delegated_execution=True,
         )
@@ -69,8 +78,10 @@ class RunModel(foo.Operator):
             description="also redo samples that already have a prediction",
         )
         inputs.str("gt_field", label="Ground truth field", default="ground_truth")
-        add_delegate_input(inputs, _large(ctx), DELEGATE_ABOVE, "samples")
+        add_delegate_input(ctx, inputs, _large(ctx), delegate_above(DELEGATE_ABOVE),
+                           "samples")
         _check_spec(ctx, inputs)
+        _check_field(ctx, inputs)
         return types.Property(inputs, view=types.View(label="Run model"))
 
     def resolve_delegation(self, ctx):
@@ -81,33 +92,36 @@ class RunModel(foo.Operator):
 
         p = ctx.params
 
-        summary = predict(
-            ctx.target_view(),
-            p["model"],
-            p["field"],
-            arch=p.get("arch") or None,
-            remap_by_position=bool(p.get("remap_by_position")),
-            batch_size=p.get("batch_size") or None,
-            num_workers=p.get("num_workers"),
-            device=p.get("device") or "auto",
-            amp=p.get("amp") or "auto",
-            compile=bool(p.get("compile")),
-            logits=bool(p.get("logits")),
-            limit=p.get("limit"),
-            overwrite=bool(p.get("overwrite")),
-            gt_field=p.get("gt_field") or "ground_truth",
-            progress=progress_reporter(ctx),
-        )
-        if not ctx.delegated:
-            ctx.trigger("reload_dataset")
-        return {
-            "summary": str(summary),
-            "predicted": summary.predicted,
-            "already_predicted": summary.already_predicted,
-            "failed": summary.failed,
-            "eval_key": summary.eval_key,
-            "accuracy": summary.accuracy,
-        }
+        def job(progress):
+            return predict(
+                ctx.target_view(),
+                p["model"],
+                p["field"],
+                arch=p.get("arch") or None,
+                remap_by_position=bool(p.get("remap_by_position")),
+                batch_size=p.get("batch_size") or None,
+                num_workers=p.get("num_workers"),
+                device=p.get("device") or "auto",
+                amp=p.get("amp") or "auto",
+                compile=bool(p.get("compile")),
+                logits=bool(p.get("logits")),
+                limit=p.get("limit"),
+                overwrite=bool(p.get("overwrite")),
+                gt_field=p.get("gt_field") or "ground_truth",
+                progress=progress,
+            )
+
+        def finish(summary):
+            return {
+                "summary": str(summary),
+                "predicted": summary.predicted,
+                "already_predicted": summary.already_predicted,
+                "failed": summary.failed,
+                "eval_key": summary.eval_key,
+                "accuracy": summary.accuracy,
+            }
+
+        return run_with_progress(ctx, job, finish)
 
     def resolve_output(self, ctx):
         outputs = types.Object()
@@ -116,7 +130,7 @@ class RunModel(foo.Operator):
 
 
 def _large(ctx) -> bool:
-    return is_large(lambda c: c.target_view(), ctx, DELEGATE_ABOVE)
+    return is_large(lambda c: c.target_view(), ctx, delegate_above(DELEGATE_ABOVE))
 
 
 def _check_spec(ctx, inputs):
@@ -133,5 +147,20 @@ def _check_spec(ctx, inputs):
             bool(ctx.params.get("remap_by_position")),
         )
     except ImageNetXError as e:
-        prop = inputs.view("spec_error", types.Error(label=str(e)))
-        prop.invalid = True
+        invalid(inputs, "spec_error", in_form_terms(str(e)))
+
+
+def _check_field(ctx, inputs):
+    """The Prediction field: a top-level name, not the ground truth, and
+    classifications if it exists."""
+    from imagenetx.errors import ImageNetXError
+    from imagenetx.store.schema import check_prediction_field
+
+    field = ctx.params.get("field")
+    if not field or ctx.dataset is None:
+        return
+    try:
+        check_prediction_field(ctx.dataset, field,
+                               ctx.params.get("gt_field") or "ground_truth")
+    except ImageNetXError as e:
+        invalid(inputs, "field_error", in_form_terms(str(e)))

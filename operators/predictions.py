@@ -6,6 +6,8 @@ import fiftyone.operators.types as types
 
 from imagenetx.options import ROW_ORDERS
 
+from .forms import in_form_terms, invalid, user_errors
+
 
 class ImportPredictions(foo.Operator):
     """Writes a model's predictions from a file onto the current dataset."""
@@ -14,12 +16,12 @@ class ImportPredictions(foo.Operator):
     def config(self):
         return foo.OperatorConfig(
             name="import_predictions",
-            label="Import predictions",
+            label="ImageNet-X: import predictions",
             description=(
                 "Write a model's predictions from an imagenet_x toolkit CSV "
                 "or an ImageNet-testbed logits pickle, matched by file name"
             ),
-            dynamic=False,
+            dynamic=True,
         )
 
     def resolve_input(self, ctx):
@@ -45,10 +47,12 @@ class ImportPredictions(foo.Operator):
                 "(by class, then file name) or file-number order"
             ),
         )
+        _check(ctx, inputs)
         return types.Property(
             inputs, view=types.View(label="Import predictions")
         )
 
+    @user_errors
     def execute(self, ctx):
         from imagenetx.models.predictions import import_predictions
 
@@ -73,3 +77,29 @@ class ImportPredictions(foo.Operator):
         outputs = types.Object()
         outputs.str("summary", label="Result")
         return types.Property(outputs)
+
+
+def _check(ctx, inputs) -> None:
+    """The file exists on the server; the field is new, or Overwrite is
+    ticked."""
+    import os
+
+    from imagenetx.errors import ImageNetXError
+    from imagenetx.store.schema import check_prediction_field
+
+    path, field = ctx.params.get("path"), ctx.params.get("field")
+    if path and not os.path.isfile(os.path.expanduser(path)):
+        invalid(inputs, "path_error", f"Prediction file '{path}' is not a file on the "
+                "server: give the path of a .csv or .pickle there")
+        return
+    if not field or ctx.dataset is None:
+        return
+    try:
+        exists = check_prediction_field(ctx.dataset, field, "ground_truth")
+    except ImageNetXError as e:
+        invalid(inputs, "field_error", in_form_terms(str(e)))
+        return
+    if exists and not ctx.params.get("overwrite") and ctx.dataset.count(f"{field}.label"):
+        invalid(inputs, "field_error", f"Prediction field '{field}' already holds "
+                "predictions: tick Overwrite to replace them, or choose another "
+                "Prediction field")

@@ -5,6 +5,8 @@ corruption and severity, ...)."""
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
+from .forms import user_errors
+
 
 class ShowProbeMistakes(foo.Operator):
     """Sets the App view to :func:`imagenetx.analysis.probes.
@@ -25,9 +27,12 @@ class ShowProbeMistakes(foo.Operator):
         inputs = types.Object()
         runs = probe_fields(ctx.dataset)
         if not runs:
-            inputs.view("none", types.Warning(
+            prop = inputs.view("none", types.Error(
                 label="No probe results on this dataset",
-                description="Run `imagenetx probe spectral|corruption ...` first."))
+                description="Run `imagenetx probe spectral` or `imagenetx probe "
+                            "corruption` on this dataset first (README: Probes), "
+                            "then open this form again."))
+            prop.invalid = True
             return types.Property(inputs)
         names = sorted(runs)
         inputs.enum("probe_field", names, required=True, default=names[0],
@@ -38,11 +43,17 @@ class ShowProbeMistakes(foo.Operator):
                     label="Level", view=types.DropdownView())
         return types.Property(inputs, view=types.View(label="Show probe mistakes"))
 
+    @user_errors
     def execute(self, ctx):
         from imagenetx.analysis.probes import probe_mistakes_view
+        from imagenetx.errors import ImageNetXError
         from imagenetx.probes.run import probe_fields
 
-        info = probe_fields(ctx.dataset)[ctx.params["probe_field"]]
+        runs = probe_fields(ctx.dataset)
+        info = runs.get(ctx.params.get("probe_field"))
+        if info is None:
+            raise ImageNetXError("No probe results on this dataset: run a probe first "
+                                 "(`imagenetx probe spectral|corruption ...`)")
         view = probe_mistakes_view(ctx.view, info["field"], info["probe"],
                                    ctx.params["level"])
         ctx.ops.set_view(view)

@@ -3,7 +3,13 @@
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
-from .forms import add_mode_inputs, mode_params, prediction_fields_or_warning
+from .forms import (
+    add_mode_inputs,
+    invalid,
+    mode_params,
+    prediction_fields_or_warning,
+    user_errors,
+)
 
 
 class ExportReport(foo.Operator):
@@ -30,8 +36,10 @@ class ExportReport(foo.Operator):
         inputs.str("out", required=True, label="HTML file",
                    description="path of the page; CSV tables go beside it")
         add_mode_inputs(ctx, inputs)
+        _check(ctx, inputs)
         return types.Property(inputs, view=types.View(label="Export report"))
 
+    @user_errors
     def execute(self, ctx):
         from imagenetx.present.report import write_report
 
@@ -48,3 +56,27 @@ class ExportReport(foo.Operator):
         outputs = types.Object()
         outputs.str("summary", label="Result")
         return types.Property(outputs)
+
+
+def _check(ctx, inputs) -> None:
+    """At least one field; the HTML file is a page path whose folder exists
+    or can be made."""
+    import os
+
+    if ctx.params.get("pred_fields") == []:
+        invalid(inputs, "fields_error", "Prediction fields: pick at least one")
+        return
+    out = ctx.params.get("out")
+    if not out:
+        return
+    out = os.path.expanduser(out)
+    if os.path.isdir(out):
+        invalid(inputs, "out_error", f"HTML file '{out}' is a folder: name the page, "
+                f"e.g. {os.path.join(out, 'report.html')}")
+        return
+    parent = os.path.dirname(os.path.abspath(out))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+        invalid(inputs, "out_error", f"HTML file '{out}': the server cannot write "
+                f"under '{parent}'; choose another folder")

@@ -3,7 +3,7 @@
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
-from .forms import add_mode_inputs, mode_params, prediction_fields_or_warning
+from .forms import add_mode_inputs, mode_params, prediction_fields_or_warning, user_errors
 
 
 class ShowMistakes(foo.Operator):
@@ -39,6 +39,7 @@ class ShowMistakes(foo.Operator):
                     view=types.DropdownView())
         return types.Property(inputs, view=types.View(label="Show mistakes"))
 
+    @user_errors
     def execute(self, ctx):
         from imagenetx.analysis import mistakes_view
 

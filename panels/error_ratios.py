@@ -29,6 +29,9 @@ PAIRED = "edits (paired)"
 CHARTS = {"cue_conflict": (SHAPE_BIAS, ERROR_RATIOS),
           "imagenet_x": (ERROR_RATIOS, PUBLISHED),
           "imagenet_e": (PAIRED, ERROR_RATIOS)}
+#: how often the panel looks at the background runs and the dataset's
+#: version (ms)
+POLL_MS = 4000
 #: the published models of the Figure 4 chart
 CONTEXT_GROUPS = ("imagenet_testbed",)
 
@@ -53,6 +56,7 @@ class ImageNetXPanel(foo.Panel):
         )
 
     def on_load(self, ctx):
+        _restore_choice(ctx)
         self._refresh(ctx)
 
     def on_change_dataset(self, ctx):
@@ -63,14 +67,38 @@ class ImageNetXPanel(foo.Panel):
         drill = ctx.panel.state.drill
         if drill and _signature(ctx.view) == drill["signature"]:
             return  # the view this panel just set: keep the chart as it is
-        ctx.panel.state.drill = None
+        if drill:
+            ctx.panel.state.drill = None
         self._refresh(ctx)
 
     def on_change_controls(self, ctx):
         path = ctx.params.get("path")
         if path and "value" in ctx.params:
+            if (path.startswith(SHOW) and ctx.panel.state.get(path) is None
+                    and not ctx.params["value"]):
+                return  # a new field's checkbox reporting its unset value
             ctx.panel.state.set(path, ctx.params["value"])
+            _save_choice(ctx)
         self._refresh(ctx)
+
+    def poll(self, ctx):
+        """Every few seconds: the background runs on this dataset and their
+        progress; when the dataset changed (a delegated Run model or import
+        wrote a field), the App reloads and the chart includes it."""
+        from imagenetx.analysis.columns import dataset_version
+        from imagenetx.plugin import background_runs
+
+        if ctx.dataset is None:
+            return
+        state = ctx.panel.state
+        _set_if_changed(state, "runs", background_runs(ctx.dataset.name))
+        version = list(dataset_version(ctx.dataset))
+        if state.get("version") in (None, version):
+            _set_if_changed(state, "version", version)
+            return
+        ctx.dataset.reload()  # the worker's new field
+        ctx.trigger("reload_dataset")
+        self.refresh(ctx)
 
     def refresh(self, ctx):
         ctx.panel.state.computed_for = None
@@ -146,16 +174,11 @@ class ImageNetXPanel(foo.Panel):
     def _refresh(self, ctx):
         """Computes the chart of the current settings over the current
         view into the panel's state and data."""
-        from imagenetx.analysis import analysis_options, compute_ratios
-        from imagenetx.analysis.context import reference_cloud
-        from imagenetx.analysis.shape_bias import shape_bias
-        from imagenetx.errors import ImageNetXError
-        from imagenetx.present.figures import (
-            context_chart,
-            error_ratio_chart,
-            shape_bias_chart,
-        )
+        from imagenetx.analysis import analysis_options
         from imagenetx.analysis.columns import dataset_version
+        from imagenetx.analysis.memo import memoized
+        from imagenetx.errors import ImageNetXError
+        from imagenetx.plugin import background_runs
         from imagenetx.store.schema import prediction_fields
 
         state = ctx.panel.state
@@ -163,6 +186,7 @@ class ImageNetXPanel(foo.Panel):
         if view is None:
             state.set({"status": "error", "message": "Open a dataset first."})
             return
+        _set_if_changed(state, "runs", background_runs(ctx.dataset.name))
         # the choices depend on the dataset's fields: recomputed when the
         # dataset changes and until it has something to score
         options = state.get("options")
@@ -176,7 +200,7 @@ class ImageNetXPanel(foo.Panel):
             state.status = "no_annotations"
             return
         fields = prediction_fields(view)
-        state.set("available", fields)
+        _set_if_changed(state, "available", fields)
         if not fields:
             state.status = "no_predictions"
             return
@@ -185,49 +209,90 @@ class ImageNetXPanel(foo.Panel):
             if state.get(SHOW + f) is None:
                 state.set(SHOW + f, True)
         if not chosen:
-            state.set({"status": "error",
+            _show_chart(ctx, None)
+            state.set({"status": "error", "layout": None, "computed_for": None,
                        "message": "Tick at least one prediction field."})
             return
         # the App sends the same view change several times: compute once
         # per view, settings, fields and dataset version (both answered from
         # indexes: a filtered view's own max would scan it)
-        key = json.dumps([_signature(view), _settings(ctx), _chart(ctx), chosen,
-                          *dataset_version(ctx.dataset)])
+        version = list(dataset_version(ctx.dataset))
+        _set_if_changed(state, "version", version)
+        key = json.dumps([ctx.dataset.name, _signature(view), _settings(ctx), _chart(ctx),
+                          chosen, *version])
         if state.status == "ok" and state.get("computed_for") == key:
             return
         try:
-            if _chart(ctx) == PAIRED:
-                from imagenetx.analysis.paired import paired_scores
-                from imagenetx.present.figures import paired_chart
-
-                result = paired_scores(view, chosen, by_factor=view.has_field(
-                    "imagenetx.factors")).to_dict()
-                traces, layout = paired_chart(result)
-                summary, title = _paired_summary(result), "edit"
-            elif _chart(ctx) == SHAPE_BIAS:
-                result = shape_bias(view, chosen).to_dict()
-                traces, layout = shape_bias_chart(result)
-                summary, title = _shape_bias_summary(result), "shape category"
-            elif _chart(ctx) == PUBLISHED:
-                result = reference_cloud(view, chosen, CONTEXT_GROUPS,
-                                         **_settings(ctx)).to_dict()
-                traces, layout = context_chart(result)
-                summary, title = _context_summary(result), "factor"
-            else:
-                ratios = compute_ratios(view, chosen, **_settings(ctx)).to_dict()
-                traces, layout = error_ratio_chart(ratios)
-                summary, title = _summary(ratios), ratios["slice_title"]
+            # the App sends a change twice and the view change three times:
+            # the same question is answered once (also when switching back)
+            traces, layout, summary, title, missing = memoized(
+                key, lambda: self._compute_all(ctx, view, chosen))
         except ImageNetXError as e:
-            state.set({"status": "error", "message": str(e)})
+            _show_chart(ctx, None)
+            state.set({"status": "error", "message": str(e), "missing": [],
+                       "layout": None, "computed_for": None})
             return
-        ctx.panel.data.chart = traces
+        _show_chart(ctx, traces)
         state.set({
             "status": "ok",
             "layout": layout,
             "summary": summary,
             "slice_title": title,
+            "missing": missing,
             "computed_for": key,
         })
+
+    def _compute_all(self, ctx, view, chosen):
+        """The chart of the ticked fields; a field without predictions in
+        this view is left out and listed (the others are drawn).
+
+        Returns:
+            ``(traces, layout, summary, slice title, fields left out)``
+        """
+        from imagenetx.errors import ImageNetXError
+
+        try:
+            return (*self._compute(ctx, view, chosen), [])
+        except ImageNetXError:
+            missing = _without_predictions(view, chosen)
+            rest = [f for f in chosen if f not in missing]
+            if not missing or not rest:
+                raise
+            return (*self._compute(ctx, view, rest), missing)
+
+    def _compute(self, ctx, view, chosen):
+        """``(traces, layout, summary, slice title)`` of the chosen chart."""
+        from imagenetx.analysis import compute_ratios
+        from imagenetx.analysis.context import reference_cloud
+        from imagenetx.analysis.shape_bias import shape_bias
+        from imagenetx.present.figures import (
+            context_chart,
+            error_ratio_chart,
+            shape_bias_chart,
+        )
+
+        if _chart(ctx) == PAIRED:
+            from imagenetx.analysis.paired import paired_scores
+            from imagenetx.present.figures import paired_chart
+
+            result = paired_scores(view, chosen, by_factor=view.has_field(
+                "imagenetx.factors")).to_dict()
+            traces, layout = paired_chart(result)
+            summary, title = _paired_summary(result), "edit"
+        elif _chart(ctx) == SHAPE_BIAS:
+            result = shape_bias(view, chosen).to_dict()
+            traces, layout = shape_bias_chart(result)
+            summary, title = _shape_bias_summary(result), "shape category"
+        elif _chart(ctx) == PUBLISHED:
+            result = reference_cloud(view, chosen, CONTEXT_GROUPS,
+                                     **_settings(ctx)).to_dict()
+            traces, layout = context_chart(result)
+            summary, title = _context_summary(result), "factor"
+        else:
+            ratios = compute_ratios(view, chosen, **_settings(ctx)).to_dict()
+            traces, layout = error_ratio_chart(ratios)
+            summary, title = _summary(ratios), ratios["slice_title"]
+        return traces, layout, summary, title
 
     def render(self, ctx):
         state = ctx.panel.state
@@ -261,6 +326,7 @@ class ImageNetXPanel(foo.Panel):
                 panel.md(f"**{state.message}**", name="error")
             else:
                 self._render_chart(ctx, panel)
+        self._render_runs(ctx, panel)
         return types.Property(
             panel, view=types.GridView(orientation="vertical", gap=1, px=2, py=1)
         )
@@ -302,6 +368,28 @@ class ImageNetXPanel(foo.Panel):
         modes.btn("refresh", label="Refresh", icon="refresh",
                   on_click=self.refresh)
 
+    def _render_runs(self, ctx, panel):
+        """The timer that polls the background runs and the dataset, and
+        the runs with their progress."""
+        runs = ctx.panel.state.get("runs") or []
+        panel.view("poll", types.TimerView(interval=POLL_MS, on_interval=self.poll))
+        if not runs:
+            return
+        lines = []
+        for run in runs:
+            line = f"- **{run['label']}**: {run['state']}"
+            if run.get("progress") is not None:
+                line += f", {run['progress']:.0%}"
+            if run.get("detail"):
+                line += f" ({run['detail']})"
+            lines.append(line)
+        if any(r["state"] == "queued" for r in runs):
+            lines.append("\nQueued runs start when a worker is free "
+                         "(`imagenetx app` starts one; else run "
+                         "`fiftyone delegated launch`).")
+        panel.md("**Running in the background** (the chart adds the new "
+                 "field when it ends):\n" + "\n".join(lines), name="runs_note")
+
     def _render_chart(self, ctx, panel):
         state = ctx.panel.state
         drill = state.drill
@@ -336,6 +424,61 @@ class ImageNetXPanel(foo.Panel):
             on_click=self.on_click_bar,
         )
         panel.md(state.summary or "", name="summary")
+        missing = state.get("missing") or []
+        if missing:
+            panel.md("No predictions in this view (not drawn): "
+                     + ", ".join(f"**{f}**" for f in missing), name="missing_note")
+
+
+def _show_chart(ctx, traces) -> None:
+    """Replaces the chart's traces: the panel data is cleared first, so no
+    trace of an unticked field can stay behind."""
+    ctx.panel.data.clear()
+    if traces is not None:
+        ctx.panel.data.set("chart", traces)
+
+
+def _set_if_changed(state, key, value) -> None:
+    """Sets a state key only when its value changes (each set is a patch
+    the App applies and re-renders)."""
+    if state.get(key) != value:
+        state.set(key, value)
+
+
+def _without_predictions(view, fields) -> list:
+    """The fields that hold no prediction in the view (one aggregation)."""
+    import fiftyone as fo
+
+    counts = view.aggregate([fo.Count(f"{f}.label") for f in fields])
+    return [f for f, n in zip(fields, counts) if not n]
+
+
+#: the execution store that keeps the panel's choices per dataset
+STORE = "imagenetx_panel"
+
+
+def _save_choice(ctx) -> None:
+    """Keeps the ticked fields and the controls for this dataset, so they
+    survive a reload of the App."""
+    if ctx.dataset is None:
+        return
+    state = ctx.panel.state
+    ctx.store(STORE).set(ctx.dataset.name, {
+        "show": state.get(SHOW[:-1]) or {},
+        "controls": state.get(CONTROLS[:-1]) or {},
+    })
+
+
+def _restore_choice(ctx) -> None:
+    """Puts back what :func:`_save_choice` kept for this dataset (the
+    options are checked against the dataset by the refresh)."""
+    if ctx.dataset is None:
+        return
+    saved = ctx.store(STORE).get(ctx.dataset.name) or {}
+    for group, prefix in (("show", SHOW), ("controls", CONTROLS)):
+        for name, value in (saved.get(group) or {}).items():
+            if ctx.panel.state.get(prefix + name) is None:
+                ctx.panel.state.set(prefix + name, value)
 
 
 def _init_settings(ctx, options):
@@ -345,7 +488,7 @@ def _init_settings(ctx, options):
         state.set(CONTROLS + "slicing", options["default_slicing"])
     correct = state.get(CONTROLS + "correct")
     if correct not in options["label_spaces"]:
-        state.set(CONTROLS + "correct", _default_correct(ctx, options))
+        state.set(CONTROLS + "correct", options["default_correct"])
     if state.get(CONTROLS + "real_mode") is None:
         state.set(CONTROLS + "real_mode", "clean")
     group = options.get("group_slicing")
@@ -354,7 +497,7 @@ def _init_settings(ctx, options):
         state.set(CONTROLS + "within", ALL)
     charts = CHARTS.get(options["benchmark"])
     if charts is None:
-        state.set(CONTROLS + "chart", None)
+        _set_if_changed(state, CONTROLS + "chart", None)
     elif state.get(CONTROLS + "chart") not in charts:
         state.set(CONTROLS + "chart", charts[0])
 
@@ -362,14 +505,6 @@ def _init_settings(ctx, options):
 def _chart(ctx) -> str:
     """The chart shown: one of :data:`CHARTS`, else the error ratios."""
     return ctx.panel.state.get(CONTROLS + "chart") or ERROR_RATIOS
-
-
-def _default_correct(ctx, options) -> str:
-    """The benchmark's default, unless the dataset says otherwise: the demo
-    asks for "real", since its prediction field is ImageNet's own labels."""
-    info = ctx.dataset.info.get("imagenetx", {}) if ctx.dataset else {}
-    wanted = info.get("panel_correct") if isinstance(info, dict) else None
-    return wanted if wanted in options["label_spaces"] else options["default_correct"]
 
 
 def _settings(ctx) -> dict:

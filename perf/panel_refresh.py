@@ -43,7 +43,7 @@ def build(k: int) -> fo.Dataset:
     labels = anno.val_labels()
     for j in range(k):
         write_classifications(ds, f"labels_{j}", ids, labels, confidence=[1.0] * N)
-    ds.info["imagenetx"] = {"panel_correct": "real"}
+    ds.info["imagenetx"] = {"default_correct": "real"}
     ds.save()
     return ds
 

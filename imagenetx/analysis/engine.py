@@ -351,6 +351,17 @@ def slice_prevalence(samples, settings: Settings = None,
     }
 
 
+def default_correct(samples, label_spaces, fallback: str) -> str:
+    """The correctness the App's forms and panel start from: the dataset's
+    own choice in ``dataset.info["imagenetx"]["default_correct"]`` (the demo
+    asks for ReaL, its prediction field being ImageNet's own labels) when
+    its benchmark offers it, else the benchmark's default."""
+    info = samples._dataset.info.get("imagenetx") or {}
+    wanted = info.get("default_correct", info.get("panel_correct")) \
+        if isinstance(info, dict) else None
+    return wanted if wanted in label_spaces else fallback
+
+
 def analysis_options(samples, settings: Settings = None, values_of: str = None,
                      **kwargs) -> dict:
     """What the App forms and panel offer for a dataset: its benchmark's
@@ -392,7 +403,8 @@ def analysis_options(samples, settings: Settings = None, values_of: str = None,
         "slice_titles": titles,
         "default_slicing": default,
         "label_spaces": list(benchmark.label_spaces(s)),
-        "default_correct": benchmark.default_label_space,
+        "default_correct": default_correct(samples, benchmark.label_spaces(s),
+                                           benchmark.default_label_space),
         "group_slicing": benchmark.group_slicing,
         "has_ground_truth": samples.has_field(f"{s.gt_field}.class_index"),
     }

@@ -10,7 +10,12 @@ def register(group: CommandGroup) -> None:
     p = group.add("app", run_app, "open the FiftyOne App with this plugin")
     p.add_argument("--dataset", required=True)
     p.add_argument("--port", type=int)
+    p.add_argument("--address", help="the address the App binds (FiftyOne's default: "
+                   "fo.config.default_app_address; 127.0.0.1 keeps it on this machine)")
     p.add_argument("--remote", action="store_true", help="serve without opening a browser")
+    p.add_argument("--no-worker", dest="worker", action="store_false",
+                   help="no `fiftyone delegated launch` worker beside the App (long jobs "
+                        "then run inside the App, with progress)")
 
     p = group.add("plugin", run_plugin, "make this checkout visible to FiftyOne as a plugin",
                   database=False)
@@ -25,7 +30,8 @@ def register(group: CommandGroup) -> None:
 def run_app(args) -> int:
     from imagenetx.plugin import launch_app
 
-    launch_app(args.dataset, port=args.port, remote=args.remote)
+    launch_app(args.dataset, port=args.port, address=args.address,
+               remote=args.remote, worker=args.worker)
     return 0
 
 

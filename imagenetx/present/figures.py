@@ -33,8 +33,8 @@ def slice_order(ratios: dict) -> list:
 def error_ratio_chart(ratios: dict) -> tuple:
     """The ImageNet-X paper's Figure 1, for any slicing: a grouped bar chart
     of error ratio per slice and model, with interval whiskers, the 1.0
-    line, and slices with too few images hatched and marked in their tick
-    label.
+    line, each bar with too few images hatched, and a slice's tick label
+    marked where every field has too few images there.
 
     Each trace is named after its prediction field and each bar's ``x`` is
     the slice value, so a click tells which model and slice it was.
@@ -47,11 +47,12 @@ def error_ratio_chart(ratios: dict) -> tuple:
         ``(traces, layout)``: a list of plotly trace dicts and a layout dict
     """
     order = [str(v) for v in slice_order(ratios)]
+    # hatching per bar (field x slice); a tick's * only where every field
+    # has few images in that slice
     few = {
         f
-        for m in ratios["models"].values()
-        for f, row in m["slices"].items()
-        if row["few_images"]
+        for f in order
+        if all(m["slices"][f]["few_images"] for m in ratios["models"].values())
     }
     traces = []
     for k, (field, model) in enumerate(ratios["models"].items()):
@@ -66,7 +67,7 @@ def error_ratio_chart(ratios: dict) -> tuple:
                 "marker": {
                     "color": COLORS[k % len(COLORS)],
                     "pattern": {
-                        "shape": ["/" if f in few else "" for f in order]
+                        "shape": ["/" if r["few_images"] else "" for r in rows]
                     },
                 },
                 "error_y": {

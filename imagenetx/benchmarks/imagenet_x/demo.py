@@ -119,7 +119,7 @@ def build_demo(
     )
     # ImageNet's labels are the ground truth, so only ReaL can score them:
     # the App panel opens with that correctness
-    dataset.info["imagenetx"] = {"benchmark": "imagenet_x", "panel_correct": "real"}
+    dataset.info["imagenetx"] = {"benchmark": "imagenet_x", "default_correct": "real"}
     dataset.save()
     lap("labels")
 
