@@ -52,10 +52,14 @@ perf: install-test
 docs:
 	$(PYTHON) -m mkdocs build --strict
 
-# The browser test's screenshots (test-artifacts/, or $$IMAGENETX_TEST_ARTIFACTS)
-# into docs/images/; the README shows docs/images/panel.png. Run the browser
-# test first: $(PYTHON) -m pytest -m browser
+# The browser test's screenshots the docs show (from test-artifacts/, or
+# $$IMAGENETX_TEST_ARTIFACTS) into docs/images/; the README shows
+# docs/images/panel.png. Run the browser test first: $(PYTHON) -m pytest -m browser
+DOCS_SCREENSHOTS = panel.png panel-texture-mistakes.png run-model-delegated-running.png
 docs-screenshots:
 	@src="$${IMAGENETX_TEST_ARTIFACTS:-test-artifacts}"; \
-	ls "$$src"/*.png >/dev/null 2>&1 || { echo "no screenshots in $$src: run $(PYTHON) -m pytest -m browser first" >&2; exit 2; }; \
-	mkdir -p docs/images && cp "$$src"/*.png docs/images/ && ls docs/images
+	for f in $(DOCS_SCREENSHOTS); do \
+	  test -f "$$src/$$f" || { echo "no $$src/$$f: run $(PYTHON) -m pytest -m browser first" >&2; exit 2; }; \
+	done; \
+	mkdir -p docs/images && for f in $(DOCS_SCREENSHOTS); do cp "$$src/$$f" docs/images/; done; \
+	ls -l docs/images
