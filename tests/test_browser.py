@@ -75,6 +75,23 @@ def app_url(demo_build):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+        _restore_demo(name)
+
+
+def _restore_demo(name):
+    """Gives the shared demo back as the other modules expect it: without
+    the fields these tests added and the panel's saved choice."""
+    import fiftyone as fo
+    from fiftyone.operators.store import ExecutionStore
+
+    ds = fo.load_dataset(name)
+    for field in (FIELD_NOW, FIELD_BG):
+        if ds.has_evaluation(f"eval_{field}"):
+            ds.delete_evaluation(f"eval_{field}")
+        for f in (field, f"eval_{field}", f"{field}_error"):
+            if ds.has_field(f):
+                ds.delete_sample_field(f)
+    ExecutionStore.create("imagenetx_panel", ds._doc.id).delete(name)
 
 
 @pytest.fixture(scope="module")

@@ -311,5 +311,5 @@ def test_operator_lists_slices_and_shows_the_first_ones_mistakes(planted):
         f"{PLUGIN_NAME}/discover_slices",
         ctx={"dataset": NAME, "params": {"pred_field": "planted2", "min_support": 5}})
     assert result.error is None, result.error
-    assert "factors=pattern x metaclass=dog" in result.result["table"].splitlines()[4]
+    assert result.result["slices"][0]["slice"] == "factors=pattern x metaclass=dog"
     assert result.result["count"] == int((info["planted2"] & info["counted"]).sum())

@@ -401,7 +401,11 @@ def test_cli_edits_and_reports_errors_in_one_line(photos, capsys):
     assert "not object masks" in err
 
 
-def test_operator_edits_delegated_with_progress(photos):
+def test_operator_edits_delegated_with_progress(photos, monkeypatch):
+    import fiftyone as fo
+
+    # an App that can schedule (what `imagenetx app` sets)
+    monkeypatch.setattr(fo.config, "allow_legacy_orchestrators", True)
     from fiftyone.operators.delegated import DelegatedOperationService
 
     from imagenetx.plugin import PLUGIN_NAME, install_plugin

@@ -72,6 +72,7 @@ def test_app_command_serves_the_app_with_the_plugin(tmp_env, photos_dir):
             os.killpg(proc.pid, signal.SIGTERM)  # the App's own services
         except ProcessLookupError:
             pass
+    psutil.wait_procs(workers, timeout=20)  # the worker finishes stopping
     assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE
                    for w in workers)
     assert "service is exiting" not in out

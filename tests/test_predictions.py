@@ -388,12 +388,13 @@ def test_operator_imports_predictions(tmp_path):
     ds.reload()
     assert ds.values("op_preds.class_index") == [2, 2, 2, None, None]
 
-    # again without overwrite: refused, with the library's message
-    with pytest.raises(Exception, match="--overwrite"):
+    # again without overwrite: the form refuses it before Execute
+    with pytest.raises(Exception, match="Validation error"):
         foo.execute_operator(operator, ctx={
             "dataset": ds.name,
             "params": {"path": str(path), "field": "op_preds"},
         })
+    assert ds.values("op_preds.class_index") == [2, 2, 2, None, None]
 
     result = foo.execute_operator(operator, ctx={
         "dataset": ds.name,
