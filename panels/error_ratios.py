@@ -60,13 +60,21 @@ class ImageNetXPanel(foo.Panel):
         self._refresh(ctx)
 
     def on_change_dataset(self, ctx):
-        ctx.panel.state.set({"drill": None, "computed_for": None, "options": None})
+        ctx.panel.state.set({"drill": None, "options": None})
         self._refresh(ctx)
+
+    def execute(self, ctx):
+        method = ctx.params.get("__method__")
+        if (method == "on_change_view" and _same_view(ctx)
+                or method == "poll" and not _poll_news(ctx)):
+            # nothing changed: no new render either (each render makes the
+            # App save its spaces, refetch the page and report the same view
+            # again, which would keep the server busy while the user clicks)
+            return None
+        return super().execute(ctx)
 
     def on_change_view(self, ctx):
         drill = ctx.panel.state.drill
-        if drill and _signature(ctx.view) == drill["signature"]:
-            return  # the view this panel just set: keep the chart as it is
         if drill:
             ctx.panel.state.drill = None
         self._refresh(ctx)
@@ -84,12 +92,11 @@ class ImageNetXPanel(foo.Panel):
     def poll(self, ctx):
         """Every few seconds: the background runs on this dataset and their
         progress; when the dataset changed (a delegated Run model or import
-        wrote a field), the App reloads and the chart includes it."""
+        wrote a field), the App reloads and the chart includes it. Called
+        only when :func:`_poll_news` finds something new."""
         from imagenetx.analysis.columns import dataset_version
         from imagenetx.plugin import background_runs
 
-        if ctx.dataset is None:
-            return
         state = ctx.panel.state
         _set_if_changed(state, "runs", background_runs(ctx.dataset.name))
         version = list(dataset_version(ctx.dataset))
@@ -101,7 +108,6 @@ class ImageNetXPanel(foo.Panel):
         self.refresh(ctx)
 
     def refresh(self, ctx):
-        ctx.panel.state.computed_for = None
         ctx.panel.state.options = None  # the dataset may have new fields
         self._refresh(ctx)
 
@@ -209,37 +215,33 @@ class ImageNetXPanel(foo.Panel):
             if state.get(SHOW + f) is None:
                 state.set(SHOW + f, True)
         if not chosen:
-            _show_chart(ctx, None)
-            state.set({"status": "error", "layout": None, "computed_for": None,
+            state.set({"status": "error", "chart": None, "layout": None,
                        "message": "Tick at least one prediction field."})
             return
-        # the App sends the same view change several times: compute once
-        # per view, settings, fields and dataset version (both answered from
-        # indexes: a filtered view's own max would scan it)
+        # every event that gets here redraws (the App's copy of the state can
+        # lag behind the last patch, so it cannot say what is drawn); the
+        # computation is memoized per view, settings, fields and dataset
+        # version (both answered from indexes: a filtered view's own max
+        # would scan it), as the App sends a change twice
         version = list(dataset_version(ctx.dataset))
         _set_if_changed(state, "version", version)
         key = json.dumps([ctx.dataset.name, _signature(view), _settings(ctx), _chart(ctx),
                           chosen, *version])
-        if state.status == "ok" and state.get("computed_for") == key:
-            return
         try:
-            # the App sends a change twice and the view change three times:
-            # the same question is answered once (also when switching back)
             traces, layout, summary, title, missing = memoized(
                 key, lambda: self._compute_all(ctx, view, chosen))
         except ImageNetXError as e:
-            _show_chart(ctx, None)
-            state.set({"status": "error", "message": str(e), "missing": [],
-                       "layout": None, "computed_for": None})
+            state.set({"status": "error", "chart": None, "message": str(e), "missing": [],
+                       "layout": None})
             return
-        _show_chart(ctx, traces)
         state.set({
+            "chart": traces,
+            "view_signature": _signature(ctx.view),
             "status": "ok",
             "layout": layout,
             "summary": summary,
             "slice_title": title,
             "missing": missing,
-            "computed_for": key,
         })
 
     def _compute_all(self, ctx, view, chosen):
@@ -335,7 +337,9 @@ class ImageNetXPanel(foo.Panel):
         state = ctx.panel.state
         fields = panel.h_stack("show", gap=2, align_y="center")
         for f in state.get("available") or []:
-            fields.bool(f, label=f, default=True,
+            # the App applies an input's default when it (re)mounts: the
+            # default must be the state's value, or a reload ticks it again
+            fields.bool(f, label=f, default=bool(state.get(SHOW + f, True)),
                         on_change=self.on_change_controls)
         modes = panel.h_stack("controls", gap=2)
         options = state.get("options") or {}
@@ -430,12 +434,28 @@ class ImageNetXPanel(foo.Panel):
                      + ", ".join(f"**{f}**" for f in missing), name="missing_note")
 
 
-def _show_chart(ctx, traces) -> None:
-    """Replaces the chart's traces: the panel data is cleared first, so no
-    trace of an unticked field can stay behind."""
-    ctx.panel.data.clear()
-    if traces is not None:
-        ctx.panel.data.set("chart", traces)
+def _same_view(ctx) -> bool:
+    """Whether the App's view is the one the chart (or the click-through
+    this panel set) was drawn for."""
+    state = ctx.panel.state
+    signature = _signature(ctx.view)
+    drill = state.get("drill")
+    if drill:
+        return signature == drill["signature"]
+    return state.get("status") == "ok" and state.get("view_signature") == signature
+
+
+def _poll_news(ctx) -> bool:
+    """Whether the background runs or the dataset changed since the panel
+    last looked."""
+    from imagenetx.analysis.columns import dataset_version
+    from imagenetx.plugin import background_runs
+
+    if ctx.dataset is None:
+        return False
+    state = ctx.panel.state
+    return (state.get("runs") != background_runs(ctx.dataset.name)
+            or state.get("version") != list(dataset_version(ctx.dataset)))
 
 
 def _set_if_changed(state, key, value) -> None:
@@ -493,7 +513,7 @@ def _init_settings(ctx, options):
         state.set(CONTROLS + "real_mode", "clean")
     group = options.get("group_slicing")
     values = (options["slicings"].get(group) or []) if group else []
-    if state.get(CONTROLS + "within") not in values:
+    if state.get(CONTROLS + "within") not in (ALL, *values):
         state.set(CONTROLS + "within", ALL)
     charts = CHARTS.get(options["benchmark"])
     if charts is None:

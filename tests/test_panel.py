@@ -62,10 +62,12 @@ class PanelSession:
         return requests
 
     def data(self, requests) -> dict:
+        """What these requests sent to draw: ``{"chart": traces}`` when the
+        chart was replaced (the traces are patched into the panel state)."""
         data = {}
         for r in requests:
-            if r.operator_uri.endswith("patch_panel_data"):
-                data.update(r.params["data"])
+            if r.operator_uri.endswith("patch_panel_state") and "chart" in r.params["state"]:
+                data["chart"] = r.params["state"]["chart"]
         return data
 
 
