@@ -299,23 +299,24 @@ class ImageNetXPanel(foo.Panel):
     def render(self, ctx):
         state = ctx.panel.state
         panel = types.Object()
+        texts = _Texts(panel)
         status = state.status
         if status == "no_annotations":
-            panel.md(
+            texts.md(
+                "empty",
                 "### No ImageNet-X annotations here\n"
                 "Load them onto this dataset: samples are matched by their "
                 "ImageNet file name (`ILSVRC2012_val_XXXXXXXX.JPEG`).",
-                name="empty",
             )
             panel.btn("load", label="Load ImageNet-X", variant="contained",
                       on_click=f"{PLUGIN}/load_imagenetx", prompt=True)
             panel.btn("refresh", label="Refresh", on_click=self.refresh)
         elif status == "no_predictions":
-            panel.md(
+            texts.md(
+                "empty",
                 "### No predictions to score yet\n"
                 "Run a model on this dataset, or import a predictions file "
                 "(the original toolkit's CSV or an ImageNet-testbed pickle).",
-                name="empty",
             )
             panel.btn("run_model", label="Run a model", variant="contained",
                       on_click=f"{PLUGIN}/run_model", prompt=True)
@@ -325,10 +326,11 @@ class ImageNetXPanel(foo.Panel):
         else:
             self._render_controls(ctx, panel)
             if status == "error":
-                panel.md(f"**{state.message}**", name="error")
+                texts.md("error", f"**{state.message}**")
             else:
-                self._render_chart(ctx, panel)
-        self._render_runs(ctx, panel)
+                self._render_chart(ctx, panel, texts)
+        self._render_runs(ctx, panel, texts)
+        texts.send(ctx)
         return types.Property(
             panel, view=types.GridView(orientation="vertical", gap=1, px=2, py=1)
         )
@@ -372,7 +374,7 @@ class ImageNetXPanel(foo.Panel):
         modes.btn("refresh", label="Refresh", icon="refresh",
                   on_click=self.refresh)
 
-    def _render_runs(self, ctx, panel):
+    def _render_runs(self, ctx, panel, texts):
         """The timer that polls the background runs and the dataset, and
         the runs with their progress."""
         runs = ctx.panel.state.get("runs") or []
@@ -391,47 +393,50 @@ class ImageNetXPanel(foo.Panel):
             lines.append("\nQueued runs start when a worker is free "
                          "(`imagenetx app` starts one; else run "
                          "`fiftyone delegated launch`).")
-        panel.md("**Running in the background** (the chart adds the new "
-                 "field when it ends):\n" + "\n".join(lines), name="runs_note")
+        texts.md("runs_note", "**Running in the background** (the chart adds the "
+                 "new field when it ends):\n" + "\n".join(lines))
 
-    def _render_chart(self, ctx, panel):
+    def _render_chart(self, ctx, panel, texts):
         state = ctx.panel.state
         drill = state.drill
         if drill:
             row = panel.h_stack("drill", gap=2, align_y="center")
-            row.md(
+            texts.md(
+                "drill.text",
                 f"Showing the **{drill['count']:,}** {drill.get('unit', 'samples')} of "
                 f"{drill.get('title', 'slice')} **{drill['slice']}** that "
                 f"**{drill['field']}** {drill.get('what', 'gets wrong')}.",
-                name="text",
+                row,
             )
             row.btn("back", label="Back to the previous view", icon="undo",
                     on_click=self.back)
         elif _chart(ctx) == SHAPE_BIAS:
-            panel.md("Click a marker to show the images of that category that "
-                     "the model decided by their texture.", name="hint")
+            texts.md("hint", "Click a marker to show the images of that category "
+                     "that the model decided by their texture.")
         elif _chart(ctx) == PAIRED:
-            panel.md("Bars: top-1 drop of each edit against the same images' "
+            texts.md("hint", "Bars: top-1 drop of each edit against the same images' "
                      "originals. Click a bar to show the pairs whose original the "
-                     "model gets right and whose edit it gets wrong.", name="hint")
+                     "model gets right and whose edit it gets wrong.")
         elif _chart(ctx) == PUBLISHED:
-            panel.md("Grey: the ImageNet testbed's published models (hover: "
+            texts.md("hint", "Grey: the ImageNet testbed's published models (hover: "
                      "name). Click a field's point to show its mistakes on "
-                     "that factor.", name="hint")
+                     "that factor.")
         else:
-            panel.md("Click a bar to show that model's mistakes in that "
-                     f"{state.get('slice_title') or 'slice'}.", name="hint")
+            texts.md("hint", "Click a bar to show that model's mistakes in that "
+                     f"{state.get('slice_title') or 'slice'}.")
         panel.plot(
             "chart",
             layout=state.layout,
             config={"displaylogo": False, "responsive": True},
             on_click=self.on_click_bar,
         )
-        panel.md(state.summary or "", name="summary")
+        # not "summary": the App writes its form's older copy of a
+        # markdown property's value back into the state key of that name
+        texts.md("summary_text", state.summary or "")
         missing = state.get("missing") or []
         if missing:
-            panel.md("No predictions in this view (not drawn): "
-                     + ", ".join(f"**{f}**" for f in missing), name="missing_note")
+            texts.md("missing_note", "No predictions in this view (not drawn): "
+                     + ", ".join(f"**{f}**" for f in missing))
 
 
 def _same_view(ctx) -> bool:
@@ -443,6 +448,29 @@ def _same_view(ctx) -> bool:
     if drill:
         return signature == drill["signature"]
     return state.get("status") == "ok" and state.get("view_signature") == signature
+
+
+class _Texts:
+    """The panel's markdown, drawn from the panel data.
+
+    The App shows a markdown property's value from its copy of the panel
+    state, and writes its form's older copy back into that state, so text
+    kept there (or given only as the schema's default) can go back to an
+    earlier version. The App draws the panel data over its state: sent
+    there with each render, the text is the one just rendered.
+    """
+
+    def __init__(self, panel):
+        self.panel = panel
+        self.values = {}
+
+    def md(self, path: str, text: str, container=None) -> None:
+        """Adds markdown at ``path`` (``"stack.name"`` inside a stack)."""
+        (container or self.panel).md(text, name=path.rsplit(".", 1)[-1])
+        self.values[path] = text
+
+    def send(self, ctx) -> None:
+        ctx.panel.data.set(self.values)
 
 
 def _poll_news(ctx) -> bool:

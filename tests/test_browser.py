@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from imagenetx.analysis import mistakes_view
+from imagenetx.analysis import compute_ratios, mistakes_view
 from imagenetx.plugin import install_plugin
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -126,7 +126,10 @@ def test_click_on_a_factor_bar_shows_exactly_its_mistakes(
     page.locator("[title='New panel']").first.click()
     page.get_by_text("ImageNet-X", exact=True).first.click()
     bars = page.locator(".js-plotly-plot .trace.bars .point path")
-    bars.first.wait_for(timeout=120_000)
+    try:
+        bars.first.wait_for(timeout=120_000)
+    finally:
+        _shot(page, "panel-first-open")
     page.wait_for_timeout(1000)  # let plotly finish its layout
     page.screenshot(path=str(ARTIFACTS / "panel.png"))
 
@@ -171,6 +174,13 @@ def _traces(page) -> list:
       const p = document.querySelector('.js-plotly-plot');
       return p && p.data ? p.data.map(t => t.name) : [];
     }""")
+
+
+def _summary_fields(page) -> list:
+    """The fields the panel's summary lists under the chart."""
+    return page.evaluate("""() => [...document.querySelectorAll('li')]
+      .map(e => e.textContent).filter(t => t.includes(': accuracy '))
+      .map(t => t.split(':')[0])""")
 
 
 def _wait_traces(page, test, timeout=60_000):
@@ -319,6 +329,22 @@ def test_run_model_immediately_on_a_small_view(demo_build, app_url, page):
     ds.reload()  # the App's server wrote the field
     assert ds.count(f"{FIELD_NOW}.label") == SMALL[1]
 
+    # the run's evaluation is what FiftyOne's Model Evaluation panel shows:
+    # on the same samples, with the same notion of correct (the class), this
+    # panel says the same accuracy
+    results = ds.load_evaluation_results(f"eval_{FIELD_NOW}")
+    assert len(results.ytrue) == SMALL[1]
+    accuracy = results.metrics()["accuracy"]
+    ours = compute_ratios(ds.load_saved_view(SMALL[0]), FIELD_NOW, correct="class")
+    assert ours.to_dict()["models"][FIELD_NOW]["accuracy"] == pytest.approx(accuracy)
+    _pick(page, "Correct if", "class")
+    try:
+        page.get_by_text(f"accuracy {accuracy:.1%} on {SMALL[1]:,} images",
+                         exact=False).first.wait_for(timeout=30_000)
+        _shot(page, "run-model-immediate-class-accuracy")
+    finally:
+        _pick(page, "Correct if", "real")
+
 
 def test_run_model_delegated_on_a_larger_view(demo_build, app_url, page):
     name, _ = demo_build
@@ -371,6 +397,10 @@ def test_unticked_field_leaves_the_chart(demo_build, app_url, page):
     # exactly the other traces, each once (the App merges a chart kept in
     # the panel data with the previous one, index by index)
     assert _traces(page) == [f for f in drawn if f != field]
+    # the text under the chart says the same, also once the App has settled
+    # (it writes older copies of the panel state back)
+    page.wait_for_timeout(2500)
+    assert _traces(page) == _summary_fields(page) == [f for f in drawn if f != field]
     _shot(page, "panel-unticked")
     _timed_change(page, f"tick {field}",
                   lambda: page.get_by_role("checkbox", name=field, exact=True).click())
