@@ -400,9 +400,11 @@ class ImageNetXPanel(foo.Panel):
         state = ctx.panel.state
         drill = state.drill
         if drill:
-            row = panel.h_stack("drill", gap=2, align_y="center")
+            # not "drill": the App writes the values of a stack's inputs
+            # back into the state key of the stack's name
+            row = panel.h_stack("drill_row", gap=2, align_y="center")
             texts.md(
-                "drill.text",
+                "drill_row.text",
                 f"Showing the **{drill['count']:,}** {drill.get('unit', 'samples')} of "
                 f"{drill.get('title', 'slice')} **{drill['slice']}** that "
                 f"**{drill['field']}** {drill.get('what', 'gets wrong')}.",
