@@ -148,6 +148,7 @@ class ImageNetXPanel(foo.Panel):
             "signature": _signature(view),
         }
         ctx.ops.set_view(view)
+        self._refresh(ctx)  # draws from fresh state (see _Texts)
 
     def _click_paired(self, ctx, field, slice_name):
         from imagenetx.analysis.paired import broken_pairs_view
@@ -170,16 +171,24 @@ class ImageNetXPanel(foo.Panel):
             "base": base._serialize(), "signature": _signature(view),
         }
         ctx.ops.set_view(view)
+        self._refresh(ctx)
 
     def back(self, ctx):
         drill = ctx.panel.state.drill
         ctx.panel.state.drill = None
         if drill:
-            ctx.ops.set_view(_rebuild(ctx, drill["base"]))
+            base = _rebuild(ctx, drill["base"])
+            ctx.ops.set_view(base)
+            self._refresh(ctx, base)
 
-    def _refresh(self, ctx):
+    def _refresh(self, ctx, view=None):
         """Computes the chart of the current settings over the current
-        view into the panel's state and data."""
+        view (or ``view``) into the panel's state.
+
+        Every event that renders comes here first: the App's copy of the
+        state it sends can be older than the last patch, so what is drawn is
+        computed again (memoized) rather than read from it.
+        """
         from imagenetx.analysis import analysis_options
         from imagenetx.analysis.columns import dataset_version
         from imagenetx.analysis.memo import memoized
@@ -188,7 +197,8 @@ class ImageNetXPanel(foo.Panel):
         from imagenetx.store.schema import prediction_fields
 
         state = ctx.panel.state
-        view = _rebuild(ctx, state.drill["base"]) if state.drill else ctx.view
+        if view is None:
+            view = _rebuild(ctx, state.drill["base"]) if state.drill else ctx.view
         if view is None:
             state.set({"status": "error", "message": "Open a dataset first."})
             return
@@ -236,7 +246,7 @@ class ImageNetXPanel(foo.Panel):
             return
         state.set({
             "chart": traces,
-            "view_signature": _signature(ctx.view),
+            "view_signature": _signature(view),
             "status": "ok",
             "layout": layout,
             "summary": summary,
@@ -448,7 +458,7 @@ def _same_view(ctx) -> bool:
     signature = _signature(ctx.view)
     drill = state.get("drill")
     if drill:
-        return signature == drill["signature"]
+        return signature == drill.get("signature")
     return state.get("status") == "ok" and state.get("view_signature") == signature
 
 
