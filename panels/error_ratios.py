@@ -32,6 +32,9 @@ CHARTS = {"cue_conflict": (SHAPE_BIAS, ERROR_RATIOS),
 #: how often the panel looks at the background runs and the dataset's
 #: version (ms)
 POLL_MS = 4000
+#: controls with at most this many choices are rows of buttons, the others
+#: dropdowns
+MAX_BUTTONS = 6
 #: the published models of the Figure 4 chart
 CONTEXT_GROUPS = ("imagenet_testbed",)
 
@@ -86,6 +89,24 @@ class ImageNetXPanel(foo.Panel):
                     and not ctx.params["value"]):
                 return  # a new field's checkbox reporting its unset value
             ctx.panel.state.set(path, ctx.params["value"])
+            _save_choice(ctx)
+        self._refresh(ctx)
+
+    def toggle_field(self, ctx):
+        """A field's toggle: shows or hides its bars (the button carries the
+        value it sets, so a repeated click changes nothing)."""
+        field = ctx.params.get("field")
+        if field:
+            ctx.panel.state.set(SHOW + field, bool(ctx.params.get("shown")))
+            _save_choice(ctx)
+        self._refresh(ctx)
+
+    def set_control(self, ctx):
+        """A control's button: sets that control (chart, slicing, label
+        space, ReaL mode) to the button's value."""
+        name = ctx.params.get("control")
+        if name:
+            ctx.panel.state.set(CONTROLS + name, ctx.params.get("value"))
             _save_choice(ctx)
         self._refresh(ctx)
 
@@ -347,13 +368,17 @@ class ImageNetXPanel(foo.Panel):
 
     def _render_controls(self, ctx, panel):
         state = ctx.panel.state
-        fields = panel.h_stack("show", gap=2, align_y="center")
+        fields = panel.h_stack("fields", gap=1, align_y="center")
         for f in state.get("available") or []:
-            # the App applies an input's default when it (re)mounts: the
-            # default must be the state's value, or a reload ticks it again
-            fields.bool(f, label=f, default=bool(state.get(SHOW + f, True)),
-                        on_change=self.on_change_controls)
-        modes = panel.h_stack("controls", gap=2)
+            # toggles rather than checkboxes: a button's click reaches the
+            # panel at once (an input's change waits 250 ms in the App and
+            # makes it save its spaces and refetch the page first)
+            shown = bool(state.get(SHOW + f, True))
+            fields.btn(f"toggle_{f}", label=f, icon="check_box" if shown
+                       else "check_box_outline_blank",
+                       variant="contained" if shown else "outlined",
+                       on_click=self.toggle_field,
+                       params={"field": f, "shown": not shown})
         options = state.get("options") or {}
         group = options.get("group_slicing")
         dropdowns = []
@@ -368,18 +393,32 @@ class ImageNetXPanel(foo.Panel):
             values = tuple(options["slicings"].get(group) or ())
             dropdowns.append(("within", (ALL, *values),
                               options["slice_titles"][group].capitalize()))
+        menus = []
         for name, values, label in dropdowns:
             if name == "real_mode" and state.get(CONTROLS + "correct") != "real":
                 continue
             if name != "chart" and _chart(ctx) in (SHAPE_BIAS, PAIRED):
                 continue  # these charts have their own slicing and label spaces
+            if not values:
+                continue
+            current = state.get(CONTROLS + name) or values[0]
+            if len(values) <= MAX_BUTTONS:
+                # a row of buttons, for the same reason as the toggles
+                row = panel.h_stack(f"choose_{name}", gap=1, align_y="center")
+                row.md(f"{label}:", name="label")
+                for value in values:
+                    row.btn(f"{name}_{value}", label=value,
+                            variant="contained" if value == current else "outlined",
+                            on_click=self.set_control,
+                            params={"control": name, "value": value})
+                continue
+            menus.append((name, values, label, current))
+        modes = panel.h_stack("controls", gap=2, align_y="center")
+        for name, values, label, current in menus:
             choices = types.DropdownView(label=label)
             for value in values:
                 choices.add_choice(value, label=value)
-            if not values:
-                continue
-            modes.enum(name, list(values), view=choices,
-                       default=state.get(CONTROLS + name) or values[0],
+            modes.enum(name, list(values), view=choices, default=current,
                        on_change=self.on_change_controls)
         modes.btn("refresh", label="Refresh", icon="refresh",
                   on_click=self.refresh)
