@@ -259,7 +259,7 @@ def _fill(page, label, value):
 
 
 def _wait_sidebar(page, field):
-    """The field is in the App's sidebar (besides the panel's checkbox)."""
+    """The field is in the App's sidebar (besides the panel's toggle)."""
     page.wait_for_function(
         """(f) => [...document.querySelectorAll('*')].filter(
              e => e.childElementCount === 0 && e.textContent === f).length >= 2""",
@@ -283,21 +283,37 @@ def _fill_model(page, field):
     _fill(page, "Prediction field", field)
 
 
-def _dropdown(page, label):
-    return page.get_by_text(label, exact=True).last.locator(
-        "xpath=following::*[@role='combobox'][1]")
+def _choice(page, label, value):
+    """The button of ``value`` in the panel's row of choices ``label``."""
+    return page.get_by_text(f"{label}:", exact=True).locator(
+        f"xpath=following::button[normalize-space(.)='{value}'][1]")
 
 
 def _pick(page, label, choice):
-    _dropdown(page, label).click()
-    page.get_by_role("option", name=choice, exact=True).click()
+    _choice(page, label, choice).click()
+
+
+def _chosen(page, label) -> str:
+    """The value chosen in the panel's row of choices ``label``."""
+    return page.get_by_text(f"{label}:", exact=True).locator(
+        "xpath=following::button[contains(@class, 'MuiButton-contained')][1]"
+    ).inner_text().strip()
+
+
+def _toggle(page, field):
+    """The panel's toggle of a prediction field."""
+    return page.get_by_role("button", name=field, exact=True)
+
+
+def _is_on(toggle) -> bool:
+    return "MuiButton-contained" in (toggle.get_attribute("class") or "")
 
 
 def test_panel_control_changes_redraw_the_chart(demo_build, app_url, page):
     """Each change redraws from the panel's state; times recorded."""
     _open(page, app_url, 48_868)
     _open_panel(page)
-    current = _dropdown(page, "Correct if").inner_text().strip()
+    current = _chosen(page, "Correct if")
     for choice in [c for c in ("class", "metaclass", "real") if c != current]:
         _timed_change(page, f"Correct if: {current} -> {choice}",
                       lambda: _pick(page, "Correct if", choice))
@@ -376,10 +392,10 @@ def test_a_field_added_by_a_background_run_can_be_unticked(demo_build, app_url, 
     _open_panel(page)
     _wait_traces(page, [[FIELD_BG, True]])
     drawn = _traces(page)
-    box = page.get_by_role("checkbox", name=FIELD_BG, exact=True)
+    box = _toggle(page, FIELD_BG)
     _timed_change(page, f"untick {FIELD_BG} (added by a background run)", box.click)
     assert _traces(page) == [f for f in drawn if f != FIELD_BG]
-    assert not box.is_checked()
+    assert not _is_on(box)
     _timed_change(page, f"tick {FIELD_BG}", box.click)
     assert sorted(_traces(page)) == sorted(drawn)
 
@@ -393,7 +409,7 @@ def test_unticked_field_leaves_the_chart(demo_build, app_url, page):
     _wait_traces(page, [[field, True], [FIELD_BG, True]])
     drawn = _traces(page)
     _timed_change(page, f"untick {field}",
-                  lambda: page.get_by_role("checkbox", name=field, exact=True).click())
+                  lambda: _toggle(page, field).click())
     # exactly the other traces, each once (the App merges a chart kept in
     # the panel data with the previous one, index by index)
     assert _traces(page) == [f for f in drawn if f != field]
@@ -403,7 +419,7 @@ def test_unticked_field_leaves_the_chart(demo_build, app_url, page):
     assert _traces(page) == _summary_fields(page) == [f for f in drawn if f != field]
     _shot(page, "panel-unticked")
     _timed_change(page, f"tick {field}",
-                  lambda: page.get_by_role("checkbox", name=field, exact=True).click())
+                  lambda: _toggle(page, field).click())
     assert sorted(_traces(page)) == sorted(drawn)
 
 
@@ -413,18 +429,18 @@ def test_the_field_choice_survives_a_reload(demo_build, app_url, page):
     _open_panel(page)
     _wait_traces(page, [[field, True]])
     _timed_change(page, f"untick {field}",
-                  lambda: page.get_by_role("checkbox", name=field, exact=True).click())
+                  lambda: _toggle(page, field).click())
     _open(page, app_url, LARGE[1], reload=True)
     _open_panel(page)
     try:
         _wait_traces(page, [[FIELD_BG, True], [field, False]], timeout=20_000)
         page.wait_for_timeout(3000)  # the App's inputs mount and apply defaults
         assert field not in _traces(page)
-        assert not page.get_by_role("checkbox", name=field, exact=True).is_checked()
+        assert not _is_on(_toggle(page, field))
         _shot(page, "panel-choice-after-reload")
     finally:
         if field not in _traces(page):
-            page.get_by_role("checkbox", name=field, exact=True).click()
+            _toggle(page, field).click()
             _wait_traces(page, [[field, True]])
 
 

@@ -139,9 +139,8 @@ def test_panel_follows_the_view_and_the_controls(demo_build):
     assert "chart" not in panel.data(panel.send("on_change_view"))
 
     # a control changes: multi-factor labels, paper ReaL mode
-    panel.send("on_change_controls", path="controls.slicing", value="factors")
-    requests = panel.send("on_change_controls", path="controls.real_mode",
-                          value="paper")
+    panel.send("set_control", control="slicing", value="factors")  # its button
+    requests = panel.send("set_control", control="real_mode", value="paper")
     (trace,) = panel.data(requests)["chart"]
     expected = compute_ratios(dogs, "imagenet_labels", which="multi",
                               correct="real", real_mode="paper").to_dict()
@@ -154,7 +153,7 @@ def test_panel_follows_the_view_and_the_controls(demo_build):
         row["pose"]["n"] - row["pose"]["correct"])
 
     # unticking the only prediction field asks for one
-    panel.send("on_change_controls", path="show.imagenet_labels", value=False)
+    panel.send("toggle_field", field="imagenet_labels", shown=False)
     assert panel.state["status"] == "error"
     assert "Tick at least one" in panel.state["message"]
 
