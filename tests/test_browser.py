@@ -47,6 +47,7 @@ def app_url(demo_build):
 
     name, _ = demo_build
     install_plugin()
+    _restore_demo(name)  # as the other modules may have left it
     ds = fo.load_dataset(name)
     ds.save_view(SMALL[0], ds.limit(SMALL[1]), overwrite=True)
     ds.save_view(LARGE[0], ds.skip(SMALL[1]).limit(LARGE[1]), overwrite=True)

@@ -27,6 +27,17 @@ def _plugin():
     install_plugin()
 
 
+@pytest.fixture(autouse=True)
+def _forget_panel_choices():
+    """The panel keeps its toggles and controls per dataset: each test
+    starts, and leaves the shared demo, without them."""
+    yield
+    from fiftyone.operators.store import ExecutionStore
+
+    for name in fo.list_datasets():
+        ExecutionStore.create("imagenetx_panel", fo.load_dataset(name)._doc.id).delete(name)
+
+
 class PanelSession:
     """One open panel: its state persists across events, as in the App."""
 
