@@ -210,6 +210,15 @@ def _click_bar(page, field, x) -> int:
     return int(re.search(r"Showing the ([\d,]+) samples", text)[1].replace(",", ""))
 
 
+def _close_result(page):
+    """Closes an operator's result dialog, if one is open."""
+    button = page.get_by_role("dialog").get_by_role(
+        "button", name=re.compile("^(Done|Close)$"))
+    if button.count():
+        button.first.click()
+        button.first.wait_for(state="detached", timeout=30_000)
+
+
 def _open(page, url, count, reload=False):
     """Loads the App (unless this page shows it already); then shows the
     saved view of that many samples (the App's session keeps its view across
@@ -217,9 +226,7 @@ def _open(page, url, count, reload=False):
     whole dataset)."""
     if reload or not page.url.startswith(url):
         page.goto(url, wait_until="domcontentloaded", timeout=120_000)
-    done = page.get_by_role("button", name="Done", exact=True)
-    if done.count():  # an operator's result dialog
-        done.first.click()
+    _close_result(page)
     page.get_by_text(" samples", exact=False).first.wait_for(timeout=120_000)
     dismiss = page.get_by_text("Dismiss", exact=True)
     if dismiss.count():
@@ -483,8 +490,6 @@ def _same_page(page) -> bool:
     return page.evaluate("() => window.__imagenetx_mark === true")
 
 
-def _close_result(page):
-    page.get_by_role("button", name="Close", exact=True).click()
 
 
 def test_import_predictions_adds_the_field_to_sidebar_and_chart(
