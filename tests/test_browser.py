@@ -464,7 +464,7 @@ def _real_predictions(source, path, dataset, names, outside=2) -> dict:
     """Writes the rows of a toolkit CSV for the image files ``names``, plus
     ``outside`` rows for files not in the dataset, to ``path``; returns the
     written ``{file name: predicted class}`` of ``names``."""
-    demo = {os.path.basename(f) for f in dataset.values("filepath")}
+    present = {os.path.basename(f) for f in dataset.values("filepath")}
     written = {}
     with open(source, newline="") as f, open(path, "w", newline="") as g:
         rows, out = csv.reader(f), csv.writer(g)
@@ -472,7 +472,7 @@ def _real_predictions(source, path, dataset, names, outside=2) -> dict:
         for row in rows:
             if row[0] in names:
                 written[row[0]] = int(row[1])
-            elif row[0] not in demo and outside:
+            elif row[0] not in present and outside:
                 outside -= 1
             else:
                 continue
@@ -573,7 +573,7 @@ def test_a_field_listed_as_not_drawn_leaves_the_chart(demo_build, app_url, page)
         note = page.locator("p", has_text="No predictions in this view")
         note.wait_for(timeout=60_000)
         assert FIELD_IMPORT in note.inner_text()
-        _wait_traces(page, [[FIELD_IMPORT, False]], timeout=15_000)
+        _wait_traces(page, [[FIELD_IMPORT, False]], timeout=8_000)
     finally:
         _open(page, app_url, 48_868)
 
