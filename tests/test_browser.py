@@ -549,6 +549,7 @@ def test_show_mistakes_shows_as_many_as_the_bar_counts(demo_build, app_url, page
 
     _operator(page, "ImageNet-X: show a model's mistakes in a slice")
     assert _dropdown(page, "Prediction field").inner_text().strip() == field
+    assert page.get_by_role("radio", name=correct, exact=True).is_checked()
     _pick(page, "Factor", factor)
     page.get_by_role("button", name="Execute", exact=True).click()
     page.get_by_text(f"{expected:,} samples", exact=True).wait_for(timeout=60_000)
