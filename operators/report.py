@@ -41,12 +41,14 @@ class ExportReport(foo.Operator):
 
     @user_errors
     def execute(self, ctx):
+        import os
+
         from imagenetx.present.report import write_report
 
         summary = write_report(
             ctx.view,
             ctx.params["pred_fields"],
-            ctx.params["out"],
+            os.path.expanduser(ctx.params["out"]),
             **mode_params(ctx),
         )
         return {"html": summary.html, "csvs": summary.csvs,
@@ -59,8 +61,9 @@ class ExportReport(foo.Operator):
 
 
 def _check(ctx, inputs) -> None:
-    """At least one field; the HTML file is a page path whose folder exists
-    or can be made."""
+    """At least one field; the HTML file is an .html page in a folder that
+    exists and the server can write (what
+    :func:`imagenetx.present.report.write_report` accepts)."""
     import os
 
     if ctx.params.get("pred_fields") == []:
@@ -74,9 +77,14 @@ def _check(ctx, inputs) -> None:
         invalid(inputs, "out_error", f"HTML file '{out}' is a folder: name the page, "
                 f"e.g. {os.path.join(out, 'report.html')}")
         return
-    parent = os.path.dirname(os.path.abspath(out))
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+    if not out.lower().endswith((".html", ".htm")):
+        invalid(inputs, "out_error", f"HTML file '{out}' is not an .html path: name "
+                f"the page, e.g. {os.path.splitext(out)[0]}.html")
+        return
+    folder = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(folder):
+        invalid(inputs, "out_error", f"HTML file '{out}': the folder '{folder}' does "
+                "not exist on the server; create it or choose another folder")
+    elif not os.access(folder, os.W_OK):
         invalid(inputs, "out_error", f"HTML file '{out}': the server cannot write "
-                f"under '{parent}'; choose another folder")
+                f"in '{folder}'; choose another folder")

@@ -4,7 +4,9 @@ plugin, driven by headless Chromium through playwright.
 Screenshots go to ``test-artifacts/`` (or ``$IMAGENETX_TEST_ARTIFACTS``).
 """
 
+import csv
 import os
+import re
 import shutil
 import signal
 import socket
@@ -16,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
-from imagenetx.analysis import compute_ratios, mistakes_view
+from conftest import REPO, SHARED_DATA
+from imagenetx.analysis import analysis_options, compute_ratios, mistakes_view
 from imagenetx.plugin import install_plugin
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -36,6 +38,8 @@ DELEGATE_ABOVE = 48
 #: the views the runs use: under and over :data:`DELEGATE_ABOVE`
 SMALL, LARGE = ("first32", 32), ("next64", 64)
 FIELD_NOW, FIELD_BG = "lite0_now", "lite0_bg"
+#: the field Import predictions writes (the authors' ResNet-50 CSV)
+FIELD_IMPORT = "resnet50_csv"
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +90,7 @@ def _restore_demo(name):
     from fiftyone.operators.store import ExecutionStore
 
     ds = fo.load_dataset(name)
-    for field in (FIELD_NOW, FIELD_BG):
+    for field in (FIELD_NOW, FIELD_BG, FIELD_IMPORT):
         if ds.has_evaluation(f"eval_{field}"):
             ds.delete_evaluation(f"eval_{field}")
         for f in (field, f"eval_{field}", f"{field}_error"):
@@ -139,10 +143,7 @@ def test_click_on_a_factor_bar_shows_exactly_its_mistakes(
     assert len(factors) == 16 and bars.count() == 16
     assert factors[:3] == ["subcategory", "texture", "shape"]
 
-    # plotly's drag layer takes the pointer: click where the bar is drawn
-    box = bars.nth(factors.index("texture")).bounding_box()
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-
+    assert _click_bar(page, "imagenet_labels", "texture") == expected
     page.get_by_text(f"{expected:,} samples", exact=True).wait_for(
         timeout=60_000)
     page.get_by_text("Back to the previous view").wait_for(timeout=60_000)
@@ -204,6 +205,31 @@ def _timed_change(page, label, action):
     print(f"panel change '{label}': {seconds:.2f} s from click to drawn chart")
 
 
+def _click_bar(page, field, x) -> int:
+    """Clicks the bar of a field's trace at ``x``; returns the number of
+    mistakes the panel's drill line then says it shows."""
+    i = _traces(page).index(field)
+    xs = page.evaluate("(i) => document.querySelector('.js-plotly-plot').data[i].x", i)
+    bar = page.locator(".js-plotly-plot .trace.bars").nth(i).locator(".point path")
+    # plotly's drag layer takes the pointer: click where the bar is drawn
+    box = bar.nth(xs.index(x)).bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    line = page.locator("p", has_text="Showing the")
+    line.wait_for(timeout=60_000)
+    text = line.inner_text()
+    assert f" of factor {x} that {field} gets wrong" in text, text
+    return int(re.search(r"Showing the ([\d,]+) samples", text)[1].replace(",", ""))
+
+
+def _close_result(page):
+    """Closes an operator's result dialog, if one is open."""
+    button = page.get_by_role("dialog").get_by_role(
+        "button", name=re.compile("^(Done|Close)$"))
+    if button.count():
+        button.first.click()
+        button.first.wait_for(state="detached", timeout=30_000)
+
+
 def _open(page, url, count, reload=False):
     """Loads the App (unless this page shows it already); then shows the
     saved view of that many samples (the App's session keeps its view across
@@ -211,9 +237,7 @@ def _open(page, url, count, reload=False):
     whole dataset)."""
     if reload or not page.url.startswith(url):
         page.goto(url, wait_until="domcontentloaded", timeout=120_000)
-    done = page.get_by_role("button", name="Done", exact=True)
-    if done.count():  # an operator's result dialog
-        done.first.click()
+    _close_result(page)
     page.get_by_text(" samples", exact=False).first.wait_for(timeout=120_000)
     dismiss = page.get_by_text("Dismiss", exact=True)
     if dismiss.count():
@@ -227,6 +251,8 @@ def _open(page, url, count, reload=False):
     elif not wanted and shown:
         page.get_by_text(shown, exact=True).first.locator(
             "xpath=following::*[name()='svg'][1]").click()
+    elif not wanted and not page.get_by_text(f"{count:,} samples", exact=True).count():
+        page.locator("[data-cy=btn-clear-view-bar]").click()  # e.g. a mistakes view
     page.get_by_text(f"{count:,} samples", exact=True).wait_for(timeout=120_000)
 
 
@@ -260,11 +286,10 @@ def _fill(page, label, value):
 
 
 def _wait_sidebar(page, field):
-    """The field is in the App's sidebar (besides the panel's toggle)."""
-    page.wait_for_function(
-        """(f) => [...document.querySelectorAll('*')].filter(
-             e => e.childElementCount === 0 && e.textContent === f).length >= 2""",
-        arg=field, timeout=60_000)
+    """The field has its entry in the App's sidebar."""
+    entry = page.locator(f"[data-cy=sidebar] [data-cy='sidebar-field-{field}']")
+    entry.wait_for(timeout=60_000)
+    assert entry.inner_text().strip() == field
 
 
 def _snapshot(name):
@@ -290,8 +315,20 @@ def _choice(page, label, value):
         f"xpath=following::button[normalize-space(.)='{value}'][1]")
 
 
-def _pick(page, label, choice):
+def _panel_pick(page, label, choice):
     _choice(page, label, choice).click()
+
+
+def _dropdown(page, label):
+    """An operator form's dropdown."""
+    return page.get_by_text(label, exact=True).last.locator(
+        "xpath=following::*[@role='combobox'][1]")
+
+
+def _pick(page, label, choice):
+    """Picks a choice in an operator form's dropdown."""
+    _dropdown(page, label).click()
+    page.get_by_role("option", name=choice, exact=True).click()
 
 
 def _chosen(page, label) -> str:
@@ -317,15 +354,15 @@ def test_panel_control_changes_redraw_the_chart(demo_build, app_url, page):
     current = _chosen(page, "Correct if")
     for choice in [c for c in ("class", "metaclass", "real") if c != current]:
         _timed_change(page, f"Correct if: {current} -> {choice}",
-                      lambda: _pick(page, "Correct if", choice))
+                      lambda: _panel_pick(page, "Correct if", choice))
         current = choice
     if current != "real":
         _timed_change(page, f"Correct if: {current} -> real",
-                      lambda: _pick(page, "Correct if", "real"))
+                      lambda: _panel_pick(page, "Correct if", "real"))
     _timed_change(page, "Slice by: top_factor -> metaclass",
-                  lambda: _pick(page, "Slice by", "metaclass"))
+                  lambda: _panel_pick(page, "Slice by", "metaclass"))
     _timed_change(page, "Slice by: metaclass -> top_factor",
-                  lambda: _pick(page, "Slice by", "top_factor"))
+                  lambda: _panel_pick(page, "Slice by", "top_factor"))
     _shot(page, "panel-after-changes")
     assert "imagenet_labels" in _traces(page)
 
@@ -354,13 +391,13 @@ def test_run_model_immediately_on_a_small_view(demo_build, app_url, page):
     accuracy = results.metrics()["accuracy"]
     ours = compute_ratios(ds.load_saved_view(SMALL[0]), FIELD_NOW, correct="class")
     assert ours.to_dict()["models"][FIELD_NOW]["accuracy"] == pytest.approx(accuracy)
-    _pick(page, "Correct if", "class")
+    _panel_pick(page, "Correct if", "class")
     try:
         page.get_by_text(f"accuracy {accuracy:.1%} on {SMALL[1]:,} images",
                          exact=False).first.wait_for(timeout=30_000)
         _shot(page, "run-model-immediate-class-accuracy")
     finally:
-        _pick(page, "Correct if", "real")
+        _panel_pick(page, "Correct if", "real")
 
 
 def test_run_model_delegated_on_a_larger_view(demo_build, app_url, page):
@@ -485,3 +522,213 @@ def test_discover_shows_its_table(demo_build, app_url, page):
     page.get_by_text("error ratio", exact=True).first.wait_for(timeout=30_000)
     _shot(page, "discover-table")
     assert not page.get_by_text("Loading...", exact=True).count()
+
+
+def _real_predictions(source, path, dataset, names, outside=2) -> dict:
+    """Writes the rows of a toolkit CSV for the image files ``names``, plus
+    ``outside`` rows for files not in the dataset, to ``path``; returns the
+    written ``{file name: predicted class}`` of ``names``."""
+    present = {os.path.basename(f) for f in dataset.values("filepath")}
+    written = {}
+    with open(source, newline="") as f, open(path, "w", newline="") as g:
+        rows, out = csv.reader(f), csv.writer(g)
+        out.writerow(next(rows))
+        for row in rows:
+            if row[0] in names:
+                written[row[0]] = int(row[1])
+            elif row[0] not in present and outside:
+                outside -= 1
+            else:
+                continue
+            out.writerow(row)
+    return written
+
+
+def _mark_page(page):
+    """Marks the loaded page; :func:`_same_page` tells whether it is still
+    the one loaded (no reload since)."""
+    page.evaluate("() => { window.__imagenetx_mark = true; }")
+
+
+def _same_page(page) -> bool:
+    return page.evaluate("() => window.__imagenetx_mark === true")
+
+
+
+
+def test_import_predictions_adds_the_field_to_sidebar_and_chart(
+    demo_build, app_url, page, tmp_path
+):
+    import fiftyone as fo
+
+    name, _ = demo_build
+    source = SHARED_DATA / "predictions" / "ResNet50.csv"
+    if not source.is_file():
+        pytest.skip(f"no {source} (see ../shared/data/README.md)")
+    ds = fo.load_dataset(name)
+    small = {os.path.basename(f) for f in ds.load_saved_view(SMALL[0]).values("filepath")}
+    path = tmp_path / "resnet50-first32.csv"
+    predicted = _real_predictions(source, path, ds, small)
+    assert len(predicted) == SMALL[1]
+
+    _open(page, app_url, SMALL[1])
+    _open_panel(page)
+    _mark_page(page)
+    _operator(page, "ImageNet-X: import predictions")
+    _fill(page, "Prediction file", str(path))
+    _fill(page, "Prediction field", FIELD_IMPORT)
+    page.get_by_role("button", name="Execute", exact=True).click()
+    result = page.get_by_text(f"Imported {SMALL[1] + 2} predictions", exact=False)
+    result.wait_for(timeout=60_000)
+    assert (f"into field '{FIELD_IMPORT}'" in result.inner_text()
+            and f"{SMALL[1]} of 48,868 samples written" in result.inner_text()
+            and "2 rows for files not in the dataset" in result.inner_text())
+    _wait_traces(page, [[FIELD_IMPORT, True], ["imagenet_labels", True]])
+    _wait_sidebar(page, FIELD_IMPORT)
+    _shot(page, "import-predictions")
+    _close_result(page)
+    assert _same_page(page)  # the field came without a page reload
+
+    ds.reload()  # the App's server wrote the field
+    view = ds.exists(FIELD_IMPORT)
+    files = [os.path.basename(f) for f in view.values("filepath")]
+    assert dict(zip(files, view.values(f"{FIELD_IMPORT}.class_index"))) == predicted
+
+
+def test_show_mistakes_shows_as_many_as_the_bar_counts(demo_build, app_url, page):
+    import fiftyone as fo
+
+    name, _ = demo_build
+    field, factor = "imagenet_labels", "texture"
+    # the form's default correctness, which the panel opens with too
+    correct = analysis_options(fo.load_dataset(name))["default_correct"]
+    expected = len(mistakes_view(name, field, factor, correct=correct))
+
+    _open(page, app_url, 48_868)
+    _open_panel(page)
+    assert _chosen(page, "Correct if") == correct
+    assert _click_bar(page, field, factor) == expected
+    page.get_by_text("Back to the previous view").click()
+    page.get_by_text("48,868 samples", exact=True).wait_for(timeout=60_000)
+
+    _operator(page, "ImageNet-X: show a model's mistakes in a slice")
+    assert _dropdown(page, "Prediction field").inner_text().strip() == field
+    assert page.get_by_role("radio", name=correct, exact=True).is_checked()
+    _pick(page, "Factor", factor)
+    page.get_by_role("button", name="Execute", exact=True).click()
+    page.get_by_text(f"{expected:,} samples", exact=True).wait_for(timeout=60_000)
+    page.wait_for_timeout(2000)  # let the grid draw its thumbnails
+    _shot(page, "show-mistakes")
+    assert expected == 54
+    _open(page, app_url, 48_868)  # clears the mistakes view
+
+
+def test_a_field_listed_as_not_drawn_leaves_the_chart(demo_build, app_url, page):
+    _open(page, app_url, 48_868)
+    _open_panel(page)
+    _wait_traces(page, [[FIELD_IMPORT, True]])
+    _operator(page, "ImageNet-X: show a model's mistakes in a slice")
+    _pick(page, "Factor", "texture")  # none of these 32 images is a texture one
+    page.get_by_role("button", name="Execute", exact=True).click()
+    try:
+        note = page.locator("p", has_text="No predictions in this view")
+        note.wait_for(timeout=60_000)
+        assert FIELD_IMPORT in note.inner_text()
+        _wait_traces(page, [[FIELD_IMPORT, False]], timeout=8_000)
+    finally:
+        _open(page, app_url, 48_868)
+
+
+def test_report_writes_its_page_and_tables(demo_build, app_url, page, tmp_path):
+    import fiftyone as fo
+
+    from imagenetx.store.schema import prediction_fields
+
+    name, _ = demo_build
+    ds = fo.load_dataset(name)
+    fields = prediction_fields(ds)[:4]  # the form's default choice
+    correct = analysis_options(ds)["default_correct"]
+    out = tmp_path / "report.html"
+
+    _open(page, app_url, 48_868)
+    _operator(page, "ImageNet-X: export the HTML report")
+    chips = page.locator(".MuiChip-label").all_inner_texts()
+    assert chips == fields
+    _fill(page, "HTML file", str(out))
+    page.get_by_role("button", name="Execute", exact=True).click()
+    result = page.get_by_text(f"Report written to {out}", exact=False)
+    result.wait_for(timeout=120_000)
+    _shot(page, "report")
+    tables = re.search(r"\(tables: (.*)\)", result.inner_text())[1].split(", ")
+    _close_result(page)
+
+    assert "<h1>ImageNet-X" in out.read_text()
+    assert "report_error_ratios.csv" in tables
+    for table in tables:
+        assert (tmp_path / table).stat().st_size > 0
+    with open(tmp_path / "report_error_ratios.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["model"] for r in rows} == set(fields)
+    overall = next(r for r in rows if r["model"] == "imagenet_labels" and r["slice"] == "all")
+    library = compute_ratios(name, "imagenet_labels", correct=correct).to_dict()
+    assert int(overall["n"]) == library["models"]["imagenet_labels"]["n"]
+    assert float(overall["accuracy"]) == pytest.approx(
+        library["models"]["imagenet_labels"]["accuracy"])
+
+
+def _refused(page, message):
+    """The form shows ``message`` (no traceback) and Execute is disabled."""
+    page.get_by_text(message, exact=False).first.wait_for(timeout=30_000)
+    assert page.get_by_role("button", name="Execute", exact=True).is_disabled()
+    assert not page.get_by_text("Traceback", exact=False).count()
+
+
+def test_import_predictions_bad_inputs_say_so(demo_build, app_url, page, tmp_path):
+    name, _ = demo_build
+    before = _snapshot(name)
+    _open(page, app_url, SMALL[1])
+    _operator(page, "ImageNet-X: import predictions")
+    _fill(page, "Prediction field", "resnet50_bad")
+    _fill(page, "Prediction file", str(tmp_path / "missing.csv"))
+    _refused(page, f"Prediction file '{tmp_path / 'missing.csv'}' is not a file on the "
+                   "server: give the path of a .csv or .pickle there")
+    # a real CSV of another kind (human responses): refused when read
+    other = next((REPO.parent / "shared" / "data" / "cue-conflict" / "responses").glob("*.csv"))
+    _fill(page, "Prediction file", str(other))
+    page.get_by_role("button", name="Execute", exact=True).click()
+    page.get_by_text("lacks the column(s) file_name, predicted_class, predicted_probability",
+                     exact=False).first.wait_for(timeout=60_000)
+    _shot(page, "import-predictions-bad-input")
+    assert not page.get_by_text("Traceback", exact=False).count()
+    _close_result(page)
+    assert _snapshot(name) == before
+
+
+def test_report_bad_inputs_say_so(demo_build, app_url, page, tmp_path):
+    name, _ = demo_build
+    before = _snapshot(name)
+    _open(page, app_url, 48_868)
+    _operator(page, "ImageNet-X: export the HTML report")
+    _fill(page, "HTML file", str(tmp_path / "report.txt"))
+    _refused(page, f"HTML file '{tmp_path / 'report.txt'}' is not an .html path")
+    _fill(page, "HTML file", str(tmp_path / "new" / "report.html"))
+    _refused(page, f"the folder '{tmp_path / 'new'}' does not exist on the server")
+    _shot(page, "report-bad-input")
+    page.get_by_role("button", name="Cancel").click()
+    assert not list(tmp_path.iterdir())
+    assert _snapshot(name) == before
+
+
+def test_discover_bad_inputs_say_so(demo_build, app_url, page):
+    name, _ = demo_build
+    before = _snapshot(name)
+    _open(page, app_url, 48_868)
+    _operator(page, "ImageNet-X: discover the slices where a model fails")
+    _fill(page, "Fewest images per slice", "0")
+    _refused(page, "Fewest images per slice must be 1 or more (it is 0)")
+    _fill(page, "Fewest images per slice", "20")
+    _fill(page, "Show the mistakes of slice #", "11")
+    _refused(page, "Show the mistakes of slice # 11: only 10 slices are listed")
+    _shot(page, "discover-bad-input")
+    page.get_by_role("button", name="Cancel").click()
+    assert _snapshot(name) == before
