@@ -247,7 +247,7 @@ class ImageNetXPanel(foo.Panel):
                 state.set(SHOW + f, True)
         if not chosen:
             state.set({"status": "error", "chart": None, "layout": None,
-                       "message": "Tick at least one prediction field."})
+                       "message": "Turn on at least one prediction field (the toggles above)."})
             return
         # every event that gets here redraws (the App's copy of the state can
         # lag behind the last patch, so it cannot say what is drawn); the

@@ -391,6 +391,7 @@ def test_run_model_immediately_on_a_small_view(demo_build, app_url, page):
     accuracy = results.metrics()["accuracy"]
     ours = compute_ratios(ds.load_saved_view(SMALL[0]), FIELD_NOW, correct="class")
     assert ours.to_dict()["models"][FIELD_NOW]["accuracy"] == pytest.approx(accuracy)
+    _close_result(page)  # the run's result dialog
     _panel_pick(page, "Correct if", "class")
     try:
         page.get_by_text(f"accuracy {accuracy:.1%} on {SMALL[1]:,} images",

@@ -166,7 +166,7 @@ def test_panel_follows_the_view_and_the_controls(demo_build):
     # unticking the only prediction field asks for one
     panel.send("toggle_field", field="imagenet_labels", shown=False)
     assert panel.state["status"] == "error"
-    assert "Tick at least one" in panel.state["message"]
+    assert "Turn on at least one" in panel.state["message"]
 
 
 def test_panel_empty_states_offer_the_next_step(photos_dir):
