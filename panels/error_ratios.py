@@ -83,11 +83,9 @@ class ImageNetXPanel(foo.Panel):
         self._refresh(ctx)
 
     def on_change_controls(self, ctx):
+        """A dropdown's change (the controls with many choices)."""
         path = ctx.params.get("path")
         if path and "value" in ctx.params:
-            if (path.startswith(SHOW) and ctx.panel.state.get(path) is None
-                    and not ctx.params["value"]):
-                return  # a new field's checkbox reporting its unset value
             ctx.panel.state.set(path, ctx.params["value"])
             _save_choice(ctx)
         self._refresh(ctx)
@@ -169,7 +167,7 @@ class ImageNetXPanel(foo.Panel):
             "signature": _signature(view),
         }
         ctx.ops.set_view(view)
-        self._refresh(ctx)  # draws from fresh state (see _Texts)
+        self._refresh(ctx)  # the render draws what this computes (see _refresh)
 
     def _click_paired(self, ctx, field, slice_name):
         from imagenetx.analysis.paired import broken_pairs_view
