@@ -367,12 +367,18 @@ def test_panel_control_changes_redraw_the_chart(demo_build, app_url, page):
     assert "imagenet_labels" in _traces(page)
 
 
-def test_run_model_immediately_on_a_small_view(demo_build, app_url, page):
-    name, _ = demo_build
-    _open(page, app_url, SMALL[1])
+def _run_model_form(page, url, count, field):
+    """Opens Run model over the saved view of ``count`` samples, filled in
+    to predict ``field`` with the real efficientnet-lite0 weights."""
+    _open(page, url, count)
     _open_panel(page)
     _operator(page, "ImageNet-X: run a model")
-    _fill_model(page, FIELD_NOW)
+    _fill_model(page, field)
+
+
+def test_run_model_immediately_on_a_small_view(demo_build, app_url, page):
+    name, _ = demo_build
+    _run_model_form(page, app_url, SMALL[1], FIELD_NOW)
     page.get_by_role("button", name="Execute", exact=True).click()
     _wait_traces(page, [[FIELD_NOW, True], ["imagenet_labels", True]], timeout=240_000)
     _wait_sidebar(page, FIELD_NOW)
@@ -403,10 +409,7 @@ def test_run_model_immediately_on_a_small_view(demo_build, app_url, page):
 
 def test_run_model_delegated_on_a_larger_view(demo_build, app_url, page):
     name, _ = demo_build
-    _open(page, app_url, LARGE[1])
-    _open_panel(page)
-    _operator(page, "ImageNet-X: run a model")
-    _fill_model(page, FIELD_BG)
+    _run_model_form(page, app_url, LARGE[1], FIELD_BG)
     _shot(page, "run-model-delegated-form")
     page.get_by_role("button", name="Schedule", exact=True).click()
     page.get_by_text("Running in the background", exact=False).first.wait_for(timeout=60_000)

@@ -27,24 +27,19 @@ def _plugin():
     install_plugin()
 
 
-@pytest.fixture(autouse=True)
-def _forget_panel_choices():
-    """The panel keeps its toggles and controls per dataset: each test
-    starts, and leaves the shared demo, without them."""
-    yield
-    from fiftyone.operators.store import ExecutionStore
-
-    for name in fo.list_datasets():
-        ExecutionStore.create("imagenetx_panel", fo.load_dataset(name)._doc.id).delete(name)
-
 
 class PanelSession:
     """One open panel: its state persists across events, as in the App."""
 
     def __init__(self, dataset: str):
+        from fiftyone.operators.store import ExecutionStore
+
         self.dataset = dataset
         self.state = {}
         self.view_stages = None  # the App's current view
+        # a panel opened for the first time: without the toggles and controls
+        # an earlier test's panel kept for this dataset
+        ExecutionStore.create("imagenetx_panel", fo.load_dataset(dataset)._doc.id).delete(dataset)
 
     def send(self, method: str, **event) -> list:
         view = (
