@@ -1,0 +1,192 @@
+"""Model sources: each turns a spec ``SCHEME:REST`` into a
+:class:`~imagenetx.models.classifier.Classifier`.
+
+A lazy registry, like the probes': a source's module (and the library it
+wraps) is imported only when a spec names it. Each source module defines
+
+-   ``SYNTAX``: how its specs look, for messages
+-   ``ZERO_SHOT``: whether it builds zero-shot heads (templates apply)
+-   ``parse(rest, request)``: checks a spec's syntax, importing nothing heavy
+-   ``load(rest, request)``: the classifier
+
+Specs:
+
+-   ``timm:NAME``, ``torchvision:NAME[:WEIGHTS]``, ``checkpoint:PATH`` (with
+    ``arch``): ImageNet-1k classifiers
+-   ``open_clip:ARCH[/PRETRAINED]``: a zero-shot classifier built with
+    open_clip's own ``build_zero_shot_classifier``
+-   ``hf:ORG/NAME``: a transformers image classifier with ImageNet-1k labels,
+    or a transformers CLIP / SigLIP model as a zero-shot classifier
+-   ``zoo:NAME``: a FiftyOne zoo image classifier
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, replace
+from typing import Optional
+
+from imagenetx.errors import ImageNetXError
+
+#: scheme -> the module that loads it
+SOURCES = {
+    "timm": "imagenetx.models.sources.timm",
+    "torchvision": "imagenetx.models.sources.torchvision",
+    "checkpoint": "imagenetx.models.sources.checkpoint",
+    "open_clip": "imagenetx.models.sources.open_clip",
+    "hf": "imagenetx.models.sources.hf",
+    "zoo": "imagenetx.models.sources.zoo",
+}
+
+#: the scheme list (the name earlier versions used)
+SCHEMES = tuple(SOURCES)
+
+SPEC_HELP = (
+    "use timm:NAME, torchvision:NAME[:WEIGHTS], checkpoint:PATH with --arch "
+    "NAME, open_clip:ARCH[/PRETRAINED], hf:ORG/NAME or zoo:NAME"
+)
+
+#: the prompt templates a zero-shot head can use by name
+TEMPLATE_SETS = ("openai", "simple")
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """What a source needs besides the spec: the model options.
+
+    Attributes:
+        arch: the architecture of a ``checkpoint:`` spec
+        pretrained: False loads random weights (throughput tests)
+        remap_by_position: load a checkpoint by position (see
+            :mod:`imagenetx.models.sources.checkpoint`)
+        templates: zero-shot prompt templates: ``"openai"`` (OpenAI's 80
+            ImageNet templates), ``"simple"``, or a text file with one
+            template per line, each with ``{c}``
+        prompt: a single zero-shot prompt with ``{c}`` (instead of
+            ``templates``), e.g. ``"A photo of a {c}"``
+        classes: the output classes of a zero-shot head (``"imagenet"`` or
+            a benchmark's, :mod:`imagenetx.classes.outputs`); classifiers
+            with their own head ignore it
+    """
+
+    arch: Optional[str] = None
+    pretrained: bool = True
+    remap_by_position: bool = False
+    templates: Optional[str] = None
+    prompt: Optional[str] = None
+    classes: str = "imagenet"
+
+    @property
+    def zero_shot_options(self) -> bool:
+        """Whether a zero-shot option was given."""
+        return bool(self.templates or self.prompt)
+
+    def with_classes(self, classes: str) -> "ModelRequest":
+        return replace(self, classes=classes)
+
+
+def source_of(scheme: str):
+    """The source module of ``scheme`` (imported on first use)."""
+    return importlib.import_module(SOURCES[scheme])
+
+
+def split_spec(spec: str) -> tuple:
+    """``(scheme, rest)`` of a spec, checked to name a known source."""
+    scheme, sep, rest = (spec or "").partition(":")
+    if not sep or scheme not in SOURCES or not rest:
+        raise ImageNetXError(f"Unknown model spec '{spec}': {SPEC_HELP}")
+    return scheme, rest
+
+
+def check_request(spec: str, request: ModelRequest) -> None:
+    """Checks a spec and its options without loading anything heavy.
+
+    Raises:
+        ImageNetXError: for a malformed spec, an option that does not apply
+            to it, or a malformed zero-shot prompt
+    """
+    scheme, rest = split_spec(spec)
+    if scheme != "checkpoint":
+        if request.remap_by_position:
+            raise ImageNetXError(
+                "--remap-by-position (remap_by_position=True) applies to "
+                f"checkpoint:PATH specs only, not '{spec}'")
+        if request.arch:
+            raise ImageNetXError(
+                f"--arch applies to checkpoint:PATH specs only, not '{spec}'")
+    source = source_of(scheme)
+    if request.zero_shot_options and not getattr(source, "ZERO_SHOT", False):
+        raise ImageNetXError(
+            f"--templates and --prompt apply to zero-shot models (open_clip:, "
+            f"hf: CLIP or SigLIP), not '{spec}'")
+    if request.templates and request.prompt:
+        raise ImageNetXError("Pass --templates or --prompt, not both")
+    if request.prompt is not None:
+        check_prompt(request.prompt)
+    if request.templates:
+        check_templates(request.templates)
+    source.parse(rest, request)
+
+
+def check_prompt(prompt: str, where: str = "--prompt") -> None:
+    """Raises ImageNetXError unless ``prompt`` has exactly one ``{c}``."""
+    if prompt.count("{c}") != 1:
+        raise ImageNetXError(
+            f"{where} '{prompt}' must hold the class name as {{c}} exactly once, "
+            "e.g. --prompt \"A photo of a {c}\"")
+    try:
+        prompt.format(c="x")
+    except (IndexError, KeyError, ValueError) as e:
+        raise ImageNetXError(
+            f"{where} '{prompt}' is not a template with only {{c}} ({e}): write "
+            "other braces as {{ and }}") from None
+
+
+def check_templates(templates: str) -> None:
+    """Raises ImageNetXError unless ``templates`` names a template set or a
+    readable file of templates, each with ``{c}``."""
+    import os
+
+    if templates in TEMPLATE_SETS:
+        return
+    if not os.path.isfile(templates):
+        raise ImageNetXError(
+            f"--templates '{templates}' is neither {' nor '.join(TEMPLATE_SETS)} "
+            "nor a file: pass a text file with one template per line, each with {c}")
+    lines = read_template_file(templates)
+    if not lines:
+        raise ImageNetXError(f"--templates file '{templates}' holds no template")
+    for k, line in enumerate(lines, 1):
+        check_prompt(line, where=f"Line {k} of --templates file '{templates}'")
+
+
+def read_template_file(path: str) -> list:
+    """The non-empty lines of a templates file."""
+    with open(path, encoding="utf-8") as f:
+        return [line.strip() for line in f if line.strip()]
+
+
+def load_model(spec: str, request: Optional[ModelRequest] = None):
+    """Loads the classifier a spec names.
+
+    Args:
+        spec: ``SCHEME:REST`` (see the module docstring)
+        request (None): the model options (default: pretrained, ImageNet)
+
+    Returns:
+        a :class:`~imagenetx.models.classifier.Classifier`
+
+    Raises:
+        ImageNetXError: for an unknown model, weights that cannot be fetched,
+            or a model whose outputs are not the requested classes
+    """
+    from imagenetx.models.classifier import check_outputs
+
+    request = request or ModelRequest()
+    check_request(spec, request)
+    scheme, rest = split_spec(spec)
+    classifier = source_of(scheme).load(rest, request)
+    classifier.spec = spec
+    classifier.module.eval()
+    check_outputs(classifier)
+    return classifier

@@ -1,0 +1,109 @@
+"""``open_clip:ARCH[/PRETRAINED]``: an OpenCLIP model (CLIP, SigLIP,
+EVA-CLIP, ...) as a zero-shot classifier, e.g. ``open_clip:ViT-B-16/openai``,
+``open_clip:ViT-B-32/laion2b_s34b_b79k``, ``open_clip:ViT-B-16-SigLIP/webli``.
+
+The head is open_clip's own ``build_zero_shot_classifier`` over the output
+classes' prompt names and the templates (:mod:`imagenetx.models.zeroshot`);
+preprocessing is the model's own ``preprocess`` transform. Without
+``/PRETRAINED`` the model is built with random weights only when
+``pretrained=False``; otherwise its first pretrained tag is used.
+"""
+
+from __future__ import annotations
+
+from imagenetx.errors import ImageNetXError
+from imagenetx.models.sources._common import first_line, suggest
+
+SYNTAX = "open_clip:ARCH[/PRETRAINED]"
+ZERO_SHOT = True
+
+
+def parse(rest: str, request) -> None:
+    arch, _, tag = rest.partition("/")
+    if not arch or "/" in tag:
+        raise ImageNetXError(
+            f"Model spec 'open_clip:{rest}' is not {SYNTAX}: e.g. "
+            "open_clip:ViT-B-16/openai")
+
+
+def load(rest: str, request):
+    import open_clip
+    import torch
+
+    from imagenetx.classes.outputs import output_classes
+    from imagenetx.models.classifier import Classifier
+    from imagenetx.models.preprocess import from_transform
+    from imagenetx.models.zeroshot import (
+        ZeroShotClassifier, as_callables, cached_weights, describe, head_key,
+        template_texts)
+
+    arch, _, tag = rest.partition("/")
+    archs = open_clip.list_models()
+    if arch not in archs:
+        raise ImageNetXError(
+            f"Unknown open_clip architecture '{arch}'{suggest(arch, archs)}: see "
+            "open_clip.list_models()")
+    tags = open_clip.list_pretrained_tags_by_model(arch)
+    if tag and tag not in tags:
+        raise ImageNetXError(
+            f"Unknown pretrained tag '{tag}' of open_clip architecture '{arch}': use "
+            f"one of {', '.join(tags) or 'none (no pretrained weights)'}")
+    if request.pretrained and not tag:
+        if not tags:
+            raise ImageNetXError(
+                f"open_clip architecture '{arch}' has no pretrained weights: pick "
+                "one from open_clip.list_pretrained()")
+        tag = tags[0]
+    try:
+        model, _, preprocess = open_clip.create_model_and_transforms(
+            arch, pretrained=tag if request.pretrained else None)
+    except Exception as e:  # download and cache errors, in many types
+        raise ImageNetXError(
+            f"Cannot get the pretrained weights '{tag}' of open_clip model '{arch}' "
+            f"({type(e).__name__}: {first_line(e)}): connect to the internet (and "
+            "unset HF_HUB_OFFLINE)") from e
+    model.eval()
+    tokenizer = open_clip.get_tokenizer(arch)
+    classes = output_classes(request.classes)
+    texts = template_texts(request.templates, request.prompt)
+    spec = f"open_clip:{arch}/{tag}" if tag else f"open_clip:{arch}"
+
+    def build():
+        return open_clip.build_zero_shot_classifier(
+            model, tokenizer, list(classes.prompt_names), as_callables(texts),
+            num_classes_per_batch=10, device="cpu")
+
+    key = head_key(spec, request.pretrained, classes, texts)
+    weights = cached_weights(key, build) if request.pretrained else build()
+    bias = getattr(model, "logit_bias", None)
+    head = ZeroShotClassifier(
+        image_encoder(model), weights, model.logit_scale.exp().item(),
+        None if bias is None else bias.item())
+    sigmoid = bias is not None  # SigLIP: scored with its sigmoid, as its authors do
+    with torch.no_grad():
+        prep = from_transform(preprocess, f"open_clip model '{arch}'")
+    return Classifier(spec, head, prep, classes, "open_clip",
+                      record={"pretrained": tag if request.pretrained else None,
+                              **describe(classes, texts, request.templates, request.prompt)},
+                      probabilities="sigmoid" if sigmoid else "softmax")
+
+
+def image_encoder(model):
+    """The image tower alone where ``encode_image`` is just it (CLIP,
+    CustomTextCLIP), so the text tower stays off the device; else the
+    model's ``encode_image``."""
+    import torch
+    from open_clip.model import CLIP, CustomTextCLIP
+
+    if type(model).encode_image in (CLIP.encode_image, CustomTextCLIP.encode_image):
+        return model.visual
+
+    class _EncodeImage(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, x):
+            return self.model.encode_image(x)
+
+    return _EncodeImage(model)

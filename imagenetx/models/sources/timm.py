@@ -1,0 +1,62 @@
+"""``timm:NAME``: any timm model with an ImageNet-1k head, e.g.
+``timm:resnet50`` or ``timm:vit_base_patch16_224.augreg_in1k``; pretrained
+weights are fetched by timm (Hugging Face Hub, with its cache)."""
+
+from __future__ import annotations
+
+from imagenetx.classes.outputs import imagenet_outputs
+from imagenetx.errors import ImageNetXError
+from imagenetx.models.sources._common import first_line, suggest
+
+SYNTAX = "timm:NAME"
+ZERO_SHOT = False
+
+
+def parse(rest: str, request) -> None:
+    """Nothing to check before timm is imported."""
+
+
+def load(rest: str, request):
+    from imagenetx.models.classifier import Classifier
+
+    model, prep = timm_model(rest, request.pretrained)
+    return Classifier(f"timm:{rest}", model, prep, imagenet_outputs(), "timm",
+                      record={"pretrained": request.pretrained})
+
+
+def timm_model(name: str, pretrained: bool, what: str = None):
+    """``(model, preprocessing)`` of a timm model name.
+
+    Raises:
+        ImageNetXError: for an unknown name or pretrained tag, or weights
+            that cannot be fetched
+    """
+    import timm
+    from timm.data import resolve_data_config
+
+    from imagenetx.models.preprocess import from_timm_config
+
+    what = what or f"timm model '{name}'"
+    if not timm.is_model(name):
+        raise ImageNetXError(
+            f"Unknown {what}{suggest(name, timm.list_models())}: see "
+            "timm.list_models() for the names"
+        )
+    base, _, tag = name.partition(".")
+    if tag and name not in timm.list_pretrained(name):
+        tags = [n.partition(".")[2] for n in timm.list_pretrained(base + ".*")]
+        raise ImageNetXError(
+            f"Unknown pretrained tag '{tag}' of {what}: use one of "
+            f"{', '.join(tags) or 'none (no pretrained weights)'}"
+        )
+    try:
+        model = timm.create_model(name, pretrained=pretrained)
+    except Exception as e:  # network, hub or cache errors, in many types
+        raise ImageNetXError(
+            f"Cannot get the pretrained weights of {what} "
+            f"({type(e).__name__}: {first_line(e)}): connect to the "
+            "internet (and unset HF_HUB_OFFLINE), or load a local state dict "
+            f"with --model checkpoint:PATH --arch {name}"
+        ) from e
+    cfg = resolve_data_config({}, model=model)
+    return model, from_timm_config(cfg)
