@@ -238,6 +238,10 @@ _FORM_TERMS = (
     ("pass another --field", "choose another field"),
     ("choose another --name", "choose another Dataset name"),
     ("checkpoint:PATH with --arch NAME", "checkpoint:PATH with an Architecture"),
+    ("--templates and --prompt apply", "Prompt templates and a Prompt apply"),
+    ("Pass --templates or --prompt, not both", "Give Prompt templates or a Prompt, not both"),
+    ("--prompt", "Prompt"),
+    ("--templates", "Prompt templates"),
 )
 
 

@@ -3,7 +3,7 @@
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
-from imagenetx.options import AMPS, DEVICES
+from imagenetx.options import AMPS, DECODERS, DEVICES
 
 from .forms import (
     add_delegate_input,
@@ -29,8 +29,9 @@ class RunModel(foo.Operator):
             name="run_model",
             label="ImageNet-X: run a model",
             description=(
-                "Predict ImageNet classes with a timm or torchvision model or "
-                "a local checkpoint, then evaluate against the ground truth"
+                "Predict ImageNet classes with a timm, torchvision, open_clip "
+                "(zero-shot), Hugging Face or FiftyOne zoo model or a local "
+                "checkpoint, then evaluate against the ground truth"
             ),
             dynamic=True,
             # immediate runs stream their progress (see run_with_progress)
@@ -41,10 +42,7 @@ class RunModel(foo.Operator):
 
     def resolve_input(self, ctx):
         inputs = types.Object()
-        inputs.str(
-            "model", label="Model", required=True,
-            description="timm:NAME, torchvision:NAME[:WEIGHTS] or checkpoint:PATH",
-        )
+        _add_model_picker(ctx, inputs)
         inputs.str(
             "arch", label="Architecture",
             description="checkpoint: specs only: a timm name or torchvision:NAME",
@@ -70,6 +68,13 @@ class RunModel(foo.Operator):
                     view=types.DropdownView())
         inputs.enum("amp", list(AMPS), label="Autocast", default="auto",
                     view=types.DropdownView())
+        inputs.enum("decoder", list(DECODERS), label="Decoder", default="auto",
+                    view=types.DropdownView(),
+                    description="who decodes the images (auto: the fastest the "
+                                "model's resize allows)")
+        if ctx.dataset is not None and ctx.dataset.media_type == "group":
+            inputs.list("slices", types.String(), label="Group slices",
+                        description="predict only these group slices (empty: all)")
         inputs.bool("compile", label="torch.compile", default=False)
         inputs.bool("logits", label="Store logits", default=False)
         inputs.int("limit", label="Limit", description="predict at most N samples")
@@ -88,28 +93,17 @@ class RunModel(foo.Operator):
         return delegation(ctx, _large(ctx))
 
     def execute(self, ctx):
-        from imagenetx.models.inference import predict
+        from imagenetx.models.inference import run_predict
+        from imagenetx.models.options import from_params
 
         p = ctx.params
 
         def job(progress):
-            return predict(
-                ctx.target_view(),
-                p["model"],
-                p["field"],
-                arch=p.get("arch") or None,
-                remap_by_position=bool(p.get("remap_by_position")),
-                batch_size=p.get("batch_size") or None,
-                num_workers=p.get("num_workers"),
-                device=p.get("device") or "auto",
-                amp=p.get("amp") or "auto",
-                compile=bool(p.get("compile")),
-                logits=bool(p.get("logits")),
-                limit=p.get("limit"),
-                overwrite=bool(p.get("overwrite")),
-                gt_field=p.get("gt_field") or "ground_truth",
-                progress=progress,
-            )
+            request, options = from_params(_model_params(p))
+            return run_predict(ctx.target_view(), p["model"], p["field"], request,
+                               options, gt_field=p.get("gt_field") or "ground_truth",
+                               logits=bool(p.get("logits")), progress=progress,
+                               slices=p.get("slices") or None)
 
         def finish(summary):
             return {
@@ -133,19 +127,61 @@ def _large(ctx) -> bool:
     return is_large(lambda c: c.target_view(), ctx, delegate_above(DELEGATE_ABOVE))
 
 
+def _add_model_picker(ctx, inputs):
+    """The Model input: suggestions for what is typed (timm, open_clip,
+    Hugging Face and zoo ids), free text for anything else; a zero-shot
+    section for zero-shot models."""
+    from imagenetx.models.catalog import is_zero_shot, suggest_specs
+
+    model = ctx.params.get("model") or ""
+    choices = types.AutocompleteView(allow_user_input=True)
+    for spec in suggest_specs(model):
+        choices.add_choice(spec, label=spec)
+    inputs.str(
+        "model", label="Model", required=True, view=choices,
+        description="type to search: timm:NAME, torchvision:NAME[:WEIGHTS], "
+                    "checkpoint:PATH, open_clip:ARCH/PRETRAINED, hf:ORG/NAME, zoo:NAME",
+    )
+    if is_zero_shot(model):
+        inputs.view("zero_shot_header", types.Header(
+            label="Zero-shot classifier",
+            description="The head is built from prompts over the benchmark's classes "
+                        "(ImageNet's 1000, ImageNet-D's 113), once per model and prompts",
+            divider=True))
+        inputs.str("templates", label="Prompt templates", default="openai",
+                   description="openai (OpenAI's 80, as OpenCLIP reports ImageNet), "
+                               "simple, or a file on the server with one template per "
+                               "line, each with {c}")
+        inputs.str("prompt", label="Prompt",
+                   description='one prompt instead of the templates, with {c} for the '
+                               'class name, e.g. "A photo of a {c}" (ImageNet-D)')
+
+
+def _model_params(params: dict) -> dict:
+    """The form's values as the library takes them: the zero-shot section's
+    only for a zero-shot model (a hidden section keeps its old values), a
+    Prompt instead of the templates."""
+    from imagenetx.models.catalog import is_zero_shot
+
+    p = dict(params)
+    if not is_zero_shot(p.get("model") or ""):
+        p["templates"] = p["prompt"] = None
+    elif p.get("prompt"):
+        p["templates"] = None
+    return p
+
+
 def _check_spec(ctx, inputs):
     from imagenetx.errors import ImageNetXError
     from imagenetx.models.specs import parse_spec
 
-    model = ctx.params.get("model")
+    p = _model_params(ctx.params)
+    model = p.get("model")
     if not model:
         return
     try:
-        parse_spec(
-            model,
-            ctx.params.get("arch") or None,
-            bool(ctx.params.get("remap_by_position")),
-        )
+        parse_spec(model, p.get("arch") or None, bool(p.get("remap_by_position")),
+                   templates=p.get("templates") or None, prompt=p.get("prompt") or None)
     except ImageNetXError as e:
         invalid(inputs, "spec_error", in_form_terms(str(e)))
 

@@ -58,19 +58,21 @@ import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from imagenetx.classes.imagenet import class_table  # noqa: E402
-import imagenetx.models.inference as inference  # noqa: E402
+import imagenetx.models.loader as loader  # noqa: E402
 from imagenetx.models.decode import decode_batch  # noqa: E402
-from imagenetx.models.inference import (  # noqa: E402
+from imagenetx.models.engine import (  # noqa: E402
     DEFAULT_BATCH_SIZE,
+    amp_dtype as _amp_dtype,
+    default_batch_size,
+    resolve_device as _device,
+)
+from imagenetx.models.inference import predict  # noqa: E402
+from imagenetx.models.loader import (  # noqa: E402
     PREFETCH_FACTOR,
     ImageFiles,
-    _amp_dtype,
-    _device,
-    _reader,
     collate_images,
-    default_batch_size,
+    crop_reader as _reader,
     default_workers,
-    predict,
 )
 from imagenetx.models.specs import load_model  # noqa: E402
 
@@ -224,10 +226,10 @@ def bench_model(spec, paths, dataset, args, mapping):
     runs = list(args.decoders)
     if device.type == "cuda" and args.gpu_shares:  # the hybrid's split, swept
         runs += [f"auto@{share}" for share in args.gpu_shares.split(",")]
-    default_share = inference.GPU_DECODE_SHARE
+    default_share = loader.GPU_DECODE_SHARE
     for label in runs:
         decoder, _, share = label.partition("@")
-        inference.GPU_DECODE_SHARE = float(share) if share else default_share
+        loader.GPU_DECODE_SHARE = float(share) if share else default_share
         loop_runs, pred_runs = [], []
         for _ in range(args.repeats):
             loop_runs.append(timed(plain_loop, paths, spec, args, decoder, batch_size,
@@ -242,7 +244,7 @@ def bench_model(spec, paths, dataset, args, mapping):
               + "/".join(f"{w:.1f}" for w, _ in loop_runs) + ", predict "
               + "/".join(f"{w:.1f}" for w, _ in pred_runs) + "; CPU s loop "
               + "/".join(f"{c:.1f}" for _, c in loop_runs))
-    inference.GPU_DECODE_SHARE = default_share
+    loader.GPU_DECODE_SHARE = default_share
     fastest = max(loop for loop, _ in rows.values())
     if "auto" in rows:
         print(f"predict (auto) / fastest loop: {rows['auto'][1] / fastest:.2f}")

@@ -27,7 +27,8 @@ import fiftyone as fo  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from imagenetx.models.inference import _device, predict  # noqa: E402
+from imagenetx.models.engine import resolve_device as _device  # noqa: E402
+from imagenetx.models.inference import predict  # noqa: E402
 from imagenetx.models.specs import load_model  # noqa: E402
 from imagenetx.probes.run import run_probe  # noqa: E402
 from predict import make_images  # noqa: E402

@@ -150,9 +150,9 @@ class Interrupt(Exception):
 
 
 def test_an_interrupted_run_keeps_its_written_chunks(images, monkeypatch):
-    import imagenetx.models.inference as inference
+    import imagenetx.models.writer as writer
 
-    monkeypatch.setattr(inference, "WRITE_EVERY", 2)
+    monkeypatch.setattr(writer, "WRITE_EVERY", 2)
     ds = make("inf-interrupt", images, bad=False)
     ds.add_samples([fo.Sample(filepath=str(images / n))
                     for n in ("chelsea.jpg", "coffee.jpg") * 2])
@@ -175,9 +175,9 @@ def test_an_interrupted_run_keeps_its_written_chunks(images, monkeypatch):
 
 KILLED_RUN = """
 import os, signal, sys, time
-import imagenetx.models.inference as inference
+import imagenetx.models.writer as writer
 from imagenetx.models.inference import predict
-inference.WRITE_EVERY = 2
+writer.WRITE_EVERY = 2
 
 def slow(pb):
     time.sleep(0.5)  # leaves time to be killed between chunks
@@ -590,8 +590,8 @@ def test_bad_and_odd_files_take_the_fallback_or_fail_alone(images, odd_images, m
         predict(ds, SPEC, f"p_{decoder}", arch=ARCH, **REMAP, num_workers=0, decoder=decoder)
         fields[decoder] = by_name(ds, f"p_{decoder}.label", f"p_{decoder}_error")
     # the device path (batched decode, resize, refusals) on CPU tensors
-    make_reader = inference._reader
-    monkeypatch.setattr(inference, "_reader",
+    make_reader = inference.crop_reader
+    monkeypatch.setattr(inference, "crop_reader",
                         lambda *a: (make_reader(*a)[0], 0.5))
     hybrid = predict(ds, SPEC, "p_hybrid", arch=ARCH, **REMAP, num_workers=1,
                      batch_size=8)

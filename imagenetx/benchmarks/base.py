@@ -34,6 +34,9 @@ class Benchmark:
             none are named (empty: the user must name them)
         needs_logits: whether its label spaces read the stored logits
             (``imagenetx predict`` then stores them)
+        output_classes: the classes a zero-shot head is built over for it
+            (:mod:`imagenetx.classes.outputs`): ImageNet's 1000 unless the
+            benchmark scores zero-shot models over its own
     """
 
     name = "generic"
@@ -43,6 +46,7 @@ class Benchmark:
     group_slicing: Optional[str] = None
     discovery_slicings: Tuple[str, ...] = ()
     needs_logits = False
+    output_classes = "imagenet"
 
     def matches(self, samples, settings=None) -> bool:
         """Whether a dataset holds this benchmark's fields (their names may

@@ -15,13 +15,13 @@ def register(group: CommandGroup) -> None:
     p = group.add("predict", run_predict,
                   "run an ImageNet classifier, write and evaluate predictions")
     p.add_argument("--dataset", required=True)
-    p.add_argument("--model", required=True, metavar="SPEC",
-                   help="timm:NAME, torchvision:NAME[:WEIGHTS] or checkpoint:PATH")
+    p.add_argument("--model", required=True, metavar="SPEC", help=MODEL_HELP)
     p.add_argument("--field", required=True, help="prediction field to write")
     p.add_argument("--arch", help="architecture of a checkpoint: a timm name or torchvision:NAME")
     p.add_argument("--remap-by-position", action="store_true",
                    help="checkpoint only: when its key names differ from --arch's but its "
                         "tensors line up one to one in order and shape, load them by position")
+    add_zero_shot(p)
     _add_runtime(p)
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--logits", action="store_true", help="also store the 1000 logits")
@@ -86,6 +86,23 @@ def register(group: CommandGroup) -> None:
     add_gt_field(p)
 
 
+#: what --model takes
+MODEL_HELP = ("timm:NAME, torchvision:NAME[:WEIGHTS], checkpoint:PATH, "
+              "open_clip:ARCH[/PRETRAINED], hf:ORG/NAME or zoo:NAME")
+
+
+def add_zero_shot(p):
+    """The prompts of a zero-shot model (open_clip:, hf: CLIP or SigLIP)."""
+    zs = p.add_mutually_exclusive_group()
+    zs.add_argument("--templates", metavar="openai|simple|FILE",
+                    help="zero-shot models: prompt templates, OpenAI's 80 (openai, the "
+                         "default), open_clip's simple set, or a file of one template per "
+                         "line with {c} for the class name")
+    zs.add_argument("--prompt", metavar="TEXT",
+                    help='zero-shot models: one prompt with {c} for the class name, e.g. '
+                         '"A photo of a {c}" (ImageNet-D\'s protocol)')
+
+
 def _add_runtime(p):
     """Where and how inference runs (``predict`` and ``probe``)."""
     p.add_argument("--batch-size", type=int,
@@ -105,13 +122,13 @@ def _add_runtime(p):
 def _add_probe_model(p):
     """The model options of ``imagenetx probe`` (as ``predict``'s)."""
     p.add_argument("--dataset", required=True)
-    p.add_argument("--model", required=True, metavar="SPEC",
-                   help="timm:NAME, torchvision:NAME[:WEIGHTS] or checkpoint:PATH")
+    p.add_argument("--model", required=True, metavar="SPEC", help=MODEL_HELP)
     p.add_argument("--field", required=True,
                    help="the model's prediction field name; results go to <field>_<probe>")
     p.add_argument("--arch", help="architecture of a checkpoint: a timm name or torchvision:NAME")
     p.add_argument("--remap-by-position", action="store_true",
                    help="checkpoint only: load tensors by position (see predict)")
+    add_zero_shot(p)
     _add_runtime(p)
     p.add_argument("--limit", type=int, help="probe at most N samples")
     p.add_argument("--overwrite", action="store_true",
@@ -151,7 +168,8 @@ def _probe(args, probe) -> int:
                     num_workers=args.num_workers, device=args.device, amp=args.amp,
                     limit=args.limit, overwrite=args.overwrite,
                     pretrained=not getattr(args, "random_weights", False),
-                    remap_by_position=args.remap_by_position, decoder=args.decoder)
+                    remap_by_position=args.remap_by_position, decoder=args.decoder,
+                    templates=args.templates, prompt=args.prompt)
     if not _main_rank():
         return 0  # under torchrun, rank 0 prints
     print(summary)
@@ -175,16 +193,13 @@ def run_predict(args) -> int:
                 "--logits, --compile and --slices do not apply with --corruption(s)")
         return _probe(args, Corruptions(_corruption_specs(args)))
 
-    from imagenetx.models.inference import predict
+    from imagenetx.models.inference import run_predict
+    from imagenetx.models.options import from_args
 
-    summary = predict(
-        args.dataset, args.model, args.field, arch=args.arch,
-        batch_size=args.batch_size, num_workers=args.num_workers,
-        device=args.device, amp=args.amp, compile=args.compile,
-        logits=args.logits, limit=args.limit, overwrite=args.overwrite,
-        gt_field=args.gt_field, pretrained=not args.random_weights,
-        remap_by_position=args.remap_by_position, decoder=args.decoder,
-        slices=args.slices.split(",") if args.slices else None)
+    request, options = from_args(args)
+    summary = run_predict(args.dataset, args.model, args.field, request, options,
+                          gt_field=args.gt_field, logits=args.logits,
+                          slices=args.slices.split(",") if args.slices else None)
     if _main_rank():  # under torchrun, rank 0 prints
         print(summary)
     return 0

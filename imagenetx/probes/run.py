@@ -20,7 +20,6 @@ on it there (``Probe.apply``: the spectral filter on the batch with
 per-image CPU hook (``apply_image``: the corruptions) run it in the workers.
 """
 
-import math
 import time
 import zlib
 from dataclasses import dataclass, field as dc_field
@@ -31,28 +30,18 @@ import fiftyone.core.utils as fou
 import numpy as np
 import torch
 
+from imagenetx.benchmarks import get_benchmark
 from imagenetx.errors import ImageNetXError
-from imagenetx.models.inference import (
-    FAILURES_SHOWN,
-    PREFETCH_FACTOR,
-    ImageFiles,
-    _amp_dtype,
-    _device,
-    _reader,
-    check_decoder,
-    collate_images,
-    default_batch_size,
-    default_workers,
-    error_message,
-)
-from imagenetx.models.distributed import join, pick
-from imagenetx.models.specs import load_model, parse_spec
+from imagenetx.models import writer
+from imagenetx.models.classify import FAILURES_SHOWN
+from imagenetx.models.distributed import pick
+from imagenetx.models.engine import Engine
+from imagenetx.models.loader import ImageFiles, crop_reader, error_message, make_loader
+from imagenetx.models.options import RunOptions
+from imagenetx.models.pipeline import place, progress_bar, stream
+from imagenetx.models.sources import ModelRequest, check_request, load_model
 from imagenetx.probes.base import get_probe
-from imagenetx.store.bulk import write_raw
 from imagenetx.store.datasets import get_dataset
-
-#: samples per database write
-WRITE_EVERY = 512
 #: the key of a probe field's ``info``
 INFO_KEY = "imagenetx_probe"
 #: a level's entry before it has run
@@ -150,6 +139,8 @@ def run_probe(
     remap_by_position: bool = False,
     progress=None,
     decoder: str = "auto",
+    templates: Optional[str] = None,
+    prompt: Optional[str] = None,
 ) -> ProbeSummary:
     """Predicts the samples' images under every level of a probe.
 
@@ -162,8 +153,9 @@ def run_probe(
             name (``spectral``, ``corruption``, ...) built with defaults
         levels (None): the levels to run (default: all of the probe's)
         arch, batch_size, num_workers, device, amp, limit, pretrained,
-            remap_by_position, progress, decoder: as in ``predict`` (the
-            images are decoded on the CPU: probes add no GPU decoding)
+            remap_by_position, progress, decoder, templates, prompt: as in
+            ``predict`` (the images are decoded on the CPU: probes add no
+            GPU decoding)
         overwrite (False): rerun the requested levels on every sample, and
             allow another model than the one stored
 
@@ -179,7 +171,10 @@ def run_probe(
     dataset = samples._dataset
     if isinstance(probe, str):
         probe = get_probe(probe)
-    _check_options(field, batch_size, num_workers, limit)
+    _check_field(field)
+    options = RunOptions(batch_size=batch_size, num_workers=num_workers, device=device,
+                         amp=amp, decoder=decoder, limit=limit,
+                         overwrite=overwrite).check()
     all_levels = list(probe.levels())
     wanted = all_levels if levels is None else list(levels)
     unknown = [lv for lv in wanted if lv not in all_levels]
@@ -187,19 +182,18 @@ def run_probe(
         raise ImageNetXError(
             f"Unknown level(s) {', '.join(map(repr, unknown)) or '(none given)'} of "
             f"probe '{probe.name}': use some of {', '.join(all_levels)}")
-    check_decoder(decoder)
     pfield = probe_field(field, probe.name)
     stored = _stored_info(dataset, pfield, probe.name, model, overwrite)
-    parse_spec(model, arch, remap_by_position)
-    ranks = join(device)  # under torchrun: this rank's share, its GPU
-    dev = ranks.device(_device(device))
-    dtype = _amp_dtype(amp, dev)
-    batch_size = batch_size or default_batch_size(dev)
-    if num_workers is None:
-        num_workers = ranks.workers(default_workers())
-    loaded = load_model(model, arch, pretrained=pretrained,
-                        remap_by_position=remap_by_position)
-    reader, _ = _reader(loaded, decoder, torch.device("cpu"))
+    request = ModelRequest(arch=arch, pretrained=pretrained,
+                           remap_by_position=remap_by_position, templates=templates,
+                           prompt=prompt).with_classes(
+                               get_benchmark(dataset).output_classes)
+    check_request(model, request)
+    at = place(options)
+    ranks, dev = at.ranks, at.device
+    classifier = load_model(model, request)
+    # the probes apply their levels to CPU-decoded crops
+    reader, _ = crop_reader(classifier, decoder, torch.device("cpu"))
     if stored is None and dataset.has_field(pfield) and ranks.main:
         # --overwrite with another model, now that it loads: no sample keeps
         # the old model's lists (with --limit the rest would read as the new one's)
@@ -250,24 +244,25 @@ def run_probe(
     start = time.perf_counter()
     groups = (probe.level_groups(run_levels) if hasattr(probe, "level_groups")
               else [run_levels])
-    runner = _ProbeRunner(loaded, probe, dev, dtype)
+    engine = Engine(classifier, dev, at.dtype)
     lists = {k: _padded(current[k], len(order)) for k in todo}
     seeds = [sample_seed(ids[k]) for k in todo]
     todo_paths = [paths[k] for k in todo]
     failed_at = {}
-    with fou.ProgressBar(total=len(todo) * len(groups),
-                         progress=progress if ranks.main else False) as pb:
+    with progress_bar(len(todo) * len(groups), progress, ranks) as pb:
         for group in groups:
-            loader = _loader(todo_paths, seeds, reader, probe, group, dev,
-                             batch_size, num_workers)
-            results = runner.run(loader, group, seeds)
-            write_raw(dataset, _chunks(results, group, todo, ids, lists, position,
-                                       pfield, dataset, failed_at, todo_paths,
-                                       summary, pb))
+            images = _ProbeImages(todo_paths, seeds, reader, probe, group)
+            batches = make_loader(todo_paths, reader, dev, at.batch_size,
+                                  at.num_workers, dataset=images)
+            updates = _Updates(group, todo, ids, lists, position, pfield, dataset,
+                               failed_at, todo_paths, summary)
+            with writer.BackgroundWrites(dataset, updates, depth=4) as writes:
+                stream(batches, _host_inputs, _ProbeLevels(engine, probe, group, seeds),
+                       writes.put, pb)
             summary.passes += 1
     summary.probed = len(todo) - len(failed_at)
     summary.failed = len(failed_at)
-    summary.forwards = runner.forwards
+    summary.forwards = engine.forwards
     if ranks.sharded:  # rank 0's summary counts every rank's
         shares = ranks.gather((summary.probed, summary.failed, summary.forwards,
                                summary.failures))
@@ -280,17 +275,11 @@ def run_probe(
     return summary
 
 
-def _check_options(field, batch_size, num_workers, limit):
+def _check_field(field: str) -> None:
     if not field or "." in field or field.startswith("_"):
         raise ImageNetXError(
             f"--field '{field}' is not a top-level field name: use letters, digits "
             "and underscores, e.g. --field r50")
-    if batch_size is not None and batch_size < 1:
-        raise ImageNetXError(f"--batch-size must be at least 1, not {batch_size}")
-    if num_workers is not None and num_workers < 0:
-        raise ImageNetXError(f"--num-workers must be 0 or more, not {num_workers}")
-    if limit is not None and limit < 0:
-        raise ImageNetXError(f"--limit must be 0 or more, not {limit}")
 
 
 def _stored_info(dataset, pfield, probe_name, model, overwrite) -> Optional[dict]:
@@ -351,87 +340,74 @@ class _ProbeImages(ImageFiles):
             return i, None, None, error_message(e)
 
 
-def _loader(paths, seeds, reader, probe, levels, device, batch_size, num_workers):
-    if num_workers is None:
-        num_workers = default_workers()
-    num_workers = min(num_workers, math.ceil(len(paths) / batch_size))
-    return torch.utils.data.DataLoader(
-        _ProbeImages(paths, seeds, reader, probe, levels),
-        batch_size=batch_size, shuffle=False, num_workers=num_workers,
-        collate_fn=collate_images, pin_memory=device.type == "cuda",
-        prefetch_factor=PREFETCH_FACTOR if num_workers else None)
+def _host_inputs(batch) -> tuple:
+    """A probe batch as the workers made it: ``(positions, uint8 crops or
+    level stacks on the CPU, failures)``; the task moves it."""
+    return batch.positions, batch.images, batch.failed
 
 
-class _ProbeRunner:
-    """Runs every level of a pass on each decoded batch; yields
-    ``(positions, {level: predicted indices}, failures)``."""
+class _ProbeLevels:
+    """Runs every level of a pass on each decoded batch: ``(positions,
+    {level: predicted class indices}, failures)``."""
 
-    def __init__(self, loaded, probe, device, dtype):
+    def __init__(self, engine: Engine, probe, levels, seeds):
+        self.engine = engine
         self.probe = probe
-        self.device = device
-        self.dtype = dtype
+        self.levels = levels
+        self.seeds = seeds
         self.cpu_hook = hasattr(probe, "apply_image")
-        prep = loaded.preprocessing
-        self.mean = torch.tensor(prep.mean, device=device).view(1, -1, 1, 1)
-        self.std = torch.tensor(prep.std, device=device).view(1, -1, 1, 1)
-        self.model = loaded.model.to(device, memory_format=torch.channels_last)
-        self.forwards = 0
+        classes = engine.classifier.classes
+        # stored as ImageNet-1k indices, whatever the head's classes
+        self.indices = None if classes.is_imagenet else torch.tensor(
+            classes.indices, device=engine.device)
 
-    def _predict(self, images):
-        x = ((images - self.mean) / self.std).contiguous(memory_format=torch.channels_last)
-        with torch.autocast(self.device.type, dtype=self.dtype,
-                            enabled=self.dtype is not None):
-            out = self.model(x)
-        if isinstance(out, (tuple, list)):
-            out = out[0]
-        self.forwards += images.shape[0]
-        return out.float().argmax(dim=1)
-
-    def run(self, loader, levels, seeds):
-        for positions, batch, failed, *_ in loader:
-            predicted = {}
-            if batch is not None:
-                with torch.inference_mode():
-                    x = batch.to(self.device, non_blocking=True).float().div_(255)
-                    batch_seeds = [seeds[p] for p in positions.tolist()]
-                    for j, level in enumerate(levels):
-                        if self.cpu_hook:
-                            images = x[:, j]
-                        else:
-                            images = self.probe.apply(x, level, batch_seeds)
-                        predicted[level] = self._predict(images)
-                predicted = {lv: p.cpu().tolist() for lv, p in predicted.items()}
-            yield positions.tolist(), predicted, failed
+    def __call__(self, positions, batch, failed):
+        predicted = {}
+        if batch is not None:
+            with torch.inference_mode():
+                x = batch.to(self.engine.device, non_blocking=True).float().div_(255)
+                batch_seeds = [self.seeds[p] for p in positions.tolist()]
+                for j, level in enumerate(self.levels):
+                    if self.cpu_hook:
+                        images = x[:, j]
+                    else:
+                        images = self.probe.apply(x, level, batch_seeds)
+                    best = self.engine.logits(images).argmax(dim=1)
+                    predicted[level] = best if self.indices is None else self.indices[best]
+            predicted = {lv: p.cpu().tolist() for lv, p in predicted.items()}
+        return positions.tolist(), predicted, failed
 
 
-def _chunks(results, levels, todo, ids, lists, position, pfield, dataset,
-            failed_at, paths, summary, pb):
-    """Merges each pass's predictions into the samples' level lists and
-    groups the updates into chunks of :data:`WRITE_EVERY` samples."""
-    err_field = f"{pfield}_error"
-    chunk = {}
-    for positions, predicted, failed in results:
-        clear = dataset.has_field(err_field)
+class _Updates:
+    """Merges a pass's predictions into the samples' level lists: the
+    updates of one result."""
+
+    def __init__(self, levels, todo, ids, lists, position, pfield, dataset,
+                 failed_at, paths, summary):
+        self.levels, self.todo, self.ids, self.lists = levels, todo, ids, lists
+        self.position, self.pfield, self.dataset = position, pfield, dataset
+        self.failed_at, self.paths, self.summary = failed_at, paths, summary
+        self.err_field = f"{pfield}_error"
+
+    def __call__(self, result) -> dict:
+        positions, predicted, failed = result
+        chunk = {}
+        clear = self.dataset.has_field(self.err_field)
         for row, pos in enumerate(positions):
-            k = todo[pos]
-            values = lists[k]
-            for level in levels:
-                values[position[level]] = int(predicted[level][row])
-            update = {pfield: values}
+            k = self.todo[pos]
+            values = self.lists[k]
+            for level in self.levels:
+                values[self.position[level]] = int(predicted[level][row])
+            update = {self.pfield: values}
             if clear:
-                update[err_field] = None
-            chunk[ids[k]] = update
-        if failed and not dataset.has_field(err_field):
-            dataset.add_sample_field(err_field, fo.StringField)
+                update[self.err_field] = None
+            chunk[self.ids[k]] = update
+        if failed and not self.dataset.has_field(self.err_field):
+            self.dataset.add_sample_field(self.err_field, fo.StringField)
         for pos, message in failed:
-            failed_at[pos] = message
-            chunk[ids[todo[pos]]] = {err_field: message}
-            shown = [p for p, _ in summary.failures]
-            if len(summary.failures) < FAILURES_SHOWN and paths[pos] not in shown:
-                summary.failures.append((paths[pos], message))
-        pb.update(len(positions) + len(failed))
-        if len(chunk) >= WRITE_EVERY:
-            yield chunk
-            chunk = {}
-    if chunk:
-        yield chunk
+            self.failed_at[pos] = message
+            chunk[self.ids[self.todo[pos]]] = {self.err_field: message}
+            shown = [p for p, _ in self.summary.failures]
+            if len(self.summary.failures) < FAILURES_SHOWN and self.paths[pos] not in shown:
+                self.summary.failures.append((self.paths[pos], message))
+        return chunk

@@ -24,6 +24,8 @@ class ImageNetD(Benchmark):
     default_label_space = "class"
     group_slicing = "nuisance"
     discovery_slicings = ("nuisance", "class")
+    #: zero-shot heads over the 113 classes, as ImageNet-D's evaluate_vlm.py
+    output_classes = "imagenet_d"
 
     def matches(self, samples, settings=None) -> bool:
         gt = settings.gt_field if settings else "ground_truth"

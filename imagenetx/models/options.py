@@ -1,0 +1,81 @@
+"""One validated options object for model runs, shared by ``predict``,
+probes, the command line and the App's forms.
+
+:class:`RunOptions` says how a run goes (batching, decoding, device,
+autocast, limits); :class:`~imagenetx.models.sources.ModelRequest` says
+which model is loaded and how. Both are built from keyword arguments, from
+parsed command-line flags (:func:`from_args`) or from an operator's
+parameters (:func:`from_params`), and checked before anything is loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Optional, Tuple
+
+from imagenetx.errors import ImageNetXError
+from imagenetx.models.sources import ModelRequest
+from imagenetx.options import AMPS, DECODERS
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a model run goes.
+
+    Attributes:
+        batch_size: images per forward pass; None: 256 on a GPU, 64 on the CPU
+        num_workers: image decoding processes; None: one per CPU core this
+            process may use
+        device: ``auto``, ``cpu`` or ``cuda[:N]``
+        amp: autocast dtype, ``auto``, ``bf16``, ``fp16`` or ``off``
+        compile: ``torch.compile`` the model
+        decoder: ``auto``, ``pil`` or ``torchvision``
+        limit: run at most this many samples
+        overwrite: redo samples that already have results
+    """
+
+    batch_size: Optional[int] = None
+    num_workers: Optional[int] = None
+    device: str = "auto"
+    amp: str = "auto"
+    compile: bool = False
+    decoder: str = "auto"
+    limit: Optional[int] = None
+    overwrite: bool = False
+
+    def check(self) -> "RunOptions":
+        """Returns itself; raises ImageNetXError for a bad option."""
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ImageNetXError(f"--batch-size must be at least 1, not {self.batch_size}")
+        if self.num_workers is not None and self.num_workers < 0:
+            raise ImageNetXError(f"--num-workers must be 0 or more, not {self.num_workers}")
+        if self.limit is not None and self.limit < 0:
+            raise ImageNetXError(f"--limit must be 0 or more, not {self.limit}")
+        if self.decoder not in DECODERS:
+            raise ImageNetXError(
+                f"Unknown --decoder '{self.decoder}': use one of {', '.join(DECODERS)}")
+        if self.amp not in AMPS:
+            raise ImageNetXError(f"Unknown --amp '{self.amp}': use one of {', '.join(AMPS)}")
+        return self
+
+
+def _pick(cls, values: dict):
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in values.items() if k in names and v is not None})
+
+
+def from_args(args) -> Tuple[ModelRequest, RunOptions]:
+    """The options of parsed ``imagenetx predict`` / ``probe`` / ``attack``
+    flags."""
+    values = dict(vars(args))
+    values["pretrained"] = not values.pop("random_weights", False)
+    return _pick(ModelRequest, values), _pick(RunOptions, values).check()
+
+
+def from_params(params: dict) -> Tuple[ModelRequest, RunOptions]:
+    """The options of an App form's parameters (empty inputs mean the
+    defaults)."""
+    values = {k: (None if v in ("", []) else v) for k, v in params.items()}
+    for flag in ("compile", "overwrite", "remap_by_position"):
+        values[flag] = bool(values.get(flag))
+    return _pick(ModelRequest, values), _pick(RunOptions, values).check()

@@ -1,0 +1,103 @@
+"""The one background writer of model runs: results become database
+updates and are written in chunks from a thread, so the model never waits
+for the database, and an interrupted run keeps every chunk written.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Callable, Iterable, Iterator
+
+from imagenetx.store.bulk import write_raw
+
+#: samples per database write: an interrupted run loses at most this many
+WRITE_EVERY = 512
+#: and at most this many seconds of work, on slow devices
+WRITE_SECONDS = 10.0
+
+#: tells the writing thread that no more results come
+_DONE = object()
+
+
+def chunks(results: Iterable, updates: Callable[[object], dict]) -> Iterator[dict]:
+    """Groups ``{sample id: {path: value}}`` updates of the results into
+    chunks of :data:`WRITE_EVERY` samples, or of :data:`WRITE_SECONDS` of
+    work, whichever comes first."""
+    every, seconds = WRITE_EVERY, WRITE_SECONDS  # read per run: tests lower them
+    chunk = {}
+    last = time.monotonic()
+    for result in results:
+        chunk.update(updates(result))
+        if len(chunk) >= every or time.monotonic() - last >= seconds:
+            yield chunk
+            chunk = {}
+            last = time.monotonic()
+    if chunk:
+        yield chunk
+
+
+class BackgroundWrites:
+    """Turns results into updates and writes them in a thread, behind a
+    queue of at most ``depth`` results, so the model never waits for the
+    database (unless the database falls that far behind).
+
+    A clean exit, or an exception in the caller, writes every result put so
+    far; a killed process loses the queued results and the chunk being
+    filled (the run resumes from what was written). An error in the thread
+    is raised in the caller at its next :meth:`put` or at the exit.
+
+    Args:
+        dataset: the dataset written
+        updates: a result -> ``{sample id: {path: value}}``
+        depth: the most results queued
+        ready (None): called on each result in the thread before
+            ``updates`` (waits for a device's copy to land)
+    """
+
+    def __init__(self, dataset, updates: Callable[[object], dict], depth: int,
+                 ready: Callable = None):
+        self.dataset = dataset
+        self.updates = updates
+        self.ready = ready or (lambda r: r)
+        self.queue = queue.Queue(maxsize=depth)
+        self.error = None
+        self.thread = threading.Thread(target=self._write, name="imagenetx-writes",
+                                       daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def _results(self):
+        while True:
+            item = self.queue.get()
+            if item is _DONE:
+                return
+            yield self.ready(item)
+
+    def _write(self):
+        try:
+            write_raw(self.dataset, chunks(self._results(), self.updates))
+        except BaseException as e:  # raised in the caller
+            self.error = e
+            while self.queue.get() is not _DONE:  # unblock the caller
+                pass
+
+    def put(self, result) -> None:
+        """Queues a result, waiting while the queue is full."""
+        self._raise()
+        self.queue.put(result)
+
+    def _raise(self):
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+
+    def __exit__(self, kind, value, tb):
+        self.queue.put(_DONE)
+        self.thread.join()
+        if kind is None:
+            self._raise()
+        return False
