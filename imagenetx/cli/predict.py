@@ -45,6 +45,39 @@ def register(group: CommandGroup) -> None:
     _add_corruptions(p)
     add_gt_field(p)
 
+    p = group.add("attack", run_attack,
+                  "adversarial robustness (PGD, FGSM, AutoAttack): adversarial predictions "
+                  "per image, robust accuracy, adversarial error ratios per factor")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--model", required=True, metavar="SPEC", help=MODEL_HELP)
+    p.add_argument("--field", required=True,
+                   help="the adversarial prediction field to write, e.g. r50_pgd")
+    p.add_argument("--protocol", choices=["gavrikov", "robustbench"], default="gavrikov",
+                   help="gavrikov (default): foolbox PGD-40 Linf at 0.5/255, step 2/255, as "
+                        "Gavrikov & Keuper; robustbench: AutoAttack standard Linf at 4/255 on "
+                        "RobustBench's 5,000 validation images (where the dataset has them)")
+    p.add_argument("--attack", choices=["pgd", "fgsm", "autoattack"],
+                   help="the attack (default: the protocol's)")
+    p.add_argument("--eps", metavar="E", help="the budget in [0, 1] units, e.g. 0.5/255 or 4/255")
+    p.add_argument("--norm", choices=["linf", "l2"], help="the threat model (default linf)")
+    p.add_argument("--steps", type=int, help="PGD steps (default 40)")
+    p.add_argument("--step-size", metavar="S", help="PGD's absolute step size (default 2/255)")
+    p.add_argument("--no-random-start", dest="random_start", action="store_false",
+                   default=None, help="PGD starts at the image, not at a random point")
+    p.add_argument("--seed", type=int, help="seeds each batch's random start (default 0)")
+    p.add_argument("--n", dest="limit", type=int, metavar="N",
+                   help="attack at most N samples (a resumed run: N more)")
+    p.add_argument("--arch", help="architecture of a checkpoint: a timm name or torchvision:NAME")
+    p.add_argument("--remap-by-position", action="store_true",
+                   help="checkpoint only: load tensors by position (see predict)")
+    add_zero_shot(p)
+    _add_runtime(p)
+    p.add_argument("--overwrite", action="store_true",
+                   help="attack samples that already have an adversarial prediction too")
+    p.add_argument("--slices", metavar="A,B",
+                   help="grouped datasets: attack only these group slices (default: all)")
+    add_gt_field(p)
+
     p = group.add("probe-results", run_probe_results,
                   "accuracy per probe level; spectral bias; corruption errors, CE, mCE, "
                   "relative mCE")
@@ -221,6 +254,31 @@ def run_probe(args) -> int:
         raise ImageNetXError("--corruption(s) go with `imagenetx probe corruption`")
     options = {"specs": specs} if args.probe == "corruption" else {}
     return _probe(args, get_probe(args.probe, **options))
+
+
+def run_attack(args) -> int:
+    from imagenetx.attacks.run import run_attack as attack
+    from imagenetx.attacks.settings import parse_eps, protocol_settings, with_overrides
+    from imagenetx.models.options import from_args
+
+    settings = with_overrides(
+        protocol_settings(args.protocol), attack=args.attack,
+        eps=None if args.eps is None else parse_eps(args.eps), norm=args.norm,
+        steps=args.steps,
+        step_size=None if args.step_size is None else parse_eps(args.step_size),
+        random_start=args.random_start, seed=args.seed)
+    request, options = from_args(args)
+    view = args.dataset
+    if settings.protocol == "robustbench":
+        from imagenetx.attacks.subsets import robustbench_view
+
+        view = robustbench_view(args.dataset)
+    summary = attack(view, args.model, args.field, settings, request, options,
+                     gt_field=args.gt_field,
+                     slices=args.slices.split(",") if args.slices else None)
+    if _main_rank():
+        print(summary)
+    return 0
 
 
 def run_probe_results(args) -> int:

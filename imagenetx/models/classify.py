@@ -53,6 +53,9 @@ class Result(NamedTuple):
     decided: Optional[torch.Tensor]
     failed: list
     event: Optional[object] = None
+    #: more attributes of each row's prediction, ``{name: per-row list}``
+    #: (an attack's ``flipped``, ...)
+    attrs: Optional[dict] = None
 
     def ready(self) -> "Result":
         """The same, once the device has written it."""
@@ -79,7 +82,16 @@ class Classify:
         self.decision_matrix = None if decisions is None else torch.as_tensor(
             decisions.matrix, device=engine.device)
 
-    def __call__(self, positions, images, failed) -> Result:
+    def __call__(self, positions, images, failed, attrs=None) -> Result:
+        """The result of one batch.
+
+        Args:
+            positions, images, failed: the batch (images on the device:
+                uint8 crops, or floats in ``[0, 1]``)
+            attrs (None): the top-5 output indices on the device ->
+                ``{name: per-row tensor}`` of more attributes to store (a
+                task's, e.g. an attack's ``flipped``)
+        """
         if images is None:
             return Result(positions, None, None, None, None, failed)
         with torch.inference_mode():
@@ -90,15 +102,17 @@ class Classify:
             if self.decision_matrix is not None:
                 decided = (probs @ self.decision_matrix).max(dim=1)
                 decided = torch.stack([decided.indices.float(), decided.values], 1)
+            more = attrs(idx) if attrs else {}
         idx, conf, logits, decided = [
             None if t is None else t.to("cpu", non_blocking=True)
             for t in (idx, conf, logits if self.keep_logits else None, decided)
         ]
+        more = {k: v.to("cpu", non_blocking=True) for k, v in more.items()}
         event = None
         if self.engine.device.type == "cuda":
             event = torch.cuda.Event()
             event.record()
-        return Result(positions, idx, conf, logits, decided, failed, event)
+        return Result(positions, idx, conf, logits, decided, failed, event, more or None)
 
 
 class Predictions:
@@ -138,6 +152,7 @@ class Predictions:
     def __call__(self, result: Result) -> dict:
         """The updates of one result."""
         positions, idx, conf, out, decided, failed = result[:6]
+        attrs = {k: v.tolist() for k, v in (result.attrs or {}).items()}
         updates = {}
         labels, indices = self.labels, self.indices
         if idx is not None:
@@ -148,7 +163,7 @@ class Predictions:
             for row, pos in enumerate(positions.tolist()):
                 top = idx_rows[row]
                 top5 = top if indices is None else [indices[k] for k in top]
-                extra = {}
+                extra = {name: values[row] for name, values in attrs.items()}
                 if logit_rows is not None:
                     extra["logits"] = self.vector.to_mongo(logit_rows[row])
                 if decided_rows is None:

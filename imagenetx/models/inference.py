@@ -191,9 +191,25 @@ def predict(
 def run_predict(samples, model: str, field: str, request: ModelRequest,
                 options: RunOptions, gt_field: str = "ground_truth",
                 logits: bool = False, progress=None,
-                slices: Optional[Sequence[str]] = None) -> PredictSummary:
+                slices: Optional[Sequence[str]] = None, task=None,
+                attributes: Optional[dict] = None, record: Optional[dict] = None,
+                needs_truth: bool = False, check=None) -> PredictSummary:
     """:func:`predict` with its options as objects (the command line and
-    the App build them with :mod:`imagenetx.models.options`)."""
+    the App build them with :mod:`imagenetx.models.options`).
+
+    Args:
+        task (None): ``task(classify, todo) -> (positions, images, failed)
+            -> Result``, a task in place of plain classification (an
+            attack); it receives the :class:`~imagenetx.models.classify.Classify`
+            it may call and the run's :class:`_Todo`
+        attributes (None): the task's further attributes of each prediction,
+            ``{name: FiftyOne field type}``, declared with the field
+        record (None): more of the run's record in the field's info
+        needs_truth (False): refuse a dataset without a classification
+            ground truth whose labels are the model's (the task uses it)
+        check (None): ``check(engine)``, run on the model on its device
+            before anything is written (an attack checks its gradients)
+    """
     samples = group_slices_of(get_dataset(samples), slices)
     dataset = samples._dataset
     check_prediction_field(dataset, field, gt_field)
@@ -207,7 +223,11 @@ def run_predict(samples, model: str, field: str, request: ModelRequest,
     decisions = benchmark.decisions() if classifier.classes.is_imagenet else None
     labels = (decisions.labels if decisions else
               None if classifier.classes.is_imagenet else classifier.classes.labels)
-    todo = _Todo.list(samples, field, gt_field, options, at.ranks, labels)
+    engine = Engine(classifier, at.device, at.dtype, options.compile, at.batch_size)
+    if check is not None:
+        check(engine)
+    todo = _Todo.list(samples, field, gt_field, options, at.ranks, labels,
+                      attributes or {}, needs_truth)
     summary = PredictSummary(dataset=dataset.name, field=field, model=model,
                              device=str(at.device), samples=todo.n_samples,
                              already_predicted=todo.already_predicted)
@@ -216,18 +236,17 @@ def run_predict(samples, model: str, field: str, request: ModelRequest,
     predictions = None
     start = time.perf_counter()
     if ids:
-        # the workers start decoding while the model moves to its device
         batches = iter(make_loader(paths, reader, at.device, at.batch_size,
                                    at.num_workers, gpu_share))
-        engine = Engine(classifier, at.device, at.dtype, options.compile, at.batch_size)
-        task = Classify(engine, logits or benchmark.needs_logits, decisions)
+        classify = Classify(engine, logits or benchmark.needs_logits, decisions)
+        run_task = classify if task is None else task(classify, todo)
         predictions = Predictions(dataset, field, ids, paths, todo.old_errors, summary,
                                   classifier.classes, decisions, gt=todo.gt,
                                   eval_key=todo.eval_key)
         depth = max(1, writer.WRITE_EVERY // at.batch_size)
         with progress_bar(len(ids), progress, at.ranks) as pb, writer.BackgroundWrites(
                 dataset, predictions, depth, ready=lambda r: r.ready()) as writes:
-            stream(batches, DeviceInputs(at.device, reader, paths), task, writes.put, pb)
+            stream(batches, DeviceInputs(at.device, reader, paths), run_task, writes.put, pb)
     outcomes = predictions.columns if predictions and todo.gt else None
     if at.ranks.sharded:
         outcomes = _gather(at.ranks, summary, outcomes)
@@ -237,7 +256,7 @@ def run_predict(samples, model: str, field: str, request: ModelRequest,
             dataset.delete_sample_field(todo.err_field)  # declared, never needed
     if summary.predicted or summary.failed:
         benchmark.predictions_written(dataset, field)
-        _record(dataset, field, classifier)
+        _record(dataset, field, classifier, record)
     summary.seconds = time.perf_counter() - start
 
     # an unreadable image clears an old prediction only with --overwrite
@@ -269,7 +288,8 @@ class _Todo:
     previous: Optional[object]
 
     @classmethod
-    def list(cls, samples, field, gt_field, options: RunOptions, ranks, labels) -> "_Todo":
+    def list(cls, samples, field, gt_field, options: RunOptions, ranks, labels,
+             attributes: dict, needs_truth: bool = False) -> "_Todo":
         dataset = samples._dataset
         err_field = error_field(field)
         has_errors = dataset.has_field(err_field)
@@ -291,8 +311,14 @@ class _Todo:
             evaluable = bool(truth) and known.issuperset(
                 x for x in columns[2] if x is not None)  # else the evaluation says why
             declared = False
+            if needs_truth and columns[0] and not evaluable:
+                raise ImageNetXError(
+                    f"Dataset '{dataset.name}' has no classification ground truth "
+                    f"'{gt_field}' in the model's classes for every image: the run "
+                    "needs each image's class; pass --gt-field, or tag the dataset "
+                    "(`imagenetx tag`)")
             if columns[0]:
-                _declare_prediction_field(dataset, field)
+                _declare_prediction_field(dataset, field, attributes)
                 if evaluable and not dataset.has_field(eval_key):
                     dataset.add_sample_field(eval_key, fo.BooleanField)
                     declared = True
@@ -314,15 +340,16 @@ class _Todo:
             err_field=err_field, eval_key=eval_key, previous=previous)
 
 
-def _record(dataset, field: str, classifier) -> None:
+def _record(dataset, field: str, classifier, more: Optional[dict] = None) -> None:
     """Keeps in the field's ``info`` which source, output classes and
-    prompts produced it."""
+    prompts produced it (and ``more`` of the run: an attack's settings)."""
     f = dataset.get_field(field)
     info = dict(f.info or {})
     info[INFO_KEY] = {"spec": classifier.spec, "source": classifier.source,
                       "classes": classifier.classes.name,
                       "probabilities": classifier.probabilities,
-                      **{k: v for k, v in classifier.record.items() if k != "classes"}}
+                      **{k: v for k, v in classifier.record.items() if k != "classes"},
+                      **(more or {})}
     f.info = info
     f.save()
 
@@ -389,8 +416,8 @@ def group_slices_of(samples, slices: Optional[Sequence[str]] = None):
     return all_slices(samples, list(slices))
 
 
-def _declare_prediction_field(dataset, field):
-    declare_classification(dataset, field)
+def _declare_prediction_field(dataset, field, attributes: Optional[dict] = None):
+    declare_classification(dataset, field, **(attributes or {}))
     # confidence and logits are built into fo.Classification
     for attr, sub in (("top5", fo.IntField), ("top5_confidences", fo.FloatField)):
         if not dataset.has_field(f"{field}.{attr}"):

@@ -1,0 +1,100 @@
+"""The attack libraries, behind one call: ``attack(model, x, labels) -> x_adv``.
+
+foolbox (Gavrikov & Keuper's own library, ``eval_imagenet_adv.py``) runs
+PGD and FGSM: so the numbers are those of the paper's script, not of a
+re-implementation. AutoAttack runs through its reference package
+(``autoattack``, fra31/auto-attack, as RobustBench uses it). torchattacks
+was not chosen: it pins ``requests~=2.25``, older than this project's
+documentation tools need.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from imagenetx.attacks.settings import AttackSettings
+from imagenetx.errors import ImageNetXError
+
+AUTOATTACK_INSTALL = "pip install git+https://github.com/fra31/auto-attack"
+
+
+def make_attack(settings: AttackSettings) -> Callable:
+    """``attack(model, x, labels) -> x_adv`` for ``settings``: ``model``
+    maps ``[0, 1]`` images to logits (normalization inside), ``x`` is
+    ``(N, 3, H, W)`` in ``[0, 1]``, ``labels`` the true output indices.
+
+    Raises:
+        ImageNetXError: when the attack's library is not installed
+    """
+    if settings.attack == "autoattack":
+        return _autoattack(settings)
+    try:
+        import foolbox as fb
+    except ImportError:
+        raise ImageNetXError(
+            "Attacks need foolbox: pip install foolbox") from None
+    linf = settings.norm == "linf"
+    if settings.attack == "pgd":
+        kind = fb.attacks.LinfPGD if linf else fb.attacks.L2PGD
+        attack = kind(steps=settings.steps, abs_stepsize=settings.step_size,
+                      random_start=settings.random_start)
+    else:
+        attack = fb.attacks.FGSM() if linf else fb.attacks.FGM()
+
+    def run(model, x, labels):
+        fmodel = fb.PyTorchModel(model, bounds=(0, 1))
+        _, clipped, _ = attack(fmodel, x, labels, epsilons=settings.eps)
+        return clipped
+
+    return run
+
+
+def _autoattack(settings: AttackSettings) -> Callable:
+    try:
+        from autoattack import AutoAttack
+    except ImportError:
+        raise ImageNetXError(
+            "--attack autoattack needs AutoAttack's reference package (not on PyPI): "
+            f"{AUTOATTACK_INSTALL}") from None
+    norm = "Linf" if settings.norm == "linf" else "L2"
+
+    def run(model, x, labels):
+        adversary = AutoAttack(model, norm=norm, eps=settings.eps, version="standard",
+                               seed=settings.seed, verbose=False)
+        return adversary.run_standard_evaluation(x, labels, bs=x.shape[0])
+
+    return run
+
+
+class InputsInUnitRange(torch.nn.Module):
+    """An engine as the attack libraries take a model: ``[0, 1]`` images
+    in, logits out, the classifier's normalization inside."""
+
+    def __init__(self, engine):
+        super().__init__()
+        self.engine = engine
+        self.module = engine.module  # its mode (eval) is what foolbox checks
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.engine.logits(x)
+
+
+def check_gradients(engine, what: str) -> None:
+    """Raises ImageNetXError unless gradients reach the classifier's
+    inputs (an attack needs them)."""
+    size = engine.classifier.preprocessing.input_size
+    x = torch.full((1, *size), 0.5, device=engine.device, requires_grad=True)
+    try:
+        with torch.enable_grad():
+            engine.logits(x).sum().backward()
+    except RuntimeError as e:
+        raise ImageNetXError(
+            f"Model '{what}' cannot be attacked: gradients do not reach its inputs "
+            f"({str(e).splitlines()[0][:200]}); attack a differentiable PyTorch model") from None
+    if x.grad is None or not torch.isfinite(x.grad).all() or not x.grad.abs().sum() > 0:
+        raise ImageNetXError(
+            f"Model '{what}' cannot be attacked: gradients do not reach its inputs; "
+            "attack a differentiable PyTorch model")
+    engine.module.zero_grad(set_to_none=True)

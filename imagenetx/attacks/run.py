@@ -1,0 +1,172 @@
+"""Run an attack over a FiftyOne collection through the prediction
+pipeline: the same loading, decoding, devices, sharding, resume and
+background writes as ``predict``, with the attack as its task.
+
+The adversarial field has the prediction contract (``label``,
+``class_index``, ``confidence``, ``top5``) of the attacked image, plus
+
+-   ``flipped``: whether the attack changed the model's top-1
+-   ``clean_class_index``: the model's top-1 on the clean image
+
+and is evaluated like any prediction field (``eval_<field>``), so its
+accuracy is the robust accuracy (an image the model already got wrong
+counts as not robust, as in Gavrikov's script and RobustBench), and
+``imagenetx ratios`` and the panel give adversarial error ratios per
+ImageNet-X factor. The field's ``info["imagenetx_model"]["attack"]`` keeps
+the settings.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import fiftyone as fo
+import torch
+
+from imagenetx.attacks.library import InputsInUnitRange, check_gradients, make_attack
+from imagenetx.attacks.settings import AttackSettings
+from imagenetx.errors import ImageNetXError
+from imagenetx.models.inference import PredictSummary, run_predict
+from imagenetx.models.options import RunOptions
+from imagenetx.models.sources import ModelRequest
+
+#: the attributes an attack adds to each adversarial prediction
+ATTRIBUTES = {"flipped": fo.BooleanField, "clean_class_index": fo.IntField}
+
+
+@dataclass
+class AttackSummary(PredictSummary):
+    """What :func:`run_attack` did: a :class:`PredictSummary` of the
+    adversarial field (its accuracy is the robust accuracy)."""
+
+    attack: str = ""
+    flipped: int = 0
+
+    def __str__(self):
+        lines = [f"Attack: {self.attack}", super().__str__()]
+        if self.accuracy is not None:
+            lines.append(f"Robust accuracy {self.accuracy:.4f} over {self.evaluated:,} "
+                         f"samples; {self.flipped:,} of this run's predictions flipped")
+        return "\n".join(lines)
+
+
+def run_attack(
+    samples,
+    model: str,
+    field: str,
+    settings: Optional[AttackSettings] = None,
+    request: Optional[ModelRequest] = None,
+    options: Optional[RunOptions] = None,
+    gt_field: str = "ground_truth",
+    progress=None,
+    slices: Optional[Sequence[str]] = None,
+) -> AttackSummary:
+    """Attacks the samples' images and stores the adversarial predictions.
+
+    Args:
+        samples: a dataset, view, or dataset name (a view attacks only its
+            samples: ``--n`` is ``options.limit``)
+        model: a model spec (any source: zero-shot models too)
+        field: the adversarial prediction field to write
+        settings (None): the attack (default: Gavrikov's PGD-40 at 0.5/255)
+        request (None): the model options
+        options (None): the run options (batch size, device, autocast,
+            limit, overwrite, ...)
+        gt_field ("ground_truth"): the true classes the attack moves away
+            from (required)
+        progress (None): as in :func:`imagenetx.models.inference.predict`
+        slices (None): on a grouped dataset, the group slices to attack
+
+    Returns:
+        an :class:`AttackSummary`
+
+    Raises:
+        ImageNetXError: before anything is written, for a bad setting, a
+            dataset without ground truth, or a model gradients do not reach
+    """
+    settings = (settings or AttackSettings()).check()
+    attack = make_attack(settings)  # a missing library is said before any work
+    summary = AttackSummary(dataset="", field=field, model=model, device="", samples=0,
+                            attack=settings.describe())
+
+    def task(classify, todo):
+        return _Attack(classify, todo, attack, settings, summary)
+
+    result = run_predict(samples, model, field, request or ModelRequest(),
+                         options or RunOptions(), gt_field=gt_field, progress=progress,
+                         slices=slices, task=task, attributes=ATTRIBUTES,
+                         record={"attack": settings.to_dict()}, needs_truth=True,
+                         check=lambda engine: check_gradients(engine, model))
+    for name in PredictSummary.__dataclass_fields__:
+        setattr(summary, name, getattr(result, name))
+    return summary
+
+
+class _Attack:
+    """The attack task: clean top-1, the attack, then the classify task on
+    the adversarial images with ``flipped`` and ``clean_class_index``."""
+
+    def __init__(self, classify, todo, attack, settings: AttackSettings,
+                 summary: AttackSummary):
+        self.classify = classify
+        self.engine = classify.engine
+        self.model = InputsInUnitRange(self.engine)
+        self.attack = attack
+        self.settings = settings
+        self.summary = summary
+        self.ids = todo.ids
+        classes = self.engine.classifier.classes
+        output_of = {label: k for k, label in enumerate(classes.labels)}
+        self.truth = [None if t is None else output_of.get(t) for t in todo.gt[0]]
+        self.indices = torch.tensor(classes.indices, device=self.engine.device)
+
+    def __call__(self, positions, images, failed):
+        if images is None:
+            return self.classify(positions, None, failed)
+        truth = [self.truth[p] for p in positions.tolist()]
+        if any(t is None for t in truth):  # no class to move away from
+            keep = [k for k, t in enumerate(truth) if t is not None]
+            failed = failed + [(int(positions[k]), "no ground truth to attack")
+                               for k, t in enumerate(truth) if t is None]
+            positions, images = positions[keep], images[keep]
+            truth = [truth[k] for k in keep]
+            if not keep:
+                return self.classify(positions, None, failed)
+        x = images.float().div_(255) if images.dtype == torch.uint8 else images
+        labels = torch.tensor(truth, device=self.engine.device)
+        with torch.inference_mode():
+            clean = self.engine.logits(x).argmax(dim=1)
+        # each batch's random start is seeded by its first sample: a resumed
+        # run meets the same batches (writes hold whole batches), so the same noise
+        torch.manual_seed(self.settings.seed + zlib.crc32(str(self.ids[int(positions[0])]).encode()))
+        with torch.enable_grad():
+            adversarial = self.attack(self.model, x.clone(), labels).detach()
+
+        def attrs(top):
+            flipped = top[:, 0] != clean
+            self.summary.flipped += int(flipped.sum())
+            return {"flipped": flipped, "clean_class_index": self.indices[clean]}
+
+        return self.classify(positions, adversarial, failed, attrs=attrs)
+
+
+def robust_accuracy(samples, field: str, gt_field: str = "ground_truth") -> float:
+    """The robust accuracy of an adversarial field: the share of its
+    samples whose adversarial prediction is the true class.
+
+    Raises:
+        ImageNetXError: when the field holds no evaluated predictions
+    """
+    from imagenetx.store.datasets import get_dataset
+    from imagenetx.store.schema import eval_key_of
+
+    view = get_dataset(samples)
+    key = eval_key_of(field)
+    if not view.has_field(key):
+        raise ImageNetXError(
+            f"Field '{field}' has no evaluation '{key}': run `imagenetx attack` with a "
+            "ground truth")
+    values = [v for v in view.values(key) if v is not None]
+    return sum(values) / len(values) if values else float("nan")

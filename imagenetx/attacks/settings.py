@@ -1,0 +1,133 @@
+"""What an attack is: its kind, budget and steps, and the named protocols.
+
+Defaults reproduce Gavrikov & Keuper's (CVPR 2024) ``eval_imagenet_adv.py``:
+foolbox ``LinfPGD(steps=40, abs_stepsize=2/255)`` at ε = 0.5/255, random
+start on (foolbox's default), on inputs in ``[0, 1]`` with the
+normalization inside the model. ``robustbench`` is RobustBench's ImageNet
+protocol: AutoAttack ``standard`` at L∞ ε = 4/255 on its 5,000 images.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, replace
+from fractions import Fraction
+from typing import Optional, Union
+
+from imagenetx.errors import ImageNetXError
+
+ATTACKS = ("pgd", "fgsm", "autoattack")
+NORMS = ("linf", "l2")
+PROTOCOLS = ("gavrikov", "robustbench")
+
+#: Gavrikov's PGD-40 low budget
+DEFAULT_EPS = 0.5 / 255
+DEFAULT_STEPS = 40
+DEFAULT_STEP_SIZE = 2 / 255
+
+
+@dataclass(frozen=True)
+class AttackSettings:
+    """One attack's settings (kept in the adversarial field's info).
+
+    Attributes:
+        attack: ``pgd``, ``fgsm`` or ``autoattack``
+        eps: the budget, in ``[0, 1]`` pixel units
+        norm: ``linf`` or ``l2``
+        steps: PGD's steps
+        step_size: PGD's absolute step size
+        random_start: PGD's random start (foolbox's default, as Gavrikov)
+        seed: seeds each batch's random start with its first sample
+        protocol: the named protocol these came from, if any
+    """
+
+    attack: str = "pgd"
+    eps: float = DEFAULT_EPS
+    norm: str = "linf"
+    steps: int = DEFAULT_STEPS
+    step_size: float = DEFAULT_STEP_SIZE
+    random_start: bool = True
+    seed: int = 0
+    protocol: Optional[str] = "gavrikov"
+
+    def check(self) -> "AttackSettings":
+        """Returns itself; raises ImageNetXError for a bad setting."""
+        if self.attack not in ATTACKS:
+            raise ImageNetXError(
+                f"Unknown --attack '{self.attack}': use one of {', '.join(ATTACKS)}")
+        if self.norm not in NORMS:
+            raise ImageNetXError(f"Unknown --norm '{self.norm}': use linf or l2")
+        if not self.eps >= 0:
+            raise ImageNetXError(f"--eps must be 0 or more, not {self.eps}")
+        if self.steps < 1:
+            raise ImageNetXError(f"--steps must be at least 1, not {self.steps}")
+        if not self.step_size > 0:
+            raise ImageNetXError(f"--step-size must be more than 0, not {self.step_size}")
+        if self.attack == "autoattack" and self.norm == "linf" and self.eps > 1:
+            raise ImageNetXError(f"--eps {self.eps} is beyond the [0, 1] pixel range")
+        return self
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def describe(self) -> str:
+        """``PGD-40 L∞ ε=0.5/255 (step 2/255, random start)``."""
+        eps = _as_255(self.eps)
+        norm = "L∞" if self.norm == "linf" else "L2"
+        if self.attack == "pgd":
+            start = ", random start" if self.random_start else ""
+            return (f"PGD-{self.steps} {norm} ε={eps} (step {_as_255(self.step_size)}"
+                    f"{start})")
+        return f"{self.attack.upper() if self.attack == 'fgsm' else 'AutoAttack standard'} {norm} ε={eps}"
+
+
+def protocol_settings(protocol: str) -> AttackSettings:
+    """The settings of a named protocol."""
+    if protocol == "gavrikov":
+        return AttackSettings()
+    if protocol == "robustbench":
+        return AttackSettings(attack="autoattack", eps=4 / 255, norm="linf",
+                              random_start=False, protocol="robustbench")
+    raise ImageNetXError(
+        f"Unknown --protocol '{protocol}': use one of {', '.join(PROTOCOLS)}")
+
+
+def with_overrides(settings: AttackSettings, **given) -> AttackSettings:
+    """``settings`` with the options the user gave (None: not given); any
+    change to a protocol's settings drops its name."""
+    given = {k: v for k, v in given.items() if v is not None}
+    changed = {k: v for k, v in given.items() if getattr(settings, k) != v}
+    out = replace(settings, **given)
+    if changed.keys() - {"seed"}:
+        out = replace(out, protocol=None)
+    return out.check()
+
+
+def parse_eps(text: Union[str, float]) -> float:
+    """A budget from ``0.5/255``, ``4/255``, ``0.002`` or a number.
+
+    Raises:
+        ImageNetXError: for anything else, or a negative budget
+    """
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        s = str(text).strip()
+        if not re.fullmatch(r"[0-9.eE+-]+(/[0-9.eE+-]+)?", s):
+            raise ImageNetXError(
+                f"--eps '{text}' is not a number or a fraction: e.g. 0.5/255 or 0.002")
+        try:
+            num, _, den = s.partition("/")
+            value = float(num) / float(den) if den else float(num)
+        except (ValueError, ZeroDivisionError):
+            raise ImageNetXError(
+                f"--eps '{text}' is not a number or a fraction: e.g. 0.5/255 or 0.002"
+            ) from None
+    if not value >= 0:
+        raise ImageNetXError(f"--eps must be 0 or more, not {text}")
+    return value
+
+
+def _as_255(value: float) -> str:
+    frac = Fraction(value * 255).limit_denominator(100)
+    return f"{float(frac):g}/255" if abs(float(frac) - value * 255) < 1e-9 else f"{value:g}"
