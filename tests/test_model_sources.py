@@ -3,9 +3,11 @@ transformers zero-shot heads, transformers and FiftyOne zoo classifiers,
 against each library's own outputs on real photos (small models built from
 configs, no network)."""
 
+import contextlib
 import gzip
 import json
 import random
+import threading
 import time
 from pathlib import Path
 
@@ -300,6 +302,51 @@ def test_zoo_model_matches_native_and_fiftyone(photos):
     assert fo_labels == labels
 
 
+def test_zoo_transformers_and_torchvision_configs(tmp_path, photos):
+    """FiftyOne's transformers wrapper (around a local folder) and a zoo
+    torchvision config (FiftyOne runs it at the images' own size; we use
+    the weights' eval transform)."""
+    import types
+
+    import numpy as np
+    import torchvision
+    from fiftyone.utils.torch import TorchImageModelConfig
+    from fiftyone.utils.transformers import (
+        FiftyOneTransformerForImageClassification,
+        FiftyOneTransformerForImageClassificationConfig,
+    )
+
+    from imagenetx.models.sources.zoo import (
+        classifier_from_fiftyone_model, fiftyone_preprocessing)
+
+    model = save_vit(tmp_path / "vit", imagenet_lemmas())
+    fo_model = FiftyOneTransformerForImageClassification(
+        FiftyOneTransformerForImageClassificationConfig(
+            {"name_or_path": str(tmp_path / "vit"), "device": "cpu"}))
+    ours = classifier_from_fiftyone_model(fo_model, "zoo:test-vit")
+    assert ours.preprocessing.input_size == (3, 32, 32)
+    x = batch(ours.preprocessing, photos)
+    with torch.no_grad():
+        got = ours.module(x)
+        torch.testing.assert_close(got, model(x).logits, atol=1e-6, rtol=0)
+    labels = [ours.classes.labels[k] for k in got.argmax(1).tolist()]
+    fo_labels = [c.label for c in fo_model.predict_all([np.asarray(p) for p in photos])]
+    assert fo_labels == labels
+
+    config = TorchImageModelConfig({
+        "entrypoint_fcn": "torchvision.models.resnet.resnet50",
+        "entrypoint_args": {"weights": "ResNet50_Weights.DEFAULT"},
+        "image_min_dim": 224, "image_max_dim": 2048,
+        "image_mean": [0.485, 0.456, 0.406], "image_std": [0.229, 0.224, 0.225]})
+    prep = fiftyone_preprocessing(types.SimpleNamespace(config=config), "zoo:resnet50")
+    resize, crop = prep.geometry.transforms
+    want = torchvision.models.ResNet50_Weights.DEFAULT.transforms()
+    assert resize.size == want.resize_size and list(crop.size) == want.crop_size * 2
+    config.entrypoint_args = {}
+    with pytest.raises(ImageNetXError, match="no fixed size"):
+        fiftyone_preprocessing(types.SimpleNamespace(config=config), "zoo:x")
+
+
 def test_zoo_errors():
     with pytest.raises(ImageNetXError, match="Unknown FiftyOne zoo model") as e:
         load_model("zoo:resnet50-imagenet-torchh")
@@ -311,6 +358,35 @@ def test_zoo_errors():
 # --- bad input: one line each, nothing loaded -------------------------------
 
 
+@contextlib.contextmanager
+def not_found_hub(monkeypatch):
+    """A loopback Hub that serves nothing (404 for every path)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from huggingface_hub import constants
+
+    class NotFound(BaseHTTPRequestHandler):
+        def do_HEAD(self):
+            self.send_response(404)
+            self.send_header("X-Error-Code", "RepoNotFound")
+            self.end_headers()
+
+        do_GET = do_HEAD
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def one_line(spec, request=None, match=None) -> str:
     start = time.monotonic()
     with pytest.raises(ImageNetXError, match=match) as e:
@@ -320,12 +396,15 @@ def one_line(spec, request=None, match=None) -> str:
     return str(e.value)
 
 
-def test_bad_input_one_line_each(tmp_path):
+def test_bad_input_one_line_each(tmp_path, monkeypatch):
     assert "ViT-B-16" in one_line("open_clip:ViT-B-61", match="Unknown open_clip architecture")
     msg = one_line("open_clip:ViT-B-32/not-a-tag", match="Unknown pretrained tag")
     assert "openai" in msg
     msg = one_line("hf:someorg/not-served", match="someorg/not-served")
     assert "hf:/path/to/saved_model" in msg and "internet" in msg
+    with not_found_hub(monkeypatch):
+        msg = one_line("hf:someorg/not-served", match="was not found")
+    assert "hf:/path/to/saved_model" in msg
     one_line(f"hf:{tmp_path}/nothing", match="not a folder saved with save_pretrained")
     one_line("hf:a/b/c", match="is not hf:ORG/NAME")
     one_line("open_clip:ViT-B-32", ModelRequest(prompt="a photo of a cat"),

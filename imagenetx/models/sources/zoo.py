@@ -107,6 +107,7 @@ def classifier_from_fiftyone_model(model, spec: str):
 
         labels = [hf_config.id2label[k] for k in sorted(hf_config.id2label, key=int)]
         processor = getattr(model, "_transforms", None)
+        processor = getattr(processor, "processor", processor)  # FiftyOne's handler
         prep = hf_preprocessing(getattr(processor, "image_processor", processor), spec)
     else:
         labels = list(model.classes or [])
