@@ -211,8 +211,11 @@ def preprocessing(processor, spec: str):
     short, height, width = get(size, "shortest_edge"), get(size, "height"), get(size, "width")
     do_crop = bool(getattr(processor, "do_center_crop", False)) and get(crop, "height")
     crop_pct = getattr(processor, "crop_pct", None)
-    if short and not do_crop and crop_pct and short < 384:  # ConvNeXt's eval resize
-        resize = T.Resize(int(short / crop_pct), interpolation, antialias=True)
+    if short and not do_crop and crop_pct:  # ConvNeXt's eval resize
+        if short < 384:
+            resize = T.Resize(int(short / crop_pct), interpolation, antialias=True)
+        else:  # warped to a square, as ConvNeXt's processor does
+            resize = T.Resize((short, short), interpolation, antialias=True)
         out = (short, short)
     elif short:
         resize = T.Resize(short, interpolation, antialias=True)
@@ -250,6 +253,7 @@ def _interpolation(resample):
 
 def zero_shot_classifier(source: str, config, spec: str, request):
     """A transformers CLIP / SigLIP model as a zero-shot Classifier."""
+    import torch
     from transformers import AutoModel, AutoTokenizer
 
     model = _from_pretrained(AutoModel, source, config, spec, request.pretrained)
@@ -260,8 +264,12 @@ def zero_shot_classifier(source: str, config, spec: str, request):
             f"Cannot load the tokenizer of Hugging Face model '{spec}' "
             f"({type(e).__name__}: {first_line(e)}): pip install sentencepiece for "
             f"SigLIP, or {_FIX}") from e
-    return classifier_from_clip(model, tokenizer, image_processor(source, spec), spec,
-                                request, revision=_revision(source, config))
+    classifier = classifier_from_clip(model, tokenizer, image_processor(source, spec),
+                                      spec, request, revision=_revision(source))
+    if isinstance(getattr(model, "text_model", None), torch.nn.Module):
+        # the head holds the text embeddings: the text tower stays off the device
+        model.text_model = None
+    return classifier
 
 
 def classifier_from_clip(model, tokenizer, processor, spec: str, request,
@@ -363,14 +371,16 @@ def image_features_class():
     return ImageFeatures
 
 
-def _revision(source: str, config) -> Optional[str]:
-    """What identifies the weights: the Hub commit, or a local folder's
-    weight files' names, sizes and modification times."""
-    commit = getattr(config, "_commit_hash", None)
-    if commit and not is_local(source):
-        return commit
-    if not os.path.isdir(source):
-        return None
+def _revision(source: str) -> Optional[str]:
+    """What identifies the weights: the cached Hub snapshot's commit, or a
+    local folder's weight files' names, sizes and modification times (None:
+    unknown, and the head is not cached)."""
+    if not is_local(source):
+        from huggingface_hub import try_to_load_from_cache
+
+        path = try_to_load_from_cache(source, "config.json")
+        # a snapshot path ends in snapshots/<commit>/config.json
+        return os.path.basename(os.path.dirname(path)) if isinstance(path, str) else None
     stats = []
     for name in sorted(os.listdir(source)):
         if name.endswith((".safetensors", ".bin", ".pt")):
