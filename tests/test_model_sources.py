@@ -146,6 +146,32 @@ def test_hf_clip_matches_transformers(hf_clip, photos):
     assert logits(ours, photos).argmax(1).tolist() == reference.argmax(1).tolist()
 
 
+def test_hf_clip_head_cached_per_weights(hf_clip, tmp_path, photos):
+    """The head is cached on disk, keyed by the folder's weight files."""
+    folder = hf_clip[0]
+    request = ModelRequest(prompt=PROMPT)
+    first = logits(load_model(f"hf:{folder}", request), photos)
+    cached = list((tmp_path / "cache" / "zero_shot").glob("*.pt"))
+    assert len(cached) == 1
+    torch.testing.assert_close(logits(load_model(f"hf:{folder}", request), photos), first)
+    assert list((tmp_path / "cache" / "zero_shot").glob("*.pt")) == cached
+
+
+@pytest.mark.parametrize("size", [224, 384])
+def test_hf_convnext_preprocessing_matches_its_processor(size, photos):
+    from transformers import ConvNextImageProcessor
+
+    from imagenetx.models.sources.hf import preprocessing
+
+    processor = ConvNextImageProcessor(size={"shortest_edge": size})
+    prep = preprocessing(processor, "hf:convnext")
+    want = processor(images=photos, return_tensors="pt")["pixel_values"]
+    assert prep.input_size == (3, size, size) == tuple(want.shape[1:])
+    # within two 8-bit levels (resizes round differently) where transformers'
+    # crop offset rounds as ours
+    assert (batch(prep, photos)[:3] - want[:3]).abs().max() < 2.01 / 255 / min(processor.image_std)
+
+
 def test_hf_siglip_bias_and_sigmoid(tmp_path, photos):
     """SigLIP: the logit bias and sigmoid scoring (its sentencepiece
     tokenizer cannot be built offline, so CLIP's stands in)."""
