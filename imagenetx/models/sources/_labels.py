@@ -6,7 +6,8 @@ WordNet lemma strings (``"tench, Tinca tinca"``); some reorder or rename.
 Each label is matched to our classes by its wnid, its full lemma string,
 its first lemma or our name / label for the class; two classes share a
 lemma string (``crane``), so a label matching several classes takes its
-own position when that is one of them, else the one left over.
+own position when that is one of them, else the one left over (in a
+reordered head two outputs both named ``crane`` cannot be told apart).
 """
 
 from __future__ import annotations
@@ -84,7 +85,6 @@ def _assign(candidates: List[Set[int]]) -> Optional[List[int]]:
     """One class per output (unique matches first, then what is left), or
     None when that is not a one-to-one map."""
     order: List[Optional[int]] = [None] * len(candidates)
-    used: Set[int] = set()
     for i, c in enumerate(candidates):
         if len(c) == 1:
             order[i] = next(iter(c))
