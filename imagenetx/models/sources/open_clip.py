@@ -11,6 +11,8 @@ preprocessing is the model's own ``preprocess`` transform. Without
 
 from __future__ import annotations
 
+from typing import Optional
+
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.sources._common import first_line, suggest
 
@@ -28,14 +30,6 @@ def parse(rest: str, request) -> None:
 
 def load(rest: str, request):
     import open_clip
-    import torch
-
-    from imagenetx.classes.outputs import output_classes
-    from imagenetx.models.classifier import Classifier
-    from imagenetx.models.preprocess import from_transform
-    from imagenetx.models.zeroshot import (
-        ZeroShotClassifier, as_callables, cached_weights, describe, head_key,
-        template_texts)
 
     arch, _, tag = rest.partition("/")
     archs = open_clip.list_models()
@@ -62,28 +56,54 @@ def load(rest: str, request):
             f"Cannot get the pretrained weights '{tag}' of open_clip model '{arch}' "
             f"({type(e).__name__}: {first_line(e)}): connect to the internet (and "
             "unset HF_HUB_OFFLINE)") from e
+    spec = f"open_clip:{arch}/{tag}" if tag else f"open_clip:{arch}"
+    return zero_shot_classifier(model, open_clip.get_tokenizer(arch), preprocess, spec,
+                                request, tag=tag if request.pretrained else None)
+
+
+def zero_shot_classifier(model, tokenizer, preprocess, spec: str, request,
+                         tag: Optional[str] = None):
+    """A zero-shot Classifier from a created open_clip model.
+
+    Args:
+        model: the model (``create_model_and_transforms``' first item)
+        tokenizer: its tokenizer (``open_clip.get_tokenizer``)
+        preprocess: its eval transform
+        spec: the spec, for messages, the record and the head's cache key
+        request: the :class:`~imagenetx.models.sources.ModelRequest`
+        tag (None): the pretrained tag loaded; the head is cached on disk
+            only when it is given and ``request.pretrained``
+    """
+    import open_clip
+    import torch
+
+    from imagenetx.classes.outputs import output_classes
+    from imagenetx.models.classifier import Classifier
+    from imagenetx.models.preprocess import from_transform
+    from imagenetx.models.zeroshot import (
+        ZeroShotClassifier, as_callables, cached_weights, describe, head_key,
+        template_texts)
+
     model.eval()
-    tokenizer = open_clip.get_tokenizer(arch)
     classes = output_classes(request.classes)
     texts = template_texts(request.templates, request.prompt)
-    spec = f"open_clip:{arch}/{tag}" if tag else f"open_clip:{arch}"
 
     def build():
         return open_clip.build_zero_shot_classifier(
             model, tokenizer, list(classes.prompt_names), as_callables(texts),
             num_classes_per_batch=10, device="cpu")
 
-    key = head_key(spec, request.pretrained, classes, texts)
-    weights = cached_weights(key, build) if request.pretrained else build()
+    cache = request.pretrained and tag
+    weights = cached_weights(head_key(spec, True, classes, texts), build) if cache else build()
     bias = getattr(model, "logit_bias", None)
     head = ZeroShotClassifier(
         image_encoder(model), weights, model.logit_scale.exp().item(),
         None if bias is None else bias.item())
     sigmoid = bias is not None  # SigLIP: scored with its sigmoid, as its authors do
     with torch.no_grad():
-        prep = from_transform(preprocess, f"open_clip model '{arch}'")
+        prep = from_transform(preprocess, f"open_clip model '{spec}'")
     return Classifier(spec, head, prep, classes, "open_clip",
-                      record={"pretrained": tag if request.pretrained else None,
+                      record={"pretrained": tag,
                               **describe(classes, texts, request.templates, request.prompt)},
                       probabilities="sigmoid" if sigmoid else "softmax")
 
