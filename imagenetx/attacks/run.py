@@ -116,10 +116,10 @@ class _Attack:
         self.attack = attack
         self.settings = settings
         self.summary = summary
-        self.ids = todo.ids
+        self.paths = todo.paths
         classes = self.engine.classifier.classes
         output_of = {label: k for k, label in enumerate(classes.labels)}
-        self.truth = [None if t is None else output_of.get(t) for t in todo.gt[0]]
+        self.truth = [None if t is None else output_of.get(t) for t in todo.truth]
         self.indices = torch.tensor(classes.indices, device=self.engine.device)
 
     def __call__(self, positions, images, failed):
@@ -138,9 +138,10 @@ class _Attack:
         labels = torch.tensor(truth, device=self.engine.device)
         with torch.inference_mode():
             clean = self.engine.logits(x).argmax(dim=1)
-        # each batch's random start is seeded by its first sample: a resumed
+        # each batch's random start is seeded by its first image: a resumed
         # run meets the same batches (writes hold whole batches), so the same noise
-        torch.manual_seed(self.settings.seed + zlib.crc32(str(self.ids[int(positions[0])]).encode()))
+        first = self.paths[int(positions[0])]
+        torch.manual_seed(self.settings.seed + zlib.crc32(first.encode()))
         with torch.enable_grad():
             adversarial = self.attack(self.model, x.clone(), labels).detach()
 

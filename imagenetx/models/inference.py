@@ -43,6 +43,7 @@ from imagenetx.models.sources import ModelRequest, check_request, load_model
 from imagenetx.store.datasets import all_slices, get_dataset
 from imagenetx.store.evaluation import (
     Written,
+    is_classification,
     can_write_with_predictions,
     evaluate_predictions,
 )
@@ -277,7 +278,10 @@ class _Todo:
     ids: list
     paths: list
     old_errors: list
+    #: (labels, label ids) of the ground truth, when the run writes eval values
     gt: Optional[tuple]
+    #: each sample's true label, when there is a classification ground truth
+    truth: Optional[list]
     n_samples: int
     already_predicted: int
     evaluable: bool
@@ -300,7 +304,8 @@ class _Todo:
         # with a classification ground truth, each prediction's eval_<field>
         # value is written with it, so the evaluation after the run writes none
         previous = can_write_with_predictions(dataset, field, gt_field)
-        truth = [f"{gt_field}.label", f"{gt_field}._id"] if previous is not None else []
+        has_truth = is_classification(dataset, gt_field)
+        truth = [f"{gt_field}.label", f"{gt_field}._id"] if has_truth else []
         eval_key = eval_key_of(field)
         listed = None
         if ranks.main:  # one list for all ranks, read and declared before any writes
@@ -308,10 +313,11 @@ class _Todo:
                 ["_id", "filepath"] + truth + ([err_field] if has_errors else []),
                 _raw=True)
             known = set(class_table().labels if labels is None else labels)
-            evaluable = bool(truth) and known.issuperset(
+            in_classes = has_truth and known.issuperset(
                 x for x in columns[2] if x is not None)  # else the evaluation says why
+            evaluable = in_classes and previous is not None
             declared = False
-            if needs_truth and columns[0] and not evaluable:
+            if needs_truth and columns[0] and not in_classes:
                 raise ImageNetXError(
                     f"Dataset '{dataset.name}' has no classification ground truth "
                     f"'{gt_field}' in the model's classes for every image: the run "
@@ -334,6 +340,7 @@ class _Todo:
             ids=ids, paths=columns[1],
             old_errors=columns[-1] if has_errors else [None] * len(ids),
             gt=(columns[2], columns[3]) if evaluable else None,
+            truth=columns[2] if has_truth else None,
             n_samples=n_samples,
             already_predicted=n_samples - n_pending if pending is not samples else 0,
             evaluable=evaluable, declared=declared, has_errors=has_errors,

@@ -72,7 +72,7 @@ def can_write_with_predictions(dataset, field: str, gt_field: str) -> Optional[b
     predictions: None when not (no classification ground truth, another
     field under the key, or an evaluation of other fields under it), else
     whether a current evaluation exists (see :attr:`Written.previous`)."""
-    if not _is_classification(dataset, gt_field):
+    if not is_classification(dataset, gt_field):
         return None
     key = eval_key_of(field)
     if dataset.has_evaluation(key):
@@ -86,7 +86,8 @@ def can_write_with_predictions(dataset, field: str, gt_field: str) -> Optional[b
     return False
 
 
-def _is_classification(dataset, field: str) -> bool:
+def is_classification(dataset, field: str) -> bool:
+    """Whether ``field`` is a ``fo.Classification`` field of the dataset."""
     f = dataset.get_field(field) if dataset.has_field(field) else None
     return isinstance(f, fo.EmbeddedDocumentField) and issubclass(
         f.document_type, fo.Classification)
@@ -122,7 +123,7 @@ def evaluate_predictions(
         an :class:`Evaluation`, empty when either field is missing, or
         when ``rerun`` is False and there is no evaluation to reuse
     """
-    if not (_is_classification(dataset, gt_field) and dataset.has_field(field)):
+    if not (is_classification(dataset, gt_field) and dataset.has_field(field)):
         return Evaluation()
     key = eval_key_of(field)
     if not rerun:  # nothing changed: reuse, never add

