@@ -35,6 +35,11 @@ over each category's ImageNet indices) in the loop as in ``predict``.
 On the GPU machine (see ../shared/gpu/README.md), e.g.:
 ``perf/predict.py --device cuda --n 50000 --models timm:resnet50,timm:vit_base_patch16_224``
 
+Zero-shot: ``--models open_clip:ViT-B-32 --decoders auto`` compares predict
+with a plain open_clip script (open_clip's model, head builder and
+``encode_image``; the single ``--prompt``, random weights) over the same
+decoder.
+
 Usage: predict.py [--n 256] [--models SPEC,...] [--decoders pil,torchvision,auto]
 [--device auto|cpu|cuda] [--batch-size B] [--num-workers W] [--amp auto|bf16|fp16|off]
 [--compile] [--repeats 2] [--gpu-shares 0.25,0.75,1.0] [--no-baseline] [--cue-conflict DIR]
@@ -58,6 +63,7 @@ import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from imagenetx.classes.imagenet import class_table  # noqa: E402
+from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES  # noqa: E402
 import imagenetx.models.loader as loader  # noqa: E402
 from imagenetx.models.decode import decode_batch  # noqa: E402
 from imagenetx.models.engine import (  # noqa: E402
@@ -122,7 +128,7 @@ class Model:
     def __init__(self, spec, args):
         self.device = _device(args.device)
         self.dtype = _amp_dtype(args.amp, self.device)
-        loaded = load_model(spec, pretrained=False)
+        loaded = load_model(spec, pretrained=False, prompt=zero_shot_prompt(spec, args))
         self.loaded = loaded
         self.normalize = loaded.preprocessing.normalizer(self.device)
         model = loaded.model.to(self.device, memory_format=torch.channels_last)
@@ -138,6 +144,52 @@ class Model:
             return decided.indices[:, None], decided.values[:, None]
         conf, idx = probs.topk(5, dim=1)
         return idx, conf
+
+
+def zero_shot_prompt(spec, args):
+    """The single prompt of a zero-shot spec (the head's cost stays small)."""
+    return args.prompt if spec.startswith("open_clip:") else None
+
+
+class PlainOpenClip(Model):
+    """A zero-shot model as a plain open_clip script runs it: open_clip's
+    model and head builder, ``encode_image``, normalize, ``logit_scale *
+    features @ head``."""
+
+    def __init__(self, spec, args):
+        import open_clip
+
+        self.device = _device(args.device)
+        self.dtype = _amp_dtype(args.amp, self.device)
+        arch = spec.partition(":")[2].partition("/")[0]
+        clip, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=None)
+        clip.eval()
+        tokenizer = open_clip.get_tokenizer(arch)
+        with torch.no_grad():
+            head = open_clip.build_zero_shot_classifier(
+                clip, tokenizer, IMAGENET_CLASSNAMES,
+                [lambda c: args.prompt.format(c=c)], num_classes_per_batch=10)
+        self.loaded = type("Loaded", (), {"preprocessing": _prep(preprocess)})()
+        self.normalize = self.loaded.preprocessing.normalizer(self.device)
+        self.head = head.to(self.device)
+        self.scale = clip.logit_scale.exp().item()
+        clip = clip.to(self.device, memory_format=torch.channels_last)
+        self.encode = torch.compile(clip.encode_image) if args.compile else clip.encode_image
+
+    def __call__(self, images, mapping=None):
+        with torch.inference_mode(), torch.autocast(
+                self.device.type, dtype=self.dtype, enabled=self.dtype is not None):
+            x = self.normalize(images).contiguous(memory_format=torch.channels_last)
+            features = self.encode(x, normalize=True).float()
+            probs = (self.scale * features @ self.head).softmax(dim=1)
+        conf, idx = probs.topk(5, dim=1)
+        return idx, conf
+
+
+def _prep(preprocess):
+    from imagenetx.models.preprocess import from_transform
+
+    return from_transform(preprocess, "open_clip")
 
 
 def model_only(model: Model, batch_size: int, batches: int = 20) -> float:
@@ -176,7 +228,7 @@ def plain_loop(paths, spec, args, decoder, batch_size, workers, mapping=None):
     """The baseline: what a hand-written PyTorch script does with the same
     decoder, no database. Decoding uses the library's reader (the decoder
     itself); batching is PyTorch's own."""
-    model = Model(spec, args)
+    model = (PlainOpenClip if spec.startswith("open_clip:") else Model)(spec, args)
     reader, share = _reader(model.loaded, decoder, model.device)
     loader = torch.utils.data.DataLoader(
         ImageFiles(paths, reader, share), batch_size=batch_size, num_workers=workers,
@@ -199,7 +251,8 @@ def predict_run(dataset, spec, args, decoder, batch_size, workers):
     summary = predict(
         dataset, spec, "pred", batch_size=batch_size, num_workers=workers,
         device=args.device, amp=args.amp, compile=args.compile, overwrite=True,
-        pretrained=False, progress=False, decoder=decoder)
+        pretrained=False, progress=False, decoder=decoder,
+        prompt=zero_shot_prompt(spec, args))
     assert summary.predicted == len(dataset) and summary.failed == 0
 
 
@@ -277,6 +330,8 @@ def main():
                              "(the default share is GPU_DECODE_SHARE)")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip the run with today's defaults")
+    parser.add_argument("--prompt", default="A photo of a {c}",
+                        help="open_clip: specs: the single zero-shot prompt of both runs")
     parser.add_argument("--cue-conflict", metavar="DIR",
                         help="run over the cue-conflict stimuli of DIR, with 16-class decisions")
     args = parser.parse_args()
