@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from conftest import REPO
+
 from imagenetx.benchmarks import get_benchmark
 from imagenetx.classes.imagenet import class_table
 from imagenetx.cli import main
@@ -198,3 +200,28 @@ def test_bad_input_is_one_error_and_writes_nothing(cbar, tmp_path, capsys):
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
     assert ds.get_field_schema() == before
+
+
+def test_published_columns_are_the_mean_of_their_cells():
+    """``top1_acc/imagenet-c`` and ``-cbar`` of Gavrikov & Keuper's table are
+    the plain means of the layouts' 19 x 5 and 10 x 5 cells, for every model."""
+    import csv
+
+    from imagenetx.benchmarks.ood.layouts import LAYOUTS, SEVERITIES
+
+    table = REPO.parent / "shared" / "data" / "gavrikov" / "benchmark.csv"
+    if not table.is_file():
+        pytest.skip("no shared copy of benchmark.csv")
+    with open(table, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for kind, cells in (("c", 95), ("cbar", 50)):
+        layout = LAYOUTS[kind]
+        columns = [f"top1_acc/{c}_{s}" for c in layout.corruptions for s in SEVERITIES]
+        assert len(columns) == cells
+        checked = 0
+        for row in rows:
+            if row[layout.column]:
+                values = [float(row[c]) for c in columns]
+                assert float(row[layout.column]) == pytest.approx(np.mean(values), abs=1e-6)
+                checked += 1
+        assert checked >= 60
