@@ -37,6 +37,10 @@ class Benchmark:
         output_classes: the classes a zero-shot head is built over for it
             (:mod:`imagenetx.classes.outputs`): ImageNet's 1000 unless the
             benchmark scores zero-shot models over its own
+        keeps_geometry: its images are already the model's input size and
+            go to the model as they are, without its resize and crop
+            (ImageNet-C and -C-bar: 224 x 224 centre crops made by the
+            benchmark's authors); ``predict`` is to skip the geometry
     """
 
     name = "generic"
@@ -47,6 +51,7 @@ class Benchmark:
     discovery_slicings: Tuple[str, ...] = ()
     needs_logits = False
     output_classes = "imagenet"
+    keeps_geometry = False
 
     def matches(self, samples, settings=None) -> bool:
         """Whether a dataset holds this benchmark's fields (their names may

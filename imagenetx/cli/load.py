@@ -136,7 +136,7 @@ def run_load(args) -> int:
             "Name one source: cue-conflict, --imagenet-dir DIR, --hub REPO_ID, "
             "--imagenet-d-dir DIR, --imagenet-e-dir DIR or an OOD release folder "
             "(--imagenet-a-dir, --imagenet-r-dir, --imagenet-sketch-dir, --imagenetv2-dir, "
-            "--imagenet-c-dir)")
+            "--imagenet-c-dir, --imagenet-cbar-dir)")
     if args.dir and not args.benchmark:
         raise ImageNetXError("--dir applies to `load cue-conflict` only")
     if args.variant and not (ood and ood[0] == "v2"):

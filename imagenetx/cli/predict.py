@@ -1,5 +1,6 @@
 """Commands that run or import models: ``predict``, ``probe``,
-``probe-results``, ``corruption-errors``, ``import-predictions``."""
+``probe-results``, ``corruption-errors``, ``corruption-accuracy``,
+``import-predictions``."""
 
 from imagenetx.cli.base import CommandGroup, print_result
 from imagenetx.cli.flags import add_gt_field, add_output
@@ -89,7 +90,8 @@ def register(group: CommandGroup) -> None:
 
     p = group.add("corruption-errors", run_corruption_errors,
                   "ImageNet-C (released folders): top-1 error per corruption and severity, "
-                  "CE and mCE against AlexNet, relative mCE")
+                  "CE and mCE against AlexNet, relative mCE, and the mean top-1 accuracy "
+                  "over all 19 corruptions")
     p.add_argument("--dataset", required=True, help="a dataset loaded with --imagenet-c-dir")
     p.add_argument("--pred-field", required=True, metavar="F")
     clean = p.add_mutually_exclusive_group()
@@ -98,6 +100,16 @@ def register(group: CommandGroup) -> None:
                             "for the relative CE and mCE")
     clean.add_argument("--clean-accuracy", type=float, metavar="A",
                        help="the clean top-1 accuracy as a fraction, e.g. 0.76")
+    add_output(p, csv="print one CSV row per corruption and severity")
+    add_gt_field(p)
+
+    p = group.add("corruption-accuracy", run_corruption_accuracy,
+                  "ImageNet-C or -C-bar (released folders): top-1 and top-5 accuracy per "
+                  "corruption and severity and their mean, as Gavrikov & Keuper report them")
+    p.add_argument("--dataset", required=True,
+                   help="a dataset loaded with --imagenet-c-dir or --imagenet-cbar-dir")
+    p.add_argument("--pred-field", required=True, metavar="F",
+                   help="the prediction field (top-5 needs it predicted with --logits)")
     add_output(p, csv="print one CSV row per corruption and severity")
     add_gt_field(p)
 
@@ -299,6 +311,15 @@ def run_corruption_errors(args) -> int:
                                clean_accuracy=args.clean_accuracy, gt_field=args.gt_field)
     result = {"dataset": args.dataset, "field": args.pred_field, **errors.to_dict()}
     return print_result(args, result, format_corruption_errors, corruption_csv)
+
+
+def run_corruption_accuracy(args) -> int:
+    from imagenetx.analysis.corruption import corruption_accuracy_of
+    from imagenetx.present.probes import corruption_accuracy_csv, format_corruption_accuracy
+
+    result = corruption_accuracy_of(args.dataset, args.pred_field,
+                                    gt_field=args.gt_field).to_dict()
+    return print_result(args, result, format_corruption_accuracy, corruption_accuracy_csv)
 
 
 def run_import_predictions(args) -> int:

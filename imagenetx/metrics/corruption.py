@@ -11,7 +11,10 @@ https://github.com/hendrycks/robustness"); AlexNet's clean error is
 weights that the authors' ``ImageNet-C/test.py`` evaluates.
 
 Works the same on a model's predictions under corruptions made on the fly
-and on the released ImageNet-C folders.
+and on the released ImageNet-C folders. :func:`corruption_accuracy` is the
+plain accuracy table (top-1, top-5, their unweighted mean over the
+corruption x severity cells) that Gavrikov & Keuper report for ImageNet-C
+(19 corruptions) and ImageNet-C-bar (10).
 """
 
 from dataclasses import dataclass
@@ -51,6 +54,9 @@ class CorruptionErrors:
         clean_error: the clean top-1 error
         ce: CE per corruption (NaN unless all 5 severities are measured)
         relative_ce: relative CE per corruption
+        accuracy (None): the accuracy table over every corruption the
+            dataset has (released ImageNet-C: the 15 and the 4 extra), whose
+            ``mean_top1`` is Gavrikov & Keuper's ImageNet-C accuracy
     """
 
     corruptions: tuple
@@ -58,6 +64,7 @@ class CorruptionErrors:
     clean_error: float
     ce: np.ndarray
     relative_ce: np.ndarray
+    accuracy: Optional["CorruptionAccuracy"] = None
 
     @property
     def complete(self) -> List[str]:
@@ -80,7 +87,7 @@ class CorruptionErrors:
         def num(x):
             return float(x) if np.isfinite(x) else None
 
-        return {
+        out = {
             "clean_error": num(self.clean_error),
             "mce": num(self.mce),
             "relative_mce": num(self.relative_mce),
@@ -93,6 +100,9 @@ class CorruptionErrors:
                 for c, row, ce, rce in zip(self.corruptions, self.errors,
                                            self.ce, self.relative_ce)},
         }
+        if self.accuracy is not None:
+            out["accuracy"] = self.accuracy.to_dict()
+        return out
 
 
 def corruption_errors(errors, clean_error: float,
@@ -127,3 +137,112 @@ def corruption_errors(errors, clean_error: float,
     ce = mean / alex
     relative = (mean - clean_error) / (alex - ALEXNET_CLEAN_ERROR)
     return CorruptionErrors(names, table, float(clean_error), ce, relative)
+
+
+@dataclass(frozen=True)
+class CorruptionAccuracy:
+    """Top-1 (and top-5) accuracy per corruption and severity, and their
+    unweighted mean over the cells, as Gavrikov & Keuper's
+    ``eval_imagenet_c.py`` / ``eval_imagenet_cbar.py`` average them (each
+    corruption x severity pair counts once, whatever its image count).
+
+    Attributes:
+        corruptions: the corruption names, rows of the tables
+        n: ``(corruptions, 5)`` images scored per cell
+        top1: ``(corruptions, 5)`` top-1 accuracy, NaN where ``n`` is 0
+        top5: the same for top-5, or None (no logits stored)
+    """
+
+    corruptions: tuple
+    n: np.ndarray
+    top1: np.ndarray
+    top5: Optional[np.ndarray] = None
+
+    @property
+    def cells(self) -> int:
+        """The corruption x severity cells with images."""
+        return int((self.n > 0).sum())
+
+    @property
+    def complete(self) -> bool:
+        """Whether every cell of every corruption has images."""
+        return bool((self.n > 0).all())
+
+    @property
+    def mean_top1(self) -> float:
+        """Unweighted mean top-1 over the cells with images (NaN if none)."""
+        return _cell_mean(self.top1)
+
+    @property
+    def mean_top5(self) -> float:
+        """Unweighted mean top-5 (NaN without top-5)."""
+        return float("nan") if self.top5 is None else _cell_mean(self.top5)
+
+    def to_dict(self) -> dict:
+        """JSON-ready; NaN becomes None."""
+        def num(x):
+            return float(x) if np.isfinite(x) else None
+
+        def row(values, k):
+            return None if values is None else {
+                str(s): num(v) for s, v in zip(SEVERITIES, values[k])}
+
+        return {
+            "mean_top1": num(self.mean_top1),
+            "mean_top5": num(self.mean_top5),
+            "cells": self.cells,
+            "of_cells": int(self.n.size),
+            "complete": self.complete,
+            "corruptions": {
+                c: {"n": {str(s): int(v) for s, v in zip(SEVERITIES, self.n[k])},
+                    "top1": row(self.top1, k), "top5": row(self.top5, k),
+                    "mean_top1": num(_cell_mean(self.top1[k])),
+                    "mean_top5": None if self.top5 is None else num(_cell_mean(self.top5[k]))}
+                for k, c in enumerate(self.corruptions)},
+        }
+
+
+def _cell_mean(values: np.ndarray) -> float:
+    finite = values[np.isfinite(values)]
+    return float(finite.mean()) if finite.size else float("nan")
+
+
+def corruption_accuracy(corruption: Sequence[str], severity: Sequence[int], top1,
+                        top5=None, corruptions: Sequence[str] = CORRUPTIONS
+                        ) -> CorruptionAccuracy:
+    """Accuracy per corruption and severity from per-image columns.
+
+    Args:
+        corruption: ``(n,)`` each image's corruption name
+        severity: ``(n,)`` each image's severity 1-5
+        top1: ``(n,)`` bool, the top-1 prediction is right
+        top5 (None): ``(n,)`` bool, the class is among the top 5
+        corruptions: the table's rows, in order (images of other
+            corruptions are left out)
+
+    Raises:
+        ImageNetXError: for columns of different lengths
+    """
+    corruption = np.asarray(corruption, dtype=object)
+    severity = np.asarray(severity)
+    top1 = np.asarray(top1, dtype=bool)
+    columns = [corruption, severity, top1] + ([] if top5 is None else [np.asarray(top5)])
+    if len({len(c) for c in columns}) != 1:
+        raise ImageNetXError(
+            "Corruption, severity and correctness columns differ in length: one "
+            "value per image in each")
+    names = tuple(corruptions)
+    shape = (len(names), len(SEVERITIES))
+    n = np.zeros(shape, dtype=np.int64)
+    acc1 = np.full(shape, np.nan)
+    acc5 = None if top5 is None else np.full(shape, np.nan)
+    for k, name in enumerate(names):
+        mine = corruption == name
+        for j, s in enumerate(SEVERITIES):
+            cell = mine & (severity == s)
+            n[k, j] = int(cell.sum())
+            if n[k, j]:
+                acc1[k, j] = top1[cell].mean()
+                if acc5 is not None:
+                    acc5[k, j] = np.asarray(top5, dtype=bool)[cell].mean()
+    return CorruptionAccuracy(names, n, acc1, acc5)

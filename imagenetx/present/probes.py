@@ -78,10 +78,52 @@ def corruption_lines(c: dict) -> list:
 
 
 def format_corruption_errors(result: dict) -> str:
-    """What ``imagenetx corruption-errors`` prints."""
+    """What ``imagenetx corruption-errors`` prints: the CE table, then the
+    plain mean top-1 accuracy over every corruption the dataset has."""
     head = (f"Dataset '{result['dataset']}', field '{result['field']}': top-1 error per "
             "ImageNet-C corruption and severity")
-    return "\n".join([head, *corruption_lines(result)])
+    lines = [head, *corruption_lines(result)]
+    acc = result.get("accuracy")
+    if acc:
+        over = len(acc["corruptions"])
+        lines.append(
+            f"Mean top-1 accuracy over {over} corruptions x 5 severities "
+            f"({acc['cells']} of {acc['of_cells']} cells, unweighted; Gavrikov & Keuper's "
+            f"top1_acc/imagenet-c over 19 x 5): {_num(acc['mean_top1'], '.4f')}")
+    return "\n".join(lines)
+
+
+def format_corruption_accuracy(result: dict) -> str:
+    """What ``imagenetx corruption-accuracy`` prints: top-1 (and top-5)
+    per corruption and severity, the row means and the mean over the
+    cells; ``result`` is :class:`~imagenetx.analysis.corruption.
+    CorruptionAccuracyResult` as ``.to_dict()``."""
+    lines = [f"Dataset '{result['dataset']}', field '{result['field']}': {result['title']} "
+             "accuracy per corruption and severity"]
+    head = " ".join(f"{'s' + str(k):>6}" for k in range(1, 6))
+    for key, label in (("top1", "top-1"), ("top5", "top-5")):
+        if result[f"mean_{key}"] is None:
+            continue
+        lines.append(f"{label + ' accuracy':<26} {head} {'mean':>6}")
+        for name, row in result["corruptions"].items():
+            lines.append(f"{name[:26]:<26} " + " ".join(
+                f"{_num(row[key][str(k)], '.3f'):>6}" for k in range(1, 6))
+                + f" {_num(row['mean_' + key], '.3f'):>6}")
+    lines.append(
+        f"Mean over the cells (unweighted): top-1 {_num(result['mean_top1'], '.4f')}, "
+        f"top-5 {_num(result['mean_top5'], '.4f')}; {result['column']} = "
+        f"{_num(result['column_value'], '.2f')} (percent, as Gavrikov & Keuper's table)")
+    lines.extend(f"Note: {n}" for n in result["notes"])
+    return "\n".join(lines)
+
+
+def corruption_accuracy_csv(result: dict) -> str:
+    """One row per corruption and severity: ``n``, ``top1``, ``top5``."""
+    return _csv([{"field": result["field"], "benchmark": result["benchmark"],
+                  "corruption": name, "severity": int(s), "n": n,
+                  "top1": row["top1"][s], "top5": (row["top5"] or {}).get(s)}
+                 for name, row in result["corruptions"].items()
+                 for s, n in row["n"].items()])
 
 
 def corruption_csv(result: dict) -> str:

@@ -1,6 +1,6 @@
 """ImageNet's out-of-distribution benchmarks read from their release
 folders: ImageNet-A and -R (200 classes each, scored by the argmax over
-them), ImageNet-Sketch, ImageNetV2 (three variants) and ImageNet-C
+them), ImageNet-Sketch, ImageNetV2 (three variants), ImageNet-C and ImageNet-C-bar
 (corruption x severity).
 
 -   :mod:`~imagenetx.benchmarks.ood.layouts`: the table of release layouts

@@ -2,7 +2,7 @@
 
 Slicings: ``class`` (the ground truth's classes: the 200 of ImageNet-A/R,
 else the 1000), ImageNetV2's ``variant``, ImageNet-C's ``corruption`` and
-``severity``. Label spaces: ``class`` (the 1000-way top-1 is the true
+``severity`` (ImageNet-C-bar's too). Label spaces: ``class`` (the 1000-way top-1 is the true
 class) and, for ImageNet-A/R, ``subset`` (the default): the argmax over the
 benchmark's 200 classes of the stored logits, as the authors and timm's
 ``validate.py`` score them, so ``imagenetx predict`` stores the logits on
@@ -10,7 +10,7 @@ these datasets.
 """
 
 from imagenetx.benchmarks.base import Benchmark, field_slicing
-from imagenetx.benchmarks.ood.layouts import CORRUPTIONS, SEVERITIES, Layout
+from imagenetx.benchmarks.ood.layouts import SEVERITIES, Layout
 from imagenetx.classes.imagenet import class_table
 from imagenetx.classes.spaces import ClassSubset, ExactClass
 from imagenetx.errors import ImageNetXError
@@ -32,6 +32,7 @@ class OODBenchmark(Benchmark):
         self.default_label_space = "subset" if layout.subset else "class"
         self.discovery_slicings = (*layout.fields, "class")
         self.needs_logits = layout.subset is not None
+        self.keeps_geometry = layout.keeps_geometry
 
     def matches(self, samples, settings=None) -> bool:
         # only the benchmark name in dataset.info says these: A/R/Sketch have
@@ -57,7 +58,7 @@ class OODBenchmark(Benchmark):
                            tuple(labels[i] for i in self.layout.classes), title="class")
         if name == "corruption" and name in self.layout.fields:
             present = set(samples.distinct("corruption"))
-            return Slicing(name, name, tuple(c for c in CORRUPTIONS if c in present),
+            return Slicing(name, name, tuple(c for c in self.layout.corruptions if c in present),
                            title="corruption")
         if name == "severity" and name in self.layout.fields:
             return Slicing(name, name, SEVERITIES, title="severity")

@@ -13,6 +13,9 @@ ImageNetV2      ``[<variant folder>/]<0..999>/<image>`` ``variant``
 ImageNet-C      ``[<group>/]<corruption>/<severity>/<wnid>/<image>``
                                                       ``corruption``,
                                                       ``severity``
+ImageNet-C-bar  ``<corruption>/<severity>/<wnid>/<image>``
+                (severity: 1..5 or the parameter      ``corruption``,
+                value, ``0.80``; :data:`CBAR_PARAMS`) ``severity``
 =============== ===================================== =====================
 
 :func:`find_images` walks a folder in one layout and returns the images
@@ -44,6 +47,25 @@ CORRUPTIONS = (
     "speckle_noise", "gaussian_blur", "spatter", "saturate",
 )
 SEVERITIES = (1, 2, 3, 4, 5)
+#: ImageNet-C-bar's 10 corruptions (Mintun et al., NeurIPS 2021), in
+#: Gavrikov's ``eval_imagenet_cbar.py`` order, with the parameter of each
+#: severity 1..5 (facebookresearch/augmentation-corruption
+#: ``imagenet_c_bar/imagenet_c_bar.csv``): the release's
+#: ``make_imagenet_c_bar.py`` names each severity folder by its parameter,
+#: ``"{:.2f}"`` (``blue_noise_sample/0.80/``)
+CBAR_PARAMS: Dict[str, Tuple[float, ...]] = {
+    "blue_noise_sample": (0.8, 1.6, 2.4, 4.0, 5.6),
+    "brownish_noise": (1.0, 2.0, 3.0, 4.0, 5.0),
+    "caustic_refraction": (2.35, 3.2, 4.9, 6.6, 9.15),
+    "checkerboard_cutout": (2.0, 3.0, 4.0, 5.0, 6.0),
+    "cocentric_sine_waves": (3.0, 5.0, 8.0, 9.0, 10.0),
+    "inverse_sparkles": (1.0, 2.0, 4.0, 9.0, 10.0),
+    "perlin_noise": (4.6, 5.2, 5.8, 7.6, 8.8),
+    "plasma_noise": (4.75, 7.0, 8.5, 9.25, 10.0),
+    "single_frequency_greyscale": (1.0, 1.5, 2.0, 4.5, 5.0),
+    "sparkles": (1.0, 2.0, 3.0, 5.0, 6.0),
+}
+CBAR_CORRUPTIONS = tuple(CBAR_PARAMS)
 #: the folders the ImageNet-C tar files unpack into, around the corruptions
 CORRUPTION_GROUPS = ("noise", "blur", "weather", "digital", "extra")
 
@@ -72,6 +94,10 @@ class Layout:
         subset: the class subset its models are scored on, or None (1000)
         fields: the slicing fields its folders give each sample
         column: its accuracy column in Gavrikov & Keuper's ``benchmark.csv``
+        corruptions: the corruption folders it reads (ImageNet-C, -C-bar)
+        keeps_geometry: its images are already the model's 224 x 224 input
+            and are fed as they are, without the model's resize and crop
+            (as the authors and Gavrikov's ``resize_crop=False`` do)
     """
 
     kind: str
@@ -83,6 +109,8 @@ class Layout:
     subset: Optional[str] = None
     fields: Tuple[str, ...] = ()
     column: str = ""
+    corruptions: Tuple[str, ...] = ()
+    keeps_geometry: bool = False
 
     @property
     def classes(self) -> Tuple[int, ...]:
@@ -105,13 +133,18 @@ LAYOUTS: Dict[str, Layout] = {lay.kind: lay for lay in (
            fields=("variant",), column="top1_acc/imagenet-v2"),
     Layout("c", "imagenet_c", "ImageNet-C", "--imagenet-c-dir",
            "[<group>/]<corruption>/<severity 1..5>/<wnid>/<image>", "imagenet-c",
-           fields=("corruption", "severity"), column="top1_acc/imagenet-c"),
+           fields=("corruption", "severity"), column="top1_acc/imagenet-c",
+           corruptions=CORRUPTIONS, keeps_geometry=True),
+    Layout("cbar", "imagenet_cbar", "ImageNet-C-bar", "--imagenet-cbar-dir",
+           "<corruption>/<severity 1..5 or parameter>/<wnid>/<image>", "imagenet-cbar",
+           fields=("corruption", "severity"), column="top1_acc/imagenet-cbar",
+           corruptions=CBAR_CORRUPTIONS, keeps_geometry=True),
 )}
 
 
 def get_layout(kind: str) -> Layout:
-    """The layout of a kind (``a``, ``r``, ``sketch``, ``v2``, ``c``) or a
-    benchmark name (``imagenet_a``).
+    """The layout of a kind (``a``, ``r``, ``sketch``, ``v2``, ``c``,
+    ``cbar``) or a benchmark name (``imagenet_a``).
 
     Raises:
         ImageNetXError: for another name
@@ -179,6 +212,8 @@ def _looks_like(folder: str) -> Optional[str]:
             continue
         if any(n in CORRUPTIONS or n in CORRUPTION_GROUPS for n in names):
             return LAYOUTS["c"].option
+        if any(n in CBAR_PARAMS for n in names):
+            return LAYOUTS["cbar"].option
         if any(v2_variant(n) for n in names) or all(_class_index_of(n) is not None for n in names):
             return LAYOUTS["v2"].option
         if all(_WNID.match(n) for n in names):
@@ -274,45 +309,89 @@ def _find_v2(layout: Layout, folder: str, variant: Optional[str]) -> List[Image]
 
 def _corruption_folders(layout: Layout, folder: str) -> List[Tuple[str, str]]:
     """``(path, corruption)`` of the corruption folders, directly under
-    ``folder`` or under its group folders (``noise/``, ``blur/``, ...)."""
+    ``folder`` or (ImageNet-C) under its group folders (``noise/``, ...)."""
+    groups = CORRUPTION_GROUPS if layout.kind == "c" else ()
     out, unknown = [], []
     for name in _subdirs(folder):
         path = os.path.join(folder, name)
-        if name in CORRUPTIONS:
+        if name in layout.corruptions:
             out.append((path, name))
-        elif name in CORRUPTION_GROUPS:
+        elif name in groups:
             for inner in _subdirs(path):
-                if inner in CORRUPTIONS:
+                if inner in layout.corruptions:
                     out.append((os.path.join(path, inner), inner))
                 else:
                     unknown.append(f"{name}/{inner}")
         else:
             unknown.append(name)
     if not out:
-        raise _no_layout(layout, folder, "no corruption folders such as gaussian_noise/")
+        raise _no_layout(layout, folder,
+                         f"no corruption folders such as {layout.corruptions[0]}/")
     if unknown:
         shown = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
         raise ImageNetXError(
-            f"Folder '{folder}' has folders that are not ImageNet-C corruptions "
-            f"({shown}): expected {', '.join(CORRUPTIONS[:3])}, ... laid out as "
+            f"Folder '{folder}' has folders that are not {layout.title} corruptions "
+            f"({shown}): expected {', '.join(layout.corruptions[:3])}, ... laid out as "
             f"{layout.folders}; remove or rename those folders")
     return out
 
 
-def _find_c(layout: Layout, folder: str) -> List[Image]:
+def cbar_severity(corruption: str, name: str) -> Optional[int]:
+    """The severity 1..5 an ImageNet-C-bar severity folder name says: ``1``
+    .. ``5`` itself, or a parameter value of the corruption (``0.80`` ->
+    1 for ``blue_noise_sample``); None for anything else."""
+    if name in {str(s) for s in SEVERITIES}:
+        return int(name)
+    if "." not in name:
+        return None  # an integer other than 1..5 is not a parameter the release writes
+    try:
+        value = float(name)
+    except ValueError:
+        return None
+    for severity, param in zip(SEVERITIES, CBAR_PARAMS[corruption]):
+        if abs(value - param) < 1e-6:
+            return severity
+    return None
+
+
+def _severity_folders(layout: Layout, path: str, corruption: str) -> List[Tuple[str, int]]:
+    """``(severity folder name, severity)`` of a corruption folder.
+
+    Raises:
+        ImageNetXError: for no severity folders, folders that are not
+            severities, or (ImageNet-C-bar) two folders of one severity
+    """
+    names = _subdirs(path)
+    if layout.kind == "cbar":
+        found = [(n, cbar_severity(corruption, n)) for n in names]
+        expected = ("severity folders 1..5 or the corruption's parameter values "
+                    f"({', '.join(f'{p:.2f}' for p in CBAR_PARAMS[corruption])})")
+    else:
+        found = [(n, int(n) if n in {str(s) for s in SEVERITIES} else None) for n in names]
+        expected = "severity folders 1..5"
+    bad = [n for n, s in found if s is None]
+    if bad or not names:
+        raise ImageNetXError(
+            f"{layout.title} folder '{path}' holds {', '.join(bad[:5]) or 'no folders'} "
+            f"where {expected} belong (laid out as {layout.folders})")
+    seen: Dict[int, str] = {}
+    for n, s in found:
+        if s in seen:
+            raise ImageNetXError(
+                f"{layout.title} folder '{path}' holds two folders of severity {s} "
+                f"({seen[s]} and {n}): keep one of them")
+        seen[s] = n
+    return found
+
+
+def _find_corrupted(layout: Layout, folder: str) -> List[Image]:
     wnids = _wnid_index()
     images = []
     for path, corruption in _corruption_folders(layout, folder):
-        names = _subdirs(path)
-        bad = [n for n in names if n not in {str(s) for s in SEVERITIES}]
-        if bad or not names:
-            raise ImageNetXError(
-                f"ImageNet-C folder '{path}' holds {', '.join(bad[:5]) or 'no folders'} "
-                f"where severity folders 1..5 belong (laid out as {layout.folders})")
-        for severity in names:
-            for cpath, index in _class_folders(layout, os.path.join(path, severity),
+        for name, severity in _severity_folders(layout, path, corruption):
+            for cpath, index in _class_folders(layout, os.path.join(path, name),
                                                wnids.get, "ImageNet WordNet ids"):
-                images.extend(Image(p, index, (corruption, int(severity)))
+                images.extend(Image(p, index, (corruption, severity))
                               for p in _images(cpath))
     return images
 
@@ -343,8 +422,8 @@ def find_images(layout: Layout, folder: str, variant: Optional[str] = None) -> L
             f"not '{variant}'")
     if layout.kind == "v2":
         images = _find_v2(layout, root, variant)
-    elif layout.kind == "c":
-        images = _find_c(layout, root)
+    elif layout.corruptions:
+        images = _find_corrupted(layout, root)
     else:
         images = _find_wnid(layout, root)
     if not images:

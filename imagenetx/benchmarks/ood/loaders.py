@@ -7,10 +7,13 @@ layouts.LAYOUTS`):
     class's unique label) and ``class_index`` (0-999), from the class folder
 -   ImageNetV2: ``variant`` (str): ``matched-frequency``, ``threshold-0.7``
     or ``top-images``
--   ImageNet-C: ``corruption`` (str, ``gaussian_noise`` ...) and
-    ``severity`` (int, 1-5)
+-   ImageNet-C and -C-bar: ``corruption`` (str, ``gaussian_noise`` ...,
+    ``blue_noise_sample`` ...) and ``severity`` (int, 1-5; C-bar's
+    parameter-named folders mapped by :data:`~imagenetx.benchmarks.ood.
+    layouts.CBAR_PARAMS`)
 -   ``dataset.info["imagenetx"]["benchmark"]``: ``imagenet_a``,
-    ``imagenet_r``, ``imagenet_sketch``, ``imagenet_v2`` or ``imagenet_c``
+    ``imagenet_r``, ``imagenet_sketch``, ``imagenet_v2``, ``imagenet_c`` or
+    ``imagenet_cbar``
 """
 
 from collections import Counter
@@ -72,7 +75,7 @@ def load_ood_dir(
     """Builds a dataset from an OOD benchmark's release folder.
 
     Args:
-        kind: ``a``, ``r``, ``sketch``, ``v2`` or ``c`` (or the benchmark
+        kind: ``a``, ``r``, ``sketch``, ``v2``, ``c`` or ``cbar`` (or the benchmark
             name, ``imagenet_a`` ...)
         folder: the release folder, laid out as the benchmark's
             :class:`~imagenetx.benchmarks.ood.layouts.Layout` says
