@@ -225,3 +225,28 @@ def test_published_columns_are_the_mean_of_their_cells():
                 assert float(row[layout.column]) == pytest.approx(np.mean(values), abs=1e-6)
                 checked += 1
         assert checked >= 60
+
+
+def test_predict_feeds_the_224_images_as_they_are(cbar):
+    """keeps_geometry: predict on a C-bar dataset gives the logits of the
+    model on the decoded 224 x 224 image itself, not on a 256/224 zoom."""
+    import torch
+    from PIL import Image as PILImage
+
+    from imagenetx.models.inference import predict
+    from imagenetx.models.specs import load_model
+
+    ds, _, _ = cbar
+    view = ds.limit(2)
+    torch.manual_seed(0)
+    predict(view, "timm:efficientnet_lite0", "lite0_raw", pretrained=False, logits=True,
+            num_workers=0)
+    torch.manual_seed(0)
+    classifier = load_model("timm:efficientnet_lite0", pretrained=False)
+    prep = classifier.preprocessing
+    x = torch.stack([torch.from_numpy(np.asarray(PILImage.open(p).convert("RGB")))
+                     .permute(2, 0, 1) for p in view.values("filepath")])
+    with torch.no_grad():
+        want = classifier.module(prep.normalizer("cpu")(x)).numpy()
+    got = np.stack(view.values("lite0_raw.logits"))
+    assert np.abs(got - want).max() < 1e-3

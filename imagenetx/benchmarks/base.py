@@ -40,7 +40,7 @@ class Benchmark:
         keeps_geometry: its images are already the model's input size and
             go to the model as they are, without its resize and crop
             (ImageNet-C and -C-bar: 224 x 224 centre crops made by the
-            benchmark's authors); ``predict`` is to skip the geometry
+X
     """
 
     name = "generic"

@@ -39,6 +39,7 @@ from imagenetx.models.loader import (  # noqa: F401 (re-exported)
     error_message, make_loader)
 from imagenetx.models.options import RunOptions
 from imagenetx.models.pipeline import place, progress_bar, stream
+from imagenetx.models.preprocess import without_resize
 from imagenetx.models.sources import ModelRequest, check_request, load_model
 from imagenetx.store.datasets import all_slices, get_dataset
 from imagenetx.store.evaluation import (
@@ -220,6 +221,8 @@ def run_predict(samples, model: str, field: str, request: ModelRequest,
     check_request(model, request)  # before the slow imports
     at = place(options)
     classifier = load_model(model, request)
+    if benchmark.keeps_geometry:  # images already at the input size: no zoom
+        classifier.preprocessing = without_resize(classifier.preprocessing)
     reader, gpu_share = crop_reader(classifier, options.decoder, at.device)
     decisions = benchmark.decisions() if classifier.classes.is_imagenet else None
     labels = (decisions.labels if decisions else

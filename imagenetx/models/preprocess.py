@@ -54,6 +54,25 @@ class Preprocessing:
         return lambda batch: (batch.float() - mean) / std
 
 
+def without_resize(prep: Preprocessing) -> Preprocessing:
+    """The same preprocessing for images that are already the model's input
+    size (ImageNet-C and -C-bar's 224 x 224 release images, fed as their
+    authors' and Gavrikov's scripts feed them): a resize and center crop to
+    the input size, which leaves such an image as it is (and keeps the fast
+    decoder's plain resize + crop)."""
+    import dataclasses
+
+    import torchvision.transforms as T
+
+    _, h, w = prep.input_size
+    steps = getattr(prep.geometry, "transforms", [prep.geometry])
+    resize = next((s for s in steps if isinstance(s, T.Resize)), None)
+    interpolation = resize.interpolation if resize is not None else T.InterpolationMode.BILINEAR
+    geometry = T.Compose([T.Resize(min(h, w), interpolation, antialias=True),
+                          T.CenterCrop((h, w))])
+    return dataclasses.replace(prep, geometry=geometry)
+
+
 def from_timm_config(cfg: dict) -> Preprocessing:
     """The preprocessing of a timm data config (``resolve_data_config``)."""
     import torchvision.transforms as T
