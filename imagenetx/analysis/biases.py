@@ -319,7 +319,7 @@ def gather_values(datasets: Sequence[str], fields: Sequence[str]) -> Tuple[Dict,
 
 #: the benchmarks whose datasets :func:`_measure_dataset` measures
 _BENCHMARKS_MEASURED = ("cue_conflict", "imagenet_x", "imagenet_a", "imagenet_r",
-                        "imagenet_sketch", "imagenet_v2", "imagenet_c")
+                        "imagenet_sketch", "imagenet_v2", "imagenet_c", "imagenet_cbar")
 
 
 def _probe_values(ds, fields, notes) -> Dict[str, Dict[str, float]]:
@@ -389,12 +389,23 @@ def _measure_dataset(ds, benchmark: str, fields, notes) -> Dict[str, Dict[str, f
         return {f: {ood[benchmark].column: v} for f, v in _accuracy(view, fields).items()}
     if benchmark == "imagenet_c":
         return _imagenet_c(ds, fields, notes)
+    if benchmark == "imagenet_cbar":
+        from imagenetx.analysis.corruption import corruption_accuracy_of
+
+        out = {}
+        for f in fields:
+            result = corruption_accuracy_of(ds, f)
+            notes.extend(f"{f}: {n}" for n in result.notes)
+            value = result.to_dict()["column_value"]
+            if value is not None:
+                out[f] = {result.column: value}
+        return out
     if benchmark in ood:
         return {f: {ood[benchmark].column: v} for f, v in _accuracy(ds, fields).items()}
     raise ImageNetXError(
         f"Dataset '{ds.name}' is a {benchmark} dataset, which measures none of the "
         "published biases or measures: name cue-conflict, ImageNet-X, ImageNet-A, -R, "
-        "-Sketch, V2 or -C datasets")
+        "-Sketch, V2, -C or -C-bar datasets")
 
 
 def _imagenet_c(ds, fields, notes) -> Dict[str, Dict[str, float]]:

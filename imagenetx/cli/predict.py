@@ -23,7 +23,7 @@ def register(group: CommandGroup) -> None:
                    help="checkpoint only: when its key names differ from --arch's but its "
                         "tensors line up one to one in order and shape, load them by position")
     add_zero_shot(p)
-    _add_runtime(p)
+    add_runtime(p)
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--logits", action="store_true", help="also store the 1000 logits")
     p.add_argument("--limit", type=int, help="predict at most N samples")
@@ -72,7 +72,7 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--remap-by-position", action="store_true",
                    help="checkpoint only: load tensors by position (see predict)")
     add_zero_shot(p)
-    _add_runtime(p)
+    add_runtime(p)
     p.add_argument("--overwrite", action="store_true",
                    help="attack samples that already have an adversarial prediction too")
     p.add_argument("--slices", metavar="A,B",
@@ -148,7 +148,7 @@ def add_zero_shot(p):
                          '"A photo of a {c}" (ImageNet-D\'s protocol)')
 
 
-def _add_runtime(p):
+def add_runtime(p):
     """Where and how inference runs (``predict`` and ``probe``)."""
     p.add_argument("--batch-size", type=int,
                    help="images per forward pass (default: 256 on a GPU, 64 on the CPU)")
@@ -174,7 +174,7 @@ def _add_probe_model(p):
     p.add_argument("--remap-by-position", action="store_true",
                    help="checkpoint only: load tensors by position (see predict)")
     add_zero_shot(p)
-    _add_runtime(p)
+    add_runtime(p)
     p.add_argument("--limit", type=int, help="probe at most N samples")
     p.add_argument("--overwrite", action="store_true",
                    help="rerun the levels on every sample (also: another model into the field)")

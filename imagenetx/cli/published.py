@@ -1,10 +1,12 @@
 """Commands that place models among the authors' published tables:
-``context``, ``spillover``, ``biases``."""
+``context``, ``spillover``, ``suite``, ``biases``."""
 
+import json
 import sys
 
 from imagenetx.cli.base import CommandGroup, csv_text, print_result
 from imagenetx.cli.flags import add_analysis, add_gt_field, add_output, add_published_source, settings
+from imagenetx.cli.predict import MODEL_HELP, add_runtime, add_zero_shot
 from imagenetx.options import WHICH
 
 TITLE = "published tables"
@@ -38,6 +40,29 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--results-dir", metavar="DIR",
                    help="a local copy of the authors' results/ folder")
     add_output(p, csv="print the trend table as CSV")
+
+    p = group.add("suite", run_suite, "Gavrikov & Keuper's suite on one model: every "
+                  "benchmark loaded (predict, probes, PGD-40), then its row among the "
+                  "published models")
+    p.add_argument("--model", required=True, metavar="SPEC", help=MODEL_HELP)
+    p.add_argument("--field", required=True,
+                   help="its prediction field on every dataset (probes: <field>_<probe>, "
+                        "the attack: <field>_pgd)")
+    p.add_argument("--dataset", dest="datasets", nargs="+", metavar="NAME",
+                   help="the datasets to use (default: every loaded dataset of the suite's "
+                        "benchmarks)")
+    p.add_argument("--arch", help="architecture of a checkpoint: a timm name or torchvision:NAME")
+    p.add_argument("--remap-by-position", action="store_true",
+                   help="checkpoint only: load tensors by position (see predict)")
+    add_zero_shot(p)
+    add_runtime(p)
+    p.add_argument("--no-probes", action="store_true",
+                   help="skip the spectral and critical-band probes")
+    p.add_argument("--no-attack", action="store_true", help="skip PGD-40")
+    p.add_argument("--attack-n", type=int, default=1000, metavar="N",
+                   help="attack at most N ImageNet val images (default 1000; 0: all)")
+    add_published_source(p)
+    add_output(p, csv="print the comparison's rows as CSV")
 
     p = group.add("biases", run_biases, "your models among Gavrikov & Keuper's published "
                                         "ones: each bias against each generalization measure")
@@ -78,6 +103,29 @@ def run_spillover(args) -> int:
     result = spillover(args.sweep, args.which, args.correct, args.method,
                        results_dir=args.results_dir).to_dict()
     return print_result(args, result, format_spillover, spillover_csv)
+
+
+def run_suite(args) -> int:
+    from imagenetx.analysis.suite import run_suite as suite
+    from imagenetx.models.options import from_args
+    from imagenetx.present.biases import format_biases
+
+    request, options = from_args(args)
+    quiet = args.json or args.csv
+    result = suite(args.model, args.field, args.datasets, request, options,
+                   probes=not args.no_probes, attack=not args.no_attack,
+                   attack_n=args.attack_n or None, published_dir=args.published_dir,
+                   population=args.published_models,
+                   say=(lambda line: print(line, file=sys.stderr)) if quiet else print)
+    if args.json:
+        print(json.dumps(result.to_dict(), default=str))
+        return 0
+    if args.csv:
+        print(csv_text(result.comparison.rows()), end="")
+        return 0
+    print()
+    print(format_biases(result.comparison.to_dict()))
+    return 0
 
 
 def run_biases(args) -> int:

@@ -1,0 +1,177 @@
+"""Gavrikov & Keuper's suite on one model, in one call: every benchmark of
+theirs whose data the user has, then the model's row beside their published
+models and the bias-vs-generalization cloud.
+
+For each benchmark dataset found (ImageNet val with ImageNet-X, cue
+conflict, ImageNet-A, -R, -Sketch, V2, -C, -C-bar) the model is predicted
+into one field (resumable: a second call does only what is missing); on
+ImageNet val the spectral and critical-band probes run, and PGD-40 at
+0.5/255 (their low budget, ``--attack-n`` images); then
+:func:`~imagenetx.analysis.biases.compare_biases` places the values among
+the published ones. Missing benchmarks are named with the command that
+loads them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field as dc_field
+from typing import Callable, Dict, List, Optional, Sequence
+
+from imagenetx.errors import ImageNetXError
+
+#: the suite's benchmarks, in the order they run, and how to get each
+BENCHMARKS = (
+    ("imagenet_x", "ImageNet val (ImageNet-X)",
+     "imagenetx load --imagenet-dir DIR, or load --hub ILSVRC/imagenet-1k"),
+    ("cue_conflict", "cue conflict", "imagenetx load cue-conflict"),
+    ("imagenet_a", "ImageNet-A", "imagenetx load --imagenet-a-dir DIR"),
+    ("imagenet_r", "ImageNet-R", "imagenetx load --imagenet-r-dir DIR"),
+    ("imagenet_sketch", "ImageNet-Sketch", "imagenetx load --imagenet-sketch-dir DIR"),
+    ("imagenet_v2", "ImageNetV2", "imagenetx load --imagenetv2-dir DIR"),
+    ("imagenet_c", "ImageNet-C", "imagenetx load --imagenet-c-dir DIR"),
+    ("imagenet_cbar", "ImageNet-C-bar", "imagenetx load --imagenet-cbar-dir DIR"),
+)
+
+#: the published columns the suite fills, as bias and measure names
+SUITE_BIASES = ("shape-bias", "spectral-bias", "critical-band-bw")
+SUITE_MEASURES = ("imagenet", "imagenet-a", "imagenet-r", "imagenet-v2", "imagenet-sketch",
+                  "imagenet-c", "robustness", "adversarial")
+#: the column of the low-budget PGD-40 robust accuracy
+PGD_LOW_COLUMN = "top1_acc/PGD-40/low"
+
+
+@dataclass
+class SuiteResult:
+    """What :func:`run_suite` did and found.
+
+    Attributes:
+        model: the model spec
+        field: its prediction field on every dataset
+        datasets: ``{benchmark: dataset name}`` of those found
+        missing: ``[(benchmark title, how to get it)]``
+        comparison: the :class:`~imagenetx.analysis.biases.BiasComparison`
+        steps: one line per step run
+    """
+
+    model: str
+    field: str
+    datasets: Dict[str, str]
+    missing: List[tuple]
+    comparison: object = None
+    steps: List[str] = dc_field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "field": self.field, "datasets": self.datasets,
+                "missing": [{"benchmark": b, "how": h} for b, h in self.missing],
+                "steps": self.steps,
+                "comparison": self.comparison.to_dict() if self.comparison else None}
+
+
+def find_datasets(names: Optional[Sequence[str]] = None) -> Dict[str, str]:
+    """``{benchmark: dataset name}``: the first dataset of each suite
+    benchmark among ``names`` (default: every dataset in the database)."""
+    import fiftyone as fo
+
+    from imagenetx.benchmarks import get_benchmark
+
+    wanted = {b for b, _, _ in BENCHMARKS}
+    found: Dict[str, str] = {}
+    for name in names if names is not None else fo.list_datasets():
+        if not fo.dataset_exists(name):
+            raise ImageNetXError(f"Dataset '{name}' does not exist: see `fiftyone datasets list`")
+        benchmark = get_benchmark(fo.load_dataset(name)).name
+        if benchmark in wanted and benchmark not in found:
+            found[benchmark] = name
+    return found
+
+
+def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
+              request=None, options=None, probes: bool = True, attack: bool = True,
+              attack_n: Optional[int] = 1000, say: Callable[[str], None] = print,
+              published_dir: Optional[str] = None, population: str = "all") -> SuiteResult:
+    """Runs the suite (see the module docstring).
+
+    Args:
+        model: the model spec
+        field: its prediction field (probes go to ``<field>_<probe>``, the
+            attack to ``<field>_pgd``)
+        datasets (None): the datasets to use (default: every dataset of a
+            suite benchmark in the database)
+        request, options (None): model and run options
+            (:mod:`imagenetx.models.options`)
+        probes (True): run the spectral and critical-band probes on
+            ImageNet val
+        attack (True): run PGD-40 at 0.5/255 on ImageNet val
+        attack_n (1000): attack at most this many images (None: all)
+        say (print): receives a progress line per step
+        published_dir (None): a local folder with Gavrikov's tables
+        population ("all"): the published models compared with, ``"all"``
+            70 or the paper's 48 ``"resnet50"``
+
+    Raises:
+        ImageNetXError: when no dataset of the suite is found, or as the
+            steps do
+    """
+    from dataclasses import replace
+
+    from imagenetx.analysis.biases import collect_values, compare_biases
+    from imagenetx.attacks.run import robust_accuracy, run_attack
+    from imagenetx.attacks.settings import AttackSettings
+    from imagenetx.benchmarks.cue_conflict.published import load_published
+    from imagenetx.models.inference import run_predict
+    from imagenetx.models.options import RunOptions
+    from imagenetx.models.sources import ModelRequest, check_request
+    from imagenetx.probes.run import run_probe
+
+    request = request or ModelRequest()
+    options = options or RunOptions()
+    check_request(model, request)
+    published = load_published(published_dir)  # bad tables fail before any work
+    found = find_datasets(datasets)
+    missing = [(title, how) for b, title, how in BENCHMARKS if b not in found]
+    if not found:
+        raise ImageNetXError(
+            "No dataset of the suite's benchmarks is loaded: load one or more with "
+            + "; ".join(f"{how} ({title})" for _, title, how in BENCHMARKS))
+    result = SuiteResult(model, field, found, missing)
+    for title, how in missing:
+        say(f"missing {title}: {how}")
+    titles = {b: t for b, t, _ in BENCHMARKS}
+    steps = [(b, "predict") for b in found]
+    if "imagenet_x" in found:
+        steps += [("imagenet_x", p) for p in ("spectral", "critical_band") if probes]
+        steps += [("imagenet_x", "attack")] if attack else []
+    given: Dict[str, float] = {}
+    for k, (benchmark, step) in enumerate(steps, 1):
+        name = found[benchmark]
+        head = f"[{k}/{len(steps)}] {titles[benchmark]} ({name}): {step}"
+        say(f"{head} ...")
+        if step == "predict":
+            s = run_predict(name, model, field, request, options, progress=False)
+            line = (f"{head}: {s.predicted:,} predicted, {s.already_predicted:,} already"
+                    + (f", accuracy {s.accuracy:.4f}" if s.accuracy is not None else ""))
+        elif step == "attack":
+            run_options = replace(options, limit=attack_n, overwrite=False)
+            s = run_attack(name, model, f"{field}_pgd", AttackSettings(), request,
+                           run_options, progress=False)
+            robust = robust_accuracy(name, f"{field}_pgd")
+            given[PGD_LOW_COLUMN] = 100.0 * robust
+            line = f"{head}: PGD-40 0.5/255 robust accuracy {robust:.4f} ({s.evaluated:,} images)"
+        else:
+            s = run_probe(name, model, field, step, arch=request.arch,
+                          batch_size=options.batch_size, num_workers=options.num_workers,
+                          device=options.device, amp=options.amp,
+                          pretrained=request.pretrained,
+                          remap_by_position=request.remap_by_position,
+                          templates=request.templates, prompt=request.prompt,
+                          progress=False)
+            line = f"{head}: {s.probed:,} probed, {s.complete:,} already complete"
+        result.steps.append(line)
+        say(line)
+    values, notes = collect_values({field: given}, list(found.values()), [field])
+    if attack and attack_n is not None:
+        notes.append(f"{field}: PGD-40 on at most {attack_n:,} ImageNet val images; the table "
+                     "attacks all 50,000")
+    result.comparison = compare_biases(values, SUITE_BIASES, SUITE_MEASURES, population,
+                                       published=published, notes=notes)
+    return result
