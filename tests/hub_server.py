@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlparse
 
@@ -14,6 +15,9 @@ COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 #: port -> (server, {repo id: {relative path: local path}})
 _SERVERS = {}
+#: repo id -> how it serves: ``tokens`` (a gated repo: the tokens with
+#: access), ``delay`` (seconds before each file's body)
+_OPTIONS = {}
 _LOCK = threading.Lock()
 
 
@@ -34,8 +38,17 @@ class _Repo:
                 server.server_close()
 
 
-def serve_repo(port: int, repo_id: str, folder: str) -> _Repo:
-    """Serves ``folder`` as dataset repo ``repo_id``; returns its handle."""
+def serve_repo(port: int, repo_id: str, folder: str, tokens=None,
+               delay: float = 0.0) -> _Repo:
+    """Serves ``folder`` as dataset repo ``repo_id``; returns its handle.
+
+    Args:
+        tokens (None): makes the repo gated, as the Hub does: anyone lists its
+            files, but a download without a token gets a 401 and one with a
+            token not in ``tokens`` a 403 (``X-Error-Code: GatedRepo``)
+        delay (0.0): seconds to wait before sending each file
+    """
+    _OPTIONS[repo_id] = {"tokens": tokens, "delay": delay}
     files = {}
     for root, _, names in os.walk(folder):
         for name in names:
@@ -96,11 +109,24 @@ def _start(port: int) -> ThreadingHTTPServer:
             if not path.startswith(prefix):
                 return False
             rel = path[len(prefix):].split("/", 1)[1]
+            options = _OPTIONS.get(repo_id, {})
+            if options.get("tokens") is not None:
+                auth = self.headers.get("Authorization", "")
+                token = auth[len("Bearer "):] if auth.startswith("Bearer ") else None
+                if token not in options["tokens"]:
+                    code = 401 if token is None else 403
+                    self._send(code, b"gated", {
+                        "X-Error-Code": "GatedRepo",
+                        "X-Error-Message": f"Access to dataset {repo_id} is restricted",
+                    })
+                    return True
             if rel not in files:
                 self._send(404, b"not found", {"X-Error-Code": "EntryNotFound"})
                 return True
             with open(files[rel], "rb") as f:
                 body = f.read()
+            if options.get("delay") and self.command == "GET":
+                time.sleep(options["delay"])
             self._send(200, body, {
                 "X-Repo-Commit": COMMIT,
                 "ETag": '"%s"' % hashlib.md5(body).hexdigest(),
