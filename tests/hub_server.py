@@ -2,6 +2,7 @@
 repos through the routes that huggingface_hub really calls. Repos served on
 the same port share one server."""
 
+import base64
 import hashlib
 import json
 import os
@@ -61,6 +62,21 @@ def serve_repo(port: int, repo_id: str, folder: str, tokens=None,
     return _Repo(port, repo_id)
 
 
+#: port -> (folder that new repos go in, the user whoami names)
+_UPLOADS = {}
+
+
+def accept_uploads(port: int, folder: str, user: str) -> None:
+    """Lets the server on ``port`` take pushes as ``user``: the routes that
+    ``HfApi.whoami``, ``create_repo`` and ``create_commit`` (``upload_file``,
+    ``upload_folder``) call, files sent inline ("regular" upload mode, no
+    LFS). A created repo is written under ``folder`` and served at once."""
+    _UPLOADS[port] = (folder, user)
+    with _LOCK:
+        if port not in _SERVERS:
+            _SERVERS[port] = (_start(port), {})
+
+
 def _start(port: int) -> ThreadingHTTPServer:
     repos = lambda: _SERVERS[port][1]  # noqa: E731
 
@@ -86,8 +102,52 @@ def _start(port: int) -> ThreadingHTTPServer:
         def do_HEAD(self):
             self.do_GET()
 
+        def _body(self) -> bytes:
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+        def do_POST(self):
+            path = unquote(urlparse(self.path).path)
+            body = self._body()
+            folder, user = _UPLOADS.get(port, (None, None))
+            if folder is None:
+                return self._send(404, b"unknown route")
+            if path == "/api/repos/create":
+                spec = json.loads(body)
+                repo_id = f"{spec.get('organization') or user}/{spec['name']}"
+                if repo_id in repos():
+                    return self._send(409, b"exists", {"X-Error-Message": "already created"})
+                os.makedirs(os.path.join(folder, repo_id), exist_ok=True)
+                repos()[repo_id] = {}
+                return self._json({"url": f"http://127.0.0.1:{port}/datasets/{repo_id}"})
+            for repo_id, files in list(repos().items()):
+                api = f"/api/datasets/{repo_id}"
+                if path.startswith(f"{api}/preupload/"):
+                    spec = json.loads(body)
+                    return self._json({"files": [
+                        {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
+                        for f in spec["files"]]})
+                if path.startswith(f"{api}/commit/"):
+                    for line in body.splitlines():
+                        item = json.loads(line)
+                        if item["key"] != "file":
+                            continue
+                        rel = item["value"]["path"]
+                        local = os.path.join(folder, repo_id, rel)
+                        os.makedirs(os.path.dirname(local), exist_ok=True)
+                        with open(local, "wb") as f:
+                            f.write(base64.b64decode(item["value"]["content"]))
+                        files[rel] = local
+                    return self._json({
+                        "commitUrl": f"http://127.0.0.1:{port}/datasets/{repo_id}/commit/{COMMIT}",
+                        "commitOid": COMMIT, "pullRequestUrl": None})
+            self._send(404, b"unknown route")
+
         def do_GET(self):
             path = unquote(urlparse(self.path).path)
+            if path == "/api/whoami-v2" and port in _UPLOADS:
+                return self._json({"type": "user", "name": _UPLOADS[port][1], "orgs": [],
+                                   "auth": {"type": "access_token",
+                                            "accessToken": {"role": "write"}}})
             for repo_id, files in list(repos().items()):
                 if self._serve(path, repo_id, files):
                     return

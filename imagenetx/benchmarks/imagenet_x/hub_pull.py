@@ -176,20 +176,17 @@ class _Writer:
         os.replace(tmp, self.marker(shard))
 
 
-def pull_imagenet(
+def fetch_images(
     repo_id: str,
     files: List[str],
     layout: str,
     split: str = "val",
     max_samples: Optional[int] = None,
-    name: Optional[str] = None,
-    overwrite: bool = False,
-    gt_field: str = DEFAULT_GT_FIELD,
     token: Optional[str] = None,
     workers: Optional[int] = None,
     progress: Optional[Callable[[PullProgress], None]] = None,
 ):
-    """Pulls one split of an ImageNet repo into a new tagged dataset.
+    """Downloads one split's shards and writes their images once each.
 
     Args:
         repo_id: ``ORG/NAME``
@@ -198,24 +195,21 @@ def pull_imagenet(
         split ("val"): ``"val"`` or ``"train"``
         max_samples (None): stop after the shards that hold this many
             images, and keep the first this many (a quick start)
-        name (None): the dataset name, ``imagenet-x-{split}`` by default
-        overwrite (False): whether to replace an existing dataset
-        gt_field ("ground_truth"): the ground truth field
         token (None): a Hugging Face token (default: ``HF_TOKEN``)
         workers (None): shards read at once (default 4; 1 with
             ``max_samples``, which reads shards in order)
         progress (None): called with a :class:`PullProgress` as shards finish
 
     Returns:
-        ``(dataset, PullSummary)``
+        ``(images, stats)``: ImageNet file name -> ``(path, class index)``,
+        and ``(shards, shards resumed, images written, images present,
+        seconds, folder)``
 
     Raises:
-        ImageNetXError: for a split without shards, a refused token, an
-            existing name, or a shard that does not hold ImageNet
+        ImageNetXError: for a split without shards, a refused token, or a
+            shard that does not hold ImageNet
     """
-    from imagenetx.benchmarks.imagenet_x.sources import build_imagenet_dataset
     from imagenetx.classes.imagenet import class_table
-    from imagenetx.store.datasets import check_new_dataset_name
     from imagenetx.store.hub import download_file
 
     if split not in ("val", "train"):
@@ -227,8 +221,6 @@ def pull_imagenet(
             f"use --split {'train' if split == 'val' else 'val'}")
     if max_samples is not None and max_samples < 1:
         raise ImageNetXError("--max-samples must be at least 1")
-    name = name or f"imagenet-x-{split}"
-    check_new_dataset_name(name, overwrite)
 
     started = time.perf_counter()
     folder = images_folder(repo_id, split)
@@ -288,8 +280,95 @@ def pull_imagenet(
     if max_samples is not None:
         entries = entries[:max_samples]
     images = {n: (image_path(folder, n), label) for n, label in entries}
+    stats = (len(results), resumed, writer.written, writer.present,
+             time.perf_counter() - started, folder)
+    return images, stats
+
+
+def pull_imagenet(
+    repo_id: str,
+    files: List[str],
+    layout: str,
+    split: str = "val",
+    max_samples: Optional[int] = None,
+    name: Optional[str] = None,
+    overwrite: bool = False,
+    gt_field: str = DEFAULT_GT_FIELD,
+    token: Optional[str] = None,
+    workers: Optional[int] = None,
+    progress: Optional[Callable[[PullProgress], None]] = None,
+):
+    """Pulls one split of an ImageNet repo into a new tagged dataset: the
+    images of :func:`fetch_images`, then one bulk insert, as
+    ``imagenetx load --imagenet-dir`` builds it, with the shards' labels.
+
+    Args:
+        repo_id: ``ORG/NAME``
+        files: the repo's files (:func:`imagenetx.store.hub.repo_files`)
+        layout: ``"parquet"``, ``"webdataset"`` or ``"archive"``
+        split ("val"): ``"val"`` or ``"train"``
+        max_samples (None): stop after the shards that hold this many
+            images, and keep the first this many (a quick start)
+        name (None): the dataset name, ``imagenet-x-{split}`` by default
+        overwrite (False): whether to replace an existing dataset
+        gt_field ("ground_truth"): the ground truth field
+        token (None): a Hugging Face token (default: ``HF_TOKEN``)
+        workers (None): shards read at once (default 4; 1 with
+            ``max_samples``, which reads shards in order)
+        progress (None): called with a :class:`PullProgress` as shards finish
+
+    Returns:
+        ``(dataset, PullSummary)``
+
+    Raises:
+        ImageNetXError: for a split without shards, a refused token, an
+            existing name, or a shard that does not hold ImageNet
+    """
+    from imagenetx.benchmarks.imagenet_x.sources import build_imagenet_dataset
+    from imagenetx.store.datasets import check_new_dataset_name
+
+    name = name or f"imagenet-x-{split}"
+    check_new_dataset_name(name, overwrite)
+    images, stats = fetch_images(repo_id, files, layout, split, max_samples,
+                                 token, workers, progress)
     dataset, tagging = build_imagenet_dataset(
         name, images, split=split, overwrite=overwrite, gt_field=gt_field)
-    return dataset, PullSummary(
-        repo_id, layout, split, len(results), resumed, writer.written,
-        writer.present, time.perf_counter() - started, folder, tagging)
+    info = dict(dataset.info.get("imagenetx") or {})
+    info["source"] = {"hub": repo_id, "split": split, "layout": layout}
+    dataset.info["imagenetx"] = info
+    dataset.save()
+    return dataset, PullSummary(repo_id, layout, split, *stats, tagging)
+
+
+def reattach_media(dataset, repo_id: str, token: Optional[str] = None,
+                   workers: Optional[int] = None, progress=None) -> int:
+    """Points the samples of a dataset at the images of an ImageNet repo,
+    matched by file name (a pushed copy without its gated images); pulls
+    the split(s) its file names need. Returns the samples re-attached.
+
+    Raises:
+        ImageNetXError: if no file name of the dataset is an ImageNet one
+    """
+    from imagenetx.benchmarks.imagenet_x import annotations as anno
+    from imagenetx.store.hub import repo_files
+
+    paths = dataset.values("filepath")
+    names = [os.path.basename(p) for p in paths]
+    splits = sorted({anno.split_of(n) for n in names} - {None})
+    if not splits:
+        raise ImageNetXError(
+            f"Dataset '{dataset.name}' has no ImageNet file names "
+            f"(ILSVRC2012_val_00000001.JPEG) to match with '{repo_id}'")
+    files = repo_files(repo_id, token)
+    layout = sh.repo_layout(repo_id, files)
+    if layout == sh.FIFTYONE:
+        raise ImageNetXError(f"--media-from needs an ImageNet repo, and '{repo_id}' is "
+                             f"{sh.LAYOUT_TITLES[layout]}")
+    found = {}
+    for split in splits:
+        images, _ = fetch_images(repo_id, files, layout, split, None, token,
+                                 workers, progress)
+        found.update(images)
+    new = [found[n][0] if n in found else p for n, p in zip(names, paths)]
+    dataset.set_values("filepath", new)
+    return sum(n in found for n in names)
