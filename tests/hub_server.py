@@ -111,6 +111,8 @@ def _start(port: int) -> ThreadingHTTPServer:
             folder, user = _UPLOADS.get(port, (None, None))
             if folder is None:
                 return self._send(404, b"unknown route")
+            if path == "/api/validate-yaml":
+                return self._json({"errors": [], "warnings": []})
             if path == "/api/repos/create":
                 spec = json.loads(body)
                 repo_id = f"{spec.get('organization') or user}/{spec['name']}"
@@ -121,6 +123,14 @@ def _start(port: int) -> ThreadingHTTPServer:
                 return self._json({"url": f"http://127.0.0.1:{port}/datasets/{repo_id}"})
             for repo_id, files in list(repos().items()):
                 api = f"/api/datasets/{repo_id}"
+                if path.startswith(f"{api}/paths-info/"):
+                    from urllib.parse import parse_qs
+
+                    asked = parse_qs(body.decode()).get("paths", [])
+                    return self._json([
+                        {"type": "file", "path": p, "size": os.path.getsize(files[p]),
+                         "oid": hashlib.sha1(p.encode()).hexdigest()}
+                        for p in asked if p in files])
                 if path.startswith(f"{api}/preupload/"):
                     spec = json.loads(body)
                     return self._json({"files": [

@@ -234,3 +234,52 @@ def test_kill_9_then_pull_again(repos, jpegs, tmp_env):
     ref, _ = load_hub_dataset("test-org/imagenet-1k-wds-ref", name="hub-uninterrupted")
     strip = lambda docs: [dict(d, filepath=os.path.basename(d["filepath"])) for d in docs]  # noqa: E731
     assert strip(_docs(ds)) == strip(_docs(ref))
+
+
+def test_push_then_load_from_hub(repos, jpegs, tmp_path, monkeypatch):
+    """Push a pulled dataset with a prediction field and its evaluation to
+    the loopback Hub; FiftyOne's own load_from_hub gets the same fields,
+    labels and evaluation; the card names the field and holds the table;
+    the gated images are stand-ins until --media-from re-attaches them."""
+    import fiftyone.utils.huggingface as fouh
+    from hub_server import accept_uploads
+
+    from imagenetx.cli import main
+    from imagenetx.store.evaluation import evaluate_predictions
+    from imagenetx.store.schema import declare_classification, raw_classification
+
+    accept_uploads(HUB_PORT, str(tmp_path / "uploads"), "test-user")
+    monkeypatch.setenv("HF_TOKEN", "write-token")
+    ds, _ = load_hub_dataset("test-org/imagenet-1k", name="hub-push", overwrite=True)
+    labels = class_table().labels
+    wrong = {"ILSVRC2012_val_00000002.JPEG": 0}  # one mistake
+    declare_classification(ds, "resnet")
+    ids, gts = ds.values("id"), ds.values("filepath")
+    preds = [raw_classification(labels[k], k) for k in
+             (wrong.get(os.path.basename(p), VAL[os.path.basename(p)]) for p in gts)]
+    ds.set_values("resnet", [fo.Classification.from_dict(p) for p in preds])
+    evaluate_predictions(ds, "resnet")
+    assert main(["push", "--dataset", "hub-push", "--repo", "other-user/x"]) == 2
+
+    assert main(["push", "--dataset", "hub-push", "--repo", "test-user/imagenet-x-results"]) == 0
+    card = (tmp_path / "uploads" / "test-user" / "imagenet-x-results" / "README.md").read_text()
+    assert "## ImageNet-X results" in card and "`resnet`" in card
+    assert "| background |" in card and "dataset_preview.png" in card
+    assert "--media-from test-org/imagenet-1k" in card
+
+    pulled = fouh.load_from_hub("test-user/imagenet-x-results", name="hub-pushed",
+                                overwrite=True)
+    key = lambda d: sorted(zip(map(os.path.basename, d.values("filepath")),  # noqa: E731
+                               d.values("ground_truth.label"), d.values("resnet.label"),
+                               d.values("eval_resnet"), d.values("imagenetx.top_factor")))
+    assert key(pulled) == key(ds)
+    assert pulled.list_evaluations() == ["eval_resnet"]
+    assert sorted(pulled.count_sample_tags().items()) == sorted(ds.count_sample_tags().items())
+    # stand-ins, not the gated images
+    assert all(os.path.getsize(p) < 1000 for p in pulled.values("filepath"))
+
+    assert main(["load", "--hub", "test-user/imagenet-x-results", "--name", "hub-reattached",
+                 "--media-from", "test-org/imagenet-1k"]) == 0
+    back = fo.load_dataset("hub-reattached")
+    for path in back.values("filepath"):
+        assert open(path, "rb").read() == jpegs[os.path.basename(path)]

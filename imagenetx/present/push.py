@@ -87,7 +87,7 @@ def push_results(
     try:
         user = hfh.whoami(token=token)["name"]
     except Exception as e:
-        raise _hub_error(repo_id, e, token) from e
+        raise _hub_error(repo_id, e, token, "push") from e
     if owner != user:
         raise ImageNetXError(
             f"Cannot push to '{repo_id}': FiftyOne's push_to_hub creates repos "
@@ -113,7 +113,7 @@ def push_results(
         except ImageNetXError:
             raise
         except Exception as e:
-            raise _hub_error(repo_id, e, token) from e
+            raise _hub_error(repo_id, e, token, "push") from e
         finally:
             if pushed is not dataset:
                 pushed.delete()

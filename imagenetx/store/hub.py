@@ -39,8 +39,8 @@ def _status(e: Exception) -> Optional[int]:
     return getattr(response, "status_code", None)
 
 
-def _hub_error(repo_id: str, e: Exception,
-               token: Optional[str] = None) -> ImageNetXError:
+def _hub_error(repo_id: str, e: Exception, token: Optional[str] = None,
+               action: str = "load") -> ImageNetXError:
     from huggingface_hub.errors import GatedRepoError
 
     status = _status(e)
@@ -57,7 +57,8 @@ def _hub_error(repo_id: str, e: Exception,
             f"private; accept its terms at {url}, then set HF_TOKEN to a token "
             "of that account (the plugin secret HF_TOKEN in the App)")
     return ImageNetXError(
-        f"Could not load '{repo_id}' from the Hugging Face Hub: {e}. "
+        f"Could not {action} '{repo_id}' {'to' if action == 'push' else 'from'} "
+        f"the Hugging Face Hub: {e}. "
         "Check the repo id, your network, and HF_TOKEN for private repos"
     )
 
