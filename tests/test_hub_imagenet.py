@@ -283,3 +283,27 @@ def test_push_then_load_from_hub(repos, jpegs, tmp_path, monkeypatch):
     back = fo.load_dataset("hub-reattached")
     for path in back.values("filepath"):
         assert open(path, "rb").read() == jpegs[os.path.basename(path)]
+
+
+def test_app_operator_pulls_imagenet_shards(repos):
+    """Immediate: FiftyOne's executor streams the run; delegated: the
+    operation records shards, images and images/s as its progress."""
+    import fiftyone.operators as foo
+    from fiftyone.operators.executor import ExecutionContext
+
+    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+
+    install_plugin()
+    uri = f"{PLUGIN_NAME}/load_from_hub"
+    params = {"repo_id": "test-org/imagenet-1k-wds", "name": "hub-op"}
+    result = foo.execute_operator(uri, ctx={"params": params})
+    assert result.error is None, result.error
+    assert len(fo.load_dataset("hub-op")) == 4
+
+    progress = []
+    ctx = ExecutionContext(
+        request_params={"params": dict(params, overwrite=True), "delegated": True},
+        set_progress=lambda _id, p: progress.append(p.label))
+    out = foo.get_operator(uri).execute(ctx)
+    assert out["dataset"] == "hub-op" and "webdataset" in out["summary"]
+    assert any("2 of 2 shards, 4 images" in label for label in progress), progress

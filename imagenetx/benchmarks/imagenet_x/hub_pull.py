@@ -56,6 +56,10 @@ class PullProgress:
         return self.shards_done >= self.shards_total
 
     @property
+    def elapsed_time(self) -> float:
+        return self.seconds
+
+    @property
     def rate(self) -> float:
         return self.images / self.seconds if self.seconds > 0 else 0.0
 
