@@ -150,12 +150,12 @@ def _read_parquet(path: str, source: str) -> Iterator[Image]:
         images = batch.column("image")
         paths = images.field("path").to_pylist()
         labels = batch.column("label").to_pylist()
-        blobs = images.field("bytes")
+        blobs = images.field("bytes").to_pylist()
         for i, (image_path, label) in enumerate(zip(paths, labels)):
             name = imagenet_name(image_path)
             if name is None:
                 raise _bad_shard(source, f"row {i} has no image.path")
-            yield name, int(label), blobs[i].as_py()
+            yield name, int(label), blobs[i]
 
 
 def _read_webdataset(path: str, source: str) -> Iterator[Image]:
