@@ -146,7 +146,7 @@ def _read_parquet(path: str, source: str) -> Iterator[Image]:
     names = shard.schema_arrow.names
     if "image" not in names or "label" not in names:
         raise _bad_shard(source, f"has columns {names}, not 'image' and 'label'")
-    for batch in shard.iter_batches(batch_size=256, columns=["image", "label"]):
+    for batch in shard.iter_batches(batch_size=1024, columns=["image", "label"]):
         images = batch.column("image")
         paths = images.field("path").to_pylist()
         labels = batch.column("label").to_pylist()

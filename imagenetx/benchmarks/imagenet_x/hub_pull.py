@@ -24,7 +24,11 @@ from typing import Callable, List, Optional
 
 import fiftyone as fo
 
-from imagenetx.benchmarks.imagenet_x.tagging import DEFAULT_GT_FIELD, TagSummary
+from imagenetx.benchmarks.imagenet_x.tagging import (
+    DEFAULT_GT_FIELD,
+    TagSummary,
+    warm_annotations,
+)
 from imagenetx.errors import ImageNetXError
 from imagenetx.store import shards as sh
 
@@ -333,6 +337,9 @@ def pull_imagenet(
 
     name = name or f"imagenet-x-{split}"
     check_new_dataset_name(name, overwrite)
+    if split in ("val", "train"):  # read the annotations while shards download
+        warm = threading.Thread(target=warm_annotations, args=(split,), daemon=True)
+        warm.start()
     images, stats = fetch_images(repo_id, files, layout, split, max_samples,
                                  token, workers, progress)
     dataset, tagging = build_imagenet_dataset(
