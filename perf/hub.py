@@ -159,6 +159,13 @@ def main():
     print(f"{args.n:,} JPEGs ({mean_kb:.1f} KB mean), {args.shards} shards per layout, "
           f"made in {time.perf_counter() - t:.1f} s; {os.cpu_count()} cores\n")
 
+    from imagenetx.benchmarks.imagenet_x.tagging import warm_annotations
+
+    t = time.perf_counter()
+    warm_annotations("val")
+    print(f"reading the ImageNet-X val annotations: {time.perf_counter() - t:.2f} s, once "
+          "per process (a pull reads them while its shards download); done here before "
+          "the runs, so that both layouts measure the same\n")
     rates = {}
     for layout in ("parquet", "webdataset"):
         for kind in ("raw", "pull"):
