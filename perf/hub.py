@@ -17,7 +17,7 @@ under its own repo id):
 -   FiftyOne: ``fiftyone.utils.huggingface.load_from_hub`` of a
     FiftyOneDataset export of the same images (images only, no tagging)
 
-Usage: hub.py [--n 10000] [--shards 8] [--size 160]
+Usage: hub.py [--n 10000] [--shards 8] [--size 160] [--repeat 3]
 """
 
 import argparse
@@ -149,6 +149,8 @@ def main():
     parser.add_argument("--n", type=int, default=10000)
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--size", type=int, default=160)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs of each measurement, the best kept (2 shared cores are noisy)")
     args = parser.parse_args()
     _env.drop_database_at_exit()
 
@@ -168,16 +170,18 @@ def main():
           "the runs, so that both layouts measure the same\n")
     rates = {}
     for layout in ("parquet", "webdataset"):
-        for kind in ("raw", "pull"):
-            repo = f"perf/{layout}-{kind}"
-            serve_repo(PORT, repo, folders[layout])
-            t = time.perf_counter()
-            if kind == "raw":
-                n = _raw(repo, layout)
-            else:
-                ds, _ = load_hub_dataset(repo, name=f"perf-{layout}", overwrite=True)
-                n = len(ds)
-            rates[layout, kind] = n / (time.perf_counter() - t)
+        for r in range(args.repeat):
+            for kind in ("raw", "pull"):  # alternated, each into an empty cache
+                repo = f"perf/{layout}-{kind}-{r}"
+                serve_repo(PORT, repo, folders[layout])
+                t = time.perf_counter()
+                if kind == "raw":
+                    n = _raw(repo, layout)
+                else:
+                    ds, _ = load_hub_dataset(repo, name=f"perf-{layout}", overwrite=True)
+                    n = len(ds)
+                rate = n / (time.perf_counter() - t)
+                rates[layout, kind] = max(rates.get((layout, kind), 0), rate)
     serve_repo(PORT, "perf/fiftyone", folders["fiftyone"])
     import fiftyone.utils.huggingface as fouh
 
