@@ -6,7 +6,7 @@ import fiftyone.operators.types as types
 from .cue_conflict import LoadCueConflict
 from .discovery import DiscoverSlices
 from .edits import EditObjects
-from .hub import LoadFromHub
+from .hub import LoadFromHub, PushToHub
 from .imagenet_d import LoadImageNetD
 from .imagenet_e import LoadImageNetE
 from .inference import RunModel
@@ -67,6 +67,7 @@ def register_operators(plugin):
     plugin.register(ImportPredictions)
     plugin.register(RunModel)
     plugin.register(LoadFromHub)
+    plugin.register(PushToHub)
     plugin.register(LoadImageNetD)
     plugin.register(LoadImageNetE)
     plugin.register(LoadCueConflict)

@@ -143,7 +143,8 @@ def delegation(ctx, default: bool) -> bool:
 
 
 def _progress_label(pb) -> str:
-    return f"{pb.iteration:,} of {pb.total:,} images"
+    label = getattr(pb, "label", None)  # a job's own words (Hub pulls: shards, images)
+    return label or f"{pb.iteration:,} of {pb.total:,} images"
 
 
 def progress_reporter(ctx):

@@ -1,21 +1,31 @@
-"""The "Load from the Hugging Face Hub" operator."""
+"""The Hugging Face Hub operators: load a dataset (ImageNet's own shards or a
+FiftyOne-format repo), push one with its results."""
 
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
-from .forms import add_new_dataset_inputs, new_dataset_params, open_built_dataset
+from .forms import (
+    add_new_dataset_inputs,
+    new_dataset_params,
+    open_built_dataset,
+    run_with_progress,
+    user_errors,
+)
 
 
 class LoadFromHub(foo.Operator):
-    """Pulls a dataset from the Hugging Face Hub, tags it with ImageNet-X (or
-    converts an ImageNet-D copy) and opens it. The token is the plugin
-    secret ``HF_TOKEN``."""
+    """Pulls a dataset from the Hugging Face Hub (ImageNet's parquet or
+    webdataset shards, or a FiftyOne-format repo), tags it with ImageNet-X
+    (or converts an ImageNet-D copy) and opens it. Runs delegated with the
+    shards, images and images/s as progress. The token is the plugin secret
+    ``HF_TOKEN``."""
 
     @property
     def config(self):
         return foo.OperatorConfig(
             name="load_from_hub",
             label="ImageNet-X: load a dataset from the Hugging Face Hub",
+            execute_as_generator=True,
             allow_immediate_execution=True,
             allow_delegated_execution=True,
         )
@@ -23,26 +33,74 @@ class LoadFromHub(foo.Operator):
     def resolve_input(self, ctx):
         inputs = types.Object()
         inputs.str("repo_id", required=True, label="Repo id",
-                   description="ORG/NAME of a FiftyOne dataset on the Hub")
-        inputs.str("split", label="Split", description="optional")
+                   description="ORG/NAME: ImageNet's shards (ILSVRC/imagenet-1k, "
+                               "timm/imagenet-1k-wds) or a FiftyOne dataset")
+        inputs.str("split", label="Split",
+                   description="optional: val (default) or train for ImageNet shards")
         inputs.int("max_samples", label="Max samples",
                    description="optional: load at most this many")
-        add_new_dataset_inputs(inputs, description="optional: the repo id by default")
+        add_new_dataset_inputs(inputs, description="optional: imagenet-x-<split> for "
+                                                   "ImageNet shards, else the repo id")
         return types.Property(inputs, view=types.View(label="Load from the Hub"))
 
     def execute(self, ctx):
         from imagenetx.benchmarks.imagenet_x.sources import load_hub_dataset
 
-        dataset, summary = load_hub_dataset(
-            ctx.params["repo_id"],
-            split=ctx.params.get("split") or None,
-            max_samples=ctx.params.get("max_samples") or None,
-            token=ctx.secrets.get("HF_TOKEN"),
-            **new_dataset_params(ctx),
+        def job(progress):
+            return load_hub_dataset(
+                ctx.params["repo_id"],
+                split=ctx.params.get("split") or None,
+                max_samples=ctx.params.get("max_samples") or None,
+                token=ctx.secrets.get("HF_TOKEN"),
+                progress=progress,
+                **new_dataset_params(ctx),
+            )
+
+        def finish(result):
+            dataset, summary = result
+            # an ImageNet-D repo gives an ImageNetDSummary, without "annotated"
+            return open_built_dataset(ctx, dataset, summary,
+                                      annotated=getattr(summary, "annotated", 0))
+
+        return run_with_progress(ctx, job, finish)
+
+    def resolve_output(self, ctx):
+        outputs = types.Object()
+        outputs.str("summary", label="Result")
+        return types.Property(outputs)
+
+
+class PushToHub(foo.Operator):
+    """Pushes the current dataset with its prediction fields and evaluations
+    to the Hub (``imagenetx push``); the token is the plugin secret
+    ``HF_TOKEN``."""
+
+    @property
+    def config(self):
+        return foo.OperatorConfig(
+            name="push_to_hub",
+            label="ImageNet-X: push results to the Hugging Face Hub",
+            allow_immediate_execution=True,
+            allow_delegated_execution=True,
         )
-        # an ImageNet-D repo gives an ImageNetDSummary, without "annotated"
-        return open_built_dataset(ctx, dataset, summary,
-                                  annotated=getattr(summary, "annotated", 0))
+
+    def resolve_input(self, ctx):
+        inputs = types.Object()
+        inputs.str("repo_id", required=True, label="Repo id",
+                   description="USER/NAME, in your token's namespace")
+        inputs.bool("private", default=False, label="Private repo")
+        inputs.bool("with_media", default=False, label="Upload images from gated repos too")
+        return types.Property(inputs, view=types.View(label="Push to the Hub"))
+
+    @user_errors
+    def execute(self, ctx):
+        from imagenetx.present.push import push_results
+
+        summary = push_results(
+            ctx.dataset, ctx.params["repo_id"], private=bool(ctx.params.get("private")),
+            with_media=bool(ctx.params.get("with_media")),
+            token=ctx.secrets.get("HF_TOKEN"))
+        return {"summary": str(summary)}
 
     def resolve_output(self, ctx):
         outputs = types.Object()

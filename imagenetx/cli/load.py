@@ -31,7 +31,9 @@ def register(group: CommandGroup) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--imagenet-dir", help="a local ImageNet folder")
     src.add_argument("--hub", metavar="REPO_ID",
-                     help="a Hugging Face Hub dataset, ORG/NAME (ImageNet-D repos are converted)")
+                     help="a Hugging Face Hub dataset, ORG/NAME: ImageNet's parquet or "
+                          "webdataset shards (ILSVRC/imagenet-1k, timm/imagenet-1k-wds), or "
+                          "a FiftyOne-format repo (ImageNet-D repos are converted)")
     src.add_argument("--imagenet-d-dir", metavar="DIR",
                      help="the ImageNet-D release folder (background/, texture/, material/)")
     src.add_argument("--imagenet-e-dir", metavar="DIR",
@@ -41,11 +43,30 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--variant", choices=V2_VARIANTS,
                    help="--imagenetv2-dir: the variant of a folder whose name does not say "
                         "it, or the one variant to read of several")
-    p.add_argument("--split", help="val or train (folder); the repo split (Hub)")
-    p.add_argument("--max-samples", type=int, help="Hub only: load at most N samples")
+    p.add_argument("--split", help="val or train (folder, ImageNet on the Hub: default val); "
+                                    "the repo split (FiftyOne-format Hub repo)")
+    p.add_argument("--max-samples", type=int, help="Hub only: load at most N samples "
+                                                   "(ImageNet shards: only the shards they need)")
+    p.add_argument("--workers", type=int, help="Hub ImageNet shards: shards read at once "
+                                               "(default: 4)")
+    p.add_argument("--media-from", metavar="REPO_ID",
+                   help="--hub of a pushed copy without its gated images: pull them from "
+                        "this ImageNet repo (ILSVRC/imagenet-1k) and re-attach them by "
+                        "file name")
     p.add_argument("--name", help="dataset name")
     p.add_argument("--overwrite", action="store_true", help="replace an existing dataset")
     add_gt_field(p)
+
+    p = group.add("push", run_push, "share a dataset with its prediction fields and "
+                                    "evaluations on the Hugging Face Hub (FiftyOne's "
+                                    "push_to_hub, a card with the error-ratio table)")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--repo", required=True, metavar="USER/NAME",
+                   help="the new dataset repo, in your token's namespace")
+    p.add_argument("--private", action="store_true", help="make the new repo private")
+    p.add_argument("--with-media", action="store_true",
+                   help="upload images pulled from a gated repo too (default: 1-pixel "
+                        "stand-ins, re-attached with load --hub REPO --media-from SOURCE)")
 
     p = group.add("edit", run_edit, "edit the masked objects of a dataset (size, position, "
                                     "direction, background) into group slices of the originals")
@@ -137,6 +158,8 @@ def run_load(args) -> int:
             "--imagenet-d-dir DIR, --imagenet-e-dir DIR or an OOD release folder "
             "(--imagenet-a-dir, --imagenet-r-dir, --imagenet-sketch-dir, --imagenetv2-dir, "
             "--imagenet-c-dir, --imagenet-cbar-dir)")
+    if (args.workers is not None or args.media_from) and not args.hub:
+        raise ImageNetXError("--workers and --media-from apply to --hub only")
     if args.dir and not args.benchmark:
         raise ImageNetXError("--dir applies to `load cue-conflict` only")
     if args.variant and not (ood and ood[0] == "v2"):
@@ -182,9 +205,41 @@ def run_load(args) -> int:
         return _opened(*sources.load_imagenet_dir(
             args.imagenet_dir, split=args.split or "val", name=args.name,
             overwrite=args.overwrite, gt_field=args.gt_field))
-    return _opened(*sources.load_hub_dataset(
+    dataset, summary = sources.load_hub_dataset(
         args.hub, split=args.split, max_samples=args.max_samples,
-        name=args.name, overwrite=args.overwrite, gt_field=args.gt_field))
+        name=args.name, overwrite=args.overwrite, gt_field=args.gt_field,
+        workers=args.workers, progress=_print_progress())
+    if args.media_from:
+        from imagenetx.benchmarks.imagenet_x.hub_pull import reattach_media
+
+        n = reattach_media(dataset, args.media_from, workers=args.workers,
+                           progress=_print_progress())
+        print(f"{n:,} of {len(dataset):,} samples re-attached to the images of "
+              f"'{args.media_from}'")
+    return _opened(dataset, summary)
+
+
+def run_push(args) -> int:
+    from imagenetx.present.push import push_results
+
+    print(push_results(args.dataset, args.repo, private=args.private,
+                       with_media=args.with_media))
+    return 0
+
+
+def _print_progress():
+    """Prints what the repo is, then the shards, images and rate, at most
+    once a second and when the last shard is done."""
+    import time
+
+    last = [0.0]
+
+    def report(p):
+        now = time.monotonic()
+        if p.shards_done == 0 or p.complete or now - last[0] >= 1.0:
+            last[0] = now
+            print(p.label, flush=True)
+    return report
 
 
 def run_edit(args) -> int:

@@ -27,9 +27,38 @@ def check_repo_id(repo_id: str) -> None:
         )
 
 
-def _hub_error(repo_id: str, e: Exception) -> ImageNetXError:
+def repo_url(repo_id: str) -> str:
+    """The page of a dataset repo on the Hub (or on ``HF_ENDPOINT``)."""
+    from huggingface_hub import constants
+
+    return f"{constants.ENDPOINT}/datasets/{repo_id}"
+
+
+def _status(e: Exception) -> Optional[int]:
+    response = getattr(e, "response", None)
+    return getattr(response, "status_code", None)
+
+
+def _hub_error(repo_id: str, e: Exception, token: Optional[str] = None,
+               action: str = "load") -> ImageNetXError:
+    from huggingface_hub.errors import GatedRepoError
+
+    status = _status(e)
+    if isinstance(e, GatedRepoError) or status in (401, 403):
+        url = repo_url(repo_id)
+        if _token(token):
+            return ImageNetXError(
+                f"'{repo_id}' refused your token (HTTP {status}): the repo is "
+                f"gated or private; accept its terms at {url} with the account "
+                "of the token in HF_TOKEN (the plugin secret HF_TOKEN in the "
+                "App), or set HF_TOKEN to a token that has access")
+        return ImageNetXError(
+            f"'{repo_id}' needs a token (HTTP {status}): the repo is gated or "
+            f"private; accept its terms at {url}, then set HF_TOKEN to a token "
+            "of that account (the plugin secret HF_TOKEN in the App)")
     return ImageNetXError(
-        f"Could not load '{repo_id}' from the Hugging Face Hub: {e}. "
+        f"Could not {action} '{repo_id}' {'to' if action == 'push' else 'from'} "
+        f"the Hugging Face Hub: {e}. "
         "Check the repo id, your network, and HF_TOKEN for private repos"
     )
 
@@ -77,7 +106,7 @@ def pull_from_hub(
     except ImageNetXError:
         raise
     except Exception as e:  # the Hub's errors are many and unrelated
-        raise _hub_error(repo_id, e) from e
+        raise _hub_error(repo_id, e, token) from e
 
 
 def repo_files(repo_id: str, token: Optional[str] = None) -> List[str]:
@@ -90,7 +119,7 @@ def repo_files(repo_id: str, token: Optional[str] = None) -> List[str]:
             repo_id, repo_type="dataset", token=_token(token)
         )
     except Exception as e:
-        raise _hub_error(repo_id, e) from e
+        raise _hub_error(repo_id, e, token) from e
 
 
 def is_fiftyone_repo(files: List[str]) -> bool:
@@ -117,4 +146,17 @@ def download_files(
             token=_token(token),
         )
     except Exception as e:
-        raise _hub_error(repo_id, e) from e
+        raise _hub_error(repo_id, e, token) from e
+
+
+def download_file(repo_id: str, path: str, token: Optional[str] = None) -> str:
+    """Downloads one file of a dataset repo into the huggingface_hub cache
+    (resumed where an earlier download stopped; a cached file is not
+    downloaded again); returns its local path."""
+    from huggingface_hub import hf_hub_download
+
+    try:
+        return hf_hub_download(repo_id, path, repo_type="dataset",
+                               token=_token(token))
+    except Exception as e:
+        raise _hub_error(repo_id, e, token) from e

@@ -2,8 +2,8 @@
 
 -   :func:`load_imagenet_dir`: a local ImageNet folder, in either common
     layout (a flat validation folder, or one folder per WordNet id)
--   :func:`load_hub_dataset`: a dataset on the Hugging Face Hub, through
-    FiftyOne's own ``load_from_hub``
+-   :func:`load_hub_dataset`: a dataset on the Hugging Face Hub: ImageNet's
+    own shards, or a FiftyOne-format repo through FiftyOne's ``load_from_hub``
 
 The first writes each sample once with its ImageNet-X fields (what
 :func:`imagenetx.benchmarks.imagenet_x.tagging.tag_dataset` would add); the
@@ -172,7 +172,37 @@ def load_imagenet_dir(
             "named by their WordNet id"
         )
 
-    # ground truth, tags and ImageNet-X in the same documents: one pass
+    dataset, tagging = build_imagenet_dataset(
+        name, {f: (found[f][0], c) for f, c in zip(file_names, classes)},
+        split=split, overwrite=overwrite, gt_field=gt_field)
+    annotated = anno.load_split(split).file_names
+    missing = sum(1 for f in annotated if f not in found)
+    return dataset, LoadSummary(len(found), missing, tagging)
+
+
+@gc_paused()
+def build_imagenet_dataset(
+    name: str,
+    images: dict,
+    split: str = "val",
+    overwrite: bool = False,
+    gt_field: str = DEFAULT_GT_FIELD,
+):
+    """Builds a dataset of ImageNet images whose classes are known, with
+    ground truth, tags and ImageNet-X in the same documents: one pass
+    through the bulk ingest writer.
+
+    Args:
+        name: the dataset name
+        images: ImageNet file name -> ``(path, class index)``
+        split ("val"): the split of every file name
+        overwrite (False): whether to replace an existing dataset
+        gt_field ("ground_truth"): the ground truth field to write
+
+    Returns:
+        ``(dataset, TagSummary)``
+    """
+    file_names = sorted(images)
     labels = class_table().labels
     contract, tagging = new_sample_annotations(name, file_names, split=split)
     with new_dataset(name, overwrite) as dataset:
@@ -180,16 +210,15 @@ def load_imagenet_dir(
         declare_imagenetx_field(dataset, DEFAULT_FIELD)
         rows = (
             {
-                "filepath": found[file_name][0],
-                gt_field: raw_classification(labels[klass], klass),
+                "filepath": images[file_name][0],
+                gt_field: raw_classification(
+                    labels[images[file_name][1]], images[file_name][1]),
                 **(fields or {}),
             }
-            for file_name, klass, fields in zip(file_names, classes, contract)
+            for file_name, fields in zip(file_names, contract)
         )
         insert_samples(dataset, rows)
-    annotated = anno.load_split(split).file_names
-    missing = sum(1 for f in annotated if f not in found)
-    return dataset, LoadSummary(len(found), missing, tagging)
+    return dataset, tagging
 
 
 def load_hub_dataset(
@@ -200,31 +229,52 @@ def load_hub_dataset(
     overwrite: bool = False,
     gt_field: str = DEFAULT_GT_FIELD,
     token: str = None,
+    workers: int = None,
+    progress=None,
 ):
     """Pulls a dataset from the Hugging Face Hub and tags it by file name.
 
-    This is FiftyOne's ``fiftyone.utils.huggingface.load_from_hub``; the
-    token defaults to the ``HF_TOKEN`` environment variable. ImageNet-D
-    repos (the name says so, or the loaded schema gives each image a
-    background / texture / material nuisance) are converted to the
-    ImageNet-D sample contract instead, see
-    :mod:`imagenetx.benchmarks.imagenet_d`.
+    The repo's files say what it is:
+
+    -   ImageNet itself, as parquet (``ILSVRC/imagenet-1k``) or webdataset
+        (``timm/imagenet-1k-wds``) shards: see
+        :func:`imagenetx.benchmarks.imagenet_x.hub_pull.pull_imagenet`
+        (``split`` defaults to ``"val"``)
+    -   a FiftyOne-format repo: FiftyOne's own
+        ``fiftyone.utils.huggingface.load_from_hub``, then tagging; ImageNet-D
+        repos (the name says so, or the loaded schema gives each image a
+        background / texture / material nuisance) are converted to the
+        ImageNet-D sample contract instead, see
+        :mod:`imagenetx.benchmarks.imagenet_d`
+
+    The token defaults to the ``HF_TOKEN`` environment variable.
 
     Args:
         repo_id: the Hub repo id, ``org/name``
         split (None): the split to load, where the repo has several
         max_samples (None): the most samples to load
-        name (None): the dataset name (FiftyOne's default: the repo id)
+        name (None): the dataset name (FiftyOne's default: the repo id;
+            ``imagenet-x-{split}`` for ImageNet shards)
         overwrite (False): whether to replace an existing dataset
         gt_field ("ground_truth"): the ground truth field
         token (None): a Hugging Face token
+        workers (None): ImageNet shards read at once
+        progress (None): called with a
+            :class:`~imagenetx.benchmarks.imagenet_x.hub_pull.PullProgress`:
+            first what the repo is, then as ImageNet shards finish
 
     Returns:
-        ``(dataset, TagSummary)``, or ``(dataset, ImageNetDSummary)`` for
-        ImageNet-D
+        ``(dataset, TagSummary)``, ``(dataset, PullSummary)`` for ImageNet
+        shards, or ``(dataset, ImageNetDSummary)`` for ImageNet-D
+
+    Raises:
+        ImageNetXError: for a bad repo id, a layout it does not know, a
+            refused token, or any Hub error
     """
     from imagenetx.benchmarks.imagenet_d import loaders as imagenet_d
-    from imagenetx.store.hub import check_repo_id, pull_from_hub
+    from imagenetx.benchmarks.imagenet_x.hub_pull import PullProgress, pull_imagenet
+    from imagenetx.store import shards
+    from imagenetx.store.hub import check_repo_id, pull_from_hub, repo_files
 
     check_repo_id(repo_id)
     if imagenet_d.is_imagenet_d_repo(repo_id):
@@ -232,6 +282,16 @@ def load_hub_dataset(
             repo_id, split=split, max_samples=max_samples, name=name,
             overwrite=overwrite, gt_field=gt_field, token=token,
         )
+    files = repo_files(repo_id, token)
+    layout = shards.repo_layout(repo_id, files)
+    if layout != shards.FIFTYONE:
+        return pull_imagenet(
+            repo_id, files, layout, split=split or "val", max_samples=max_samples,
+            name=name, overwrite=overwrite, gt_field=gt_field, token=token,
+            workers=workers, progress=progress)
+    if progress is not None:
+        progress(PullProgress(0, 1, 0, 0.0, f"'{repo_id}' is "
+                              f"{shards.LAYOUT_TITLES[layout]}"))
     dataset = pull_from_hub(
         repo_id, split=split, max_samples=max_samples, name=name,
         overwrite=overwrite, token=token,

@@ -305,6 +305,13 @@ def new_sample_annotations(
     return fields, summary
 
 
+def warm_annotations(split: str) -> None:
+    """Loads what :func:`new_sample_annotations` reads for a split, so that a
+    loader can do it while it waits on something else (downloads)."""
+    anno.load_split(split).row_of
+    _documents(split)
+
+
 def _locate(names: list) -> list:
     """(split, row) of each file name in the annotations, else None."""
     rows_of = {}

@@ -1,0 +1,385 @@
+"""Pull ImageNet itself from the Hugging Face Hub (parquet or webdataset
+shards, see :mod:`imagenetx.store.shards`) into a tagged dataset.
+
+Shards download through ``huggingface_hub`` (its cache, resumed downloads,
+the ``HF_TOKEN`` token) and are read in parallel as they arrive. Each image's
+original JPEG bytes are written once, under its ImageNet file name, to
+``<FiftyOne dataset dir>/imagenet/<ORG>/<NAME>/<split>/`` (training images
+in WordNet id folders), through a temporary name and ``os.replace``, so a
+file under its final name is always whole. A shard whose images are all
+written gets a marker; an interrupted pull starts again at the shards
+without one and writes only the images that are missing. The dataset is
+then built in one pass, as ``imagenetx load --imagenet-dir`` builds it, with
+the ground truth from the shards' labels.
+"""
+
+import json
+import os
+import shutil
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional
+
+import fiftyone as fo
+
+from imagenetx.benchmarks.imagenet_x.tagging import (
+    DEFAULT_GT_FIELD,
+    TagSummary,
+    warm_annotations,
+)
+from imagenetx.errors import ImageNetXError
+from imagenetx.store import shards as sh
+
+#: shards read at once (downloads overlap with reading)
+DEFAULT_WORKERS = 4
+
+_MARKERS = ".shards"  # one json per finished shard: [[name, label], ...]
+_PARTIAL = ".partial"  # files being written; cleared when a pull starts
+
+
+@dataclass
+class PullProgress:
+    """Where a pull stands: shards and images, with a rate. ``progress``,
+    ``complete`` and ``label`` make it usable wherever FiftyOne expects a
+    progress bar (``fiftyone.core.utils.report_progress``)."""
+
+    shards_done: int
+    shards_total: int
+    images: int
+    seconds: float
+    message: str = ""
+
+    @property
+    def progress(self) -> float:
+        return self.shards_done / self.shards_total if self.shards_total else 1.0
+
+    @property
+    def complete(self) -> bool:
+        return self.shards_done >= self.shards_total
+
+    @property
+    def elapsed_time(self) -> float:
+        return self.seconds
+
+    @property
+    def rate(self) -> float:
+        return self.images / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def label(self) -> str:
+        return self.message or (
+            f"{self.shards_done:,} of {self.shards_total:,} shards, "
+            f"{self.images:,} images, {self.rate:,.0f} images/s")
+
+
+@dataclass
+class PullSummary:
+    """What :func:`pull_imagenet` found, wrote and built."""
+
+    repo_id: str
+    layout: str
+    split: str
+    shards: int
+    shards_resumed: int
+    images_written: int
+    images_present: int
+    seconds: float
+    folder: str
+    tagging: TagSummary = field(repr=False)
+
+    @property
+    def annotated(self) -> int:
+        return self.tagging.annotated
+
+    def __str__(self):
+        return (
+            f"'{self.repo_id}' is {sh.LAYOUT_TITLES[self.layout]}: "
+            f"{self.shards:,} {self.split} shards ({self.shards_resumed:,} "
+            f"finished by an earlier pull), {self.images_written:,} images "
+            f"written and {self.images_present:,} already there in {self.folder}, "
+            f"{self.seconds:.1f} s; {self.tagging}"
+        )
+
+
+def images_folder(repo_id: str, split: str) -> str:
+    """Where a pull writes the images of a repo's split."""
+    org, name = repo_id.split("/")
+    return os.path.join(fo.config.default_dataset_dir, "imagenet", org, name, split)
+
+
+def image_path(folder: str, file_name: str) -> str:
+    """An image's path in :func:`images_folder`: val images flat, training
+    images in their WordNet id folder (as ``--imagenet-dir`` reads them)."""
+    if file_name.startswith("n") and "_" in file_name:
+        return os.path.join(folder, file_name.split("_", 1)[0], file_name)
+    return os.path.join(folder, file_name)
+
+
+class _Writer:
+    """Writes one shard's images into the folder, each once and whole."""
+
+    def __init__(self, folder: str):
+        self.folder = folder
+        self.partial = os.path.join(folder, _PARTIAL)
+        self.markers = os.path.join(folder, _MARKERS)
+        self.written = 0
+        self.present = 0
+        self.lock = threading.Lock()
+        self.dirs = set()
+
+    def start(self) -> None:
+        shutil.rmtree(self.partial, ignore_errors=True)  # an interrupted pull's
+        os.makedirs(self.partial)
+        os.makedirs(self.markers, exist_ok=True)
+
+    def marker(self, shard: str) -> str:
+        return os.path.join(self.markers, shard.replace("/", "--") + ".json")
+
+    def finished(self, shard: str) -> Optional[list]:
+        """The ``(name, label)`` entries of a shard an earlier pull wrote,
+        where its images are all still there; else None."""
+        try:
+            with open(self.marker(shard)) as f:
+                entries = json.load(f)
+        except FileNotFoundError:
+            return None
+        if all(os.path.exists(image_path(self.folder, n)) for n, _ in entries):
+            return entries
+        return None
+
+    def write_shard(self, images, shard: str, count: Callable[[int], None]) -> list:
+        entries = []
+        tmp_prefix = os.path.join(self.partial, f"{threading.get_ident()}-")
+        for name, label, data in images:
+            if not 0 <= label < 1000:
+                raise ImageNetXError(
+                    f"Shard '{shard}' labels '{name}' {label}, not an ImageNet-1k "
+                    "class index (0-999): the repo is not ImageNet-1k")
+            path = image_path(self.folder, name)
+            if os.path.exists(path):
+                with self.lock:
+                    self.present += 1
+            else:
+                parent = os.path.dirname(path)
+                if parent not in self.dirs:
+                    os.makedirs(parent, exist_ok=True)
+                    self.dirs.add(parent)
+                tmp = tmp_prefix + name
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, path)
+                with self.lock:
+                    self.written += 1
+            entries.append((name, label))
+            count(1)
+        self._mark(shard, entries)
+        return entries
+
+    def _mark(self, shard: str, entries: list) -> None:
+        tmp = os.path.join(self.partial, os.path.basename(self.marker(shard)))
+        with open(tmp, "w") as f:
+            json.dump(entries, f)
+        os.replace(tmp, self.marker(shard))
+
+
+def fetch_images(
+    repo_id: str,
+    files: List[str],
+    layout: str,
+    split: str = "val",
+    max_samples: Optional[int] = None,
+    token: Optional[str] = None,
+    workers: Optional[int] = None,
+    progress: Optional[Callable[[PullProgress], None]] = None,
+):
+    """Downloads one split's shards and writes their images once each.
+
+    Args:
+        repo_id: ``ORG/NAME``
+        files: the repo's files (:func:`imagenetx.store.hub.repo_files`)
+        layout: ``"parquet"``, ``"webdataset"`` or ``"archive"``
+        split ("val"): ``"val"`` or ``"train"``
+        max_samples (None): stop after the shards that hold this many
+            images, and keep the first this many (a quick start)
+        token (None): a Hugging Face token (default: ``HF_TOKEN``)
+        workers (None): shards read at once (default 4; 1 with
+            ``max_samples``, which reads shards in order)
+        progress (None): called with a :class:`PullProgress` as shards finish
+
+    Returns:
+        ``(images, stats)``: ImageNet file name -> ``(path, class index)``,
+        and ``(shards, shards resumed, images written, images present,
+        seconds, folder)``
+
+    Raises:
+        ImageNetXError: for a split without shards, a refused token, or a
+            shard that does not hold ImageNet
+    """
+    from imagenetx.classes.imagenet import class_table
+    from imagenetx.store.hub import download_file
+
+    if split not in ("val", "train"):
+        raise ImageNetXError(f"Unknown split '{split}': use --split val or --split train")
+    shard_files = sh.split_shards(files, layout, split)
+    if not shard_files:
+        raise ImageNetXError(
+            f"'{repo_id}' ({sh.LAYOUT_TITLES[layout]}) has no {split} shards: "
+            f"use --split {'train' if split == 'val' else 'val'}")
+    if max_samples is not None and max_samples < 1:
+        raise ImageNetXError("--max-samples must be at least 1")
+
+    started = time.perf_counter()
+    folder = images_folder(repo_id, split)
+    writer = _Writer(folder)
+    writer.start()
+    wnids = {w: i for i, w in enumerate(class_table().wnids)}
+    counted = [0]
+    count_lock = threading.Lock()
+
+    def count(n: int) -> None:
+        with count_lock:
+            counted[0] += n
+
+    def report(done: int, message: str = "") -> None:
+        if progress is not None:
+            progress(PullProgress(done, len(shard_files), counted[0],
+                                  time.perf_counter() - started, message))
+
+    def run(shard: str) -> list:
+        entries = writer.finished(shard)
+        if entries is not None:
+            count(len(entries))
+            with writer.lock:
+                writer.present += len(entries)
+            return entries
+        local = download_file(repo_id, shard, token)
+        return writer.write_shard(sh.read_shard(local, layout, shard, wnids),
+                                  shard, count)
+
+    report(0, f"'{repo_id}' is {sh.LAYOUT_TITLES[layout]}: "
+              f"{len(shard_files):,} {split} shards")
+    resumed = sum(writer.finished(s) is not None for s in shard_files)
+    results = {}
+    if max_samples is not None:
+        workers = 1
+    with ThreadPoolExecutor(max_workers=workers or DEFAULT_WORKERS) as pool:
+        pending, queue = set(), list(shard_files)
+        try:
+            while queue or pending:
+                while queue and len(pending) < (workers or DEFAULT_WORKERS):
+                    shard = queue.pop(0)
+                    future = pool.submit(run, shard)
+                    future.shard = shard
+                    pending.add(future)
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    results[future.shard] = future.result()
+                report(len(results))
+                if max_samples is not None and counted[0] >= max_samples:
+                    queue = []
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
+
+    entries = [e for s in shard_files if s in results for e in results[s]]
+    if max_samples is not None:
+        entries = entries[:max_samples]
+    images = {n: (image_path(folder, n), label) for n, label in entries}
+    stats = (len(results), resumed, writer.written, writer.present,
+             time.perf_counter() - started, folder)
+    return images, stats
+
+
+def pull_imagenet(
+    repo_id: str,
+    files: List[str],
+    layout: str,
+    split: str = "val",
+    max_samples: Optional[int] = None,
+    name: Optional[str] = None,
+    overwrite: bool = False,
+    gt_field: str = DEFAULT_GT_FIELD,
+    token: Optional[str] = None,
+    workers: Optional[int] = None,
+    progress: Optional[Callable[[PullProgress], None]] = None,
+):
+    """Pulls one split of an ImageNet repo into a new tagged dataset: the
+    images of :func:`fetch_images`, then one bulk insert, as
+    ``imagenetx load --imagenet-dir`` builds it, with the shards' labels.
+
+    Args:
+        repo_id: ``ORG/NAME``
+        files: the repo's files (:func:`imagenetx.store.hub.repo_files`)
+        layout: ``"parquet"``, ``"webdataset"`` or ``"archive"``
+        split ("val"): ``"val"`` or ``"train"``
+        max_samples (None): stop after the shards that hold this many
+            images, and keep the first this many (a quick start)
+        name (None): the dataset name, ``imagenet-x-{split}`` by default
+        overwrite (False): whether to replace an existing dataset
+        gt_field ("ground_truth"): the ground truth field
+        token (None): a Hugging Face token (default: ``HF_TOKEN``)
+        workers (None): shards read at once (default 4; 1 with
+            ``max_samples``, which reads shards in order)
+        progress (None): called with a :class:`PullProgress` as shards finish
+
+    Returns:
+        ``(dataset, PullSummary)``
+
+    Raises:
+        ImageNetXError: for a split without shards, a refused token, an
+            existing name, or a shard that does not hold ImageNet
+    """
+    from imagenetx.benchmarks.imagenet_x.sources import build_imagenet_dataset
+    from imagenetx.store.datasets import check_new_dataset_name
+
+    name = name or f"imagenet-x-{split}"
+    check_new_dataset_name(name, overwrite)
+    if split in ("val", "train"):  # read the annotations while shards download
+        warm = threading.Thread(target=warm_annotations, args=(split,), daemon=True)
+        warm.start()
+    images, stats = fetch_images(repo_id, files, layout, split, max_samples,
+                                 token, workers, progress)
+    dataset, tagging = build_imagenet_dataset(
+        name, images, split=split, overwrite=overwrite, gt_field=gt_field)
+    info = dict(dataset.info.get("imagenetx") or {})
+    info["source"] = {"hub": repo_id, "split": split, "layout": layout}
+    dataset.info["imagenetx"] = info
+    dataset.save()
+    return dataset, PullSummary(repo_id, layout, split, *stats, tagging)
+
+
+def reattach_media(dataset, repo_id: str, token: Optional[str] = None,
+                   workers: Optional[int] = None, progress=None) -> int:
+    """Points the samples of a dataset at the images of an ImageNet repo,
+    matched by file name (a pushed copy without its gated images); pulls
+    the split(s) its file names need. Returns the samples re-attached.
+
+    Raises:
+        ImageNetXError: if no file name of the dataset is an ImageNet one
+    """
+    from imagenetx.benchmarks.imagenet_x import annotations as anno
+    from imagenetx.store.hub import repo_files
+
+    paths = dataset.values("filepath")
+    names = [os.path.basename(p) for p in paths]
+    splits = sorted({anno.split_of(n) for n in names} - {None})
+    if not splits:
+        raise ImageNetXError(
+            f"Dataset '{dataset.name}' has no ImageNet file names "
+            f"(ILSVRC2012_val_00000001.JPEG) to match with '{repo_id}'")
+    files = repo_files(repo_id, token)
+    layout = sh.repo_layout(repo_id, files)
+    if layout == sh.FIFTYONE:
+        raise ImageNetXError(f"--media-from needs an ImageNet repo, and '{repo_id}' is "
+                             f"{sh.LAYOUT_TITLES[layout]}")
+    found = {}
+    for split in splits:
+        images, _ = fetch_images(repo_id, files, layout, split, None, token,
+                                 workers, progress)
+        found.update(images)
+    new = [found[n][0] if n in found else p for n, p in zip(names, paths)]
+    dataset.set_values("filepath", new)
+    return sum(n in found for n in names)

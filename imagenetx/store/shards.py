@@ -1,0 +1,199 @@
+"""ImageNet as the Hugging Face Hub keeps it: repo layouts and shard readers.
+
+Two public copies of ImageNet-1k are gated repos of shards:
+
+-   ``ILSVRC/imagenet-1k``: parquet shards
+    ``data/validation-00000-of-00014.parquet``, rows ``image`` {``bytes``,
+    ``path``} and ``label``; its older revision kept archives
+    ``data/val_images.tar.gz`` of ``ILSVRC2012_val_00000001_n01751748.JPEG``
+-   ``timm/imagenet-1k-wds``: webdataset tars
+    ``imagenet1k-validation-00.tar``, one sample per ``__key__`` with
+    ``jpg``, ``cls`` and ``json`` (``filename``: ``n01630670/ILSVRC2012_val_00009670.JPEG``)
+
+:func:`repo_layout` tells these (and FiftyOne-format repos) apart by their
+file names; :func:`read_shard` yields every image of a shard as
+``(ImageNet file name, class index, original JPEG bytes)``. Nothing here
+knows FiftyOne.
+"""
+
+import json
+import os
+import re
+import tarfile
+from typing import Iterator, List, Optional, Tuple
+
+from imagenetx.errors import ImageNetXError
+
+FIFTYONE = "fiftyone"
+PARQUET = "parquet"
+WEBDATASET = "webdataset"
+ARCHIVE = "archive"
+
+#: what each layout is called in messages
+LAYOUT_TITLES = {
+    FIFTYONE: "a FiftyOne-format repo (fiftyone.yml, as push_to_hub writes it)",
+    PARQUET: "a parquet ImageNet repo (data/validation-00000-of-00014.parquet, "
+             "as ILSVRC/imagenet-1k)",
+    WEBDATASET: "a webdataset ImageNet repo (imagenet1k-validation-00.tar, "
+                "as timm/imagenet-1k-wds)",
+    ARCHIVE: "an archive ImageNet repo (data/val_images.tar.gz, the older "
+             "revision of ILSVRC/imagenet-1k)",
+}
+
+#: the word each layout's shard names use for a split
+_SPLIT_WORDS = {"val": ("validation", "val"), "train": ("train",)}
+
+_PARQUET_RE = re.compile(r"(?:^|/)(validation|val|train)-\d+-of-\d+\.parquet$")
+_WDS_RE = re.compile(r"(?:^|/)[^/]*?(validation|val|train)-\d+\.tar$")
+_ARCHIVE_RE = re.compile(r"(?:^|/)(val|train)_images(?:_\d+)?\.tar\.gz$")
+
+#: a WordNet id suffix that the Hub's copies add to file names:
+#: ``ILSVRC2012_val_00000001_n01751748.JPEG``
+_SYNSET_SUFFIX_RE = re.compile(r"^(.+)_(n\d{8})(\.[A-Za-z]+)$")
+
+_PATTERNS = ((PARQUET, _PARQUET_RE), (WEBDATASET, _WDS_RE), (ARCHIVE, _ARCHIVE_RE))
+
+
+def repo_layout(repo_id: str, files: List[str]) -> str:
+    """The layout of a repo, from its file names.
+
+    Returns:
+        ``"fiftyone"``, ``"parquet"``, ``"webdataset"`` or ``"archive"``
+
+    Raises:
+        ImageNetXError: for a layout none of these
+    """
+    if any(f in ("fiftyone.yml", "fiftyone.yaml") for f in files):
+        return FIFTYONE
+    for layout, pattern in _PATTERNS:
+        if any(pattern.search(f) for f in files):
+            return layout
+    raise ImageNetXError(
+        f"'{repo_id}' has no layout this project reads: it knows "
+        + "; ".join(LAYOUT_TITLES.values())
+    )
+
+
+def split_shards(files: List[str], layout: str, split: str) -> List[str]:
+    """The shard files of one split (``"val"`` or ``"train"``), in order."""
+    pattern = dict(_PATTERNS)[layout]
+    words = _SPLIT_WORDS[split]
+    return sorted(f for f in files
+                  if (m := pattern.search(f)) and m.group(1) in words)
+
+
+def imagenet_name(path: Optional[str]) -> Optional[str]:
+    """The original ImageNet file name of a path a shard gives.
+
+    ``n01630670/ILSVRC2012_val_00009670.JPEG``,
+    ``ILSVRC2012_val_00009670_n01630670.JPEG`` and
+    ``ILSVRC2012_val_00009670.JPEG`` all give
+    ``ILSVRC2012_val_00009670.JPEG``; train names keep their WordNet id
+    prefix (``n01440764_10026.JPEG``).
+    """
+    if not path:
+        return None
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    m = _SYNSET_SUFFIX_RE.match(name)
+    if m:
+        name = m.group(1) + m.group(3)
+    stem, ext = os.path.splitext(name)
+    return stem + ".JPEG" if ext.lower() in (".jpeg", ".jpg") else name
+
+
+def _synset_of(path: str) -> Optional[str]:
+    m = _SYNSET_SUFFIX_RE.match(path.replace("\\", "/").rsplit("/", 1)[-1])
+    return m.group(2) if m else None
+
+
+Image = Tuple[str, int, bytes]
+
+
+def read_shard(path: str, layout: str, source: str,
+               wnid_index: Optional[dict] = None) -> Iterator[Image]:
+    """Yields ``(file name, class index, JPEG bytes)`` for each image of a
+    downloaded shard, in the shard's order.
+
+    Args:
+        path: the local shard file
+        layout: ``"parquet"``, ``"webdataset"`` or ``"archive"``
+        source: the shard's name in the repo, for messages
+        wnid_index (None): WordNet id -> class index, for archives (whose
+            labels are the file names' WordNet id suffixes)
+
+    Raises:
+        ImageNetXError: for a shard without the expected columns or members
+    """
+    if layout == PARQUET:
+        return _read_parquet(path, source)
+    if layout == WEBDATASET:
+        return _read_webdataset(path, source)
+    return _read_archive(path, source, wnid_index or {})
+
+
+def _bad_shard(source: str, what: str) -> ImageNetXError:
+    return ImageNetXError(
+        f"Shard '{source}' {what}: the repo does not hold ImageNet in the "
+        "layout its file names suggest; pull it with FiftyOne's load_from_hub "
+        "or name another repo"
+    )
+
+
+def _read_parquet(path: str, source: str) -> Iterator[Image]:
+    import pyarrow.parquet as pq
+
+    shard = pq.ParquetFile(path)
+    names = shard.schema_arrow.names
+    if "image" not in names or "label" not in names:
+        raise _bad_shard(source, f"has columns {names}, not 'image' and 'label'")
+    for batch in shard.iter_batches(batch_size=1024, columns=["image", "label"]):
+        images = batch.column("image")
+        paths = images.field("path").to_pylist()
+        labels = batch.column("label").to_pylist()
+        blobs = images.field("bytes").to_pylist()
+        for i, (image_path, label) in enumerate(zip(paths, labels)):
+            name = imagenet_name(image_path)
+            if name is None:
+                raise _bad_shard(source, f"row {i} has no image.path")
+            yield name, int(label), blobs[i]
+
+
+def _read_webdataset(path: str, source: str) -> Iterator[Image]:
+    key, parts = None, {}
+    with tarfile.open(path, "r|*") as tar:
+        for member in tar:
+            if not member.isfile():
+                continue
+            base = member.name.rsplit("/", 1)[-1]
+            folder = member.name[: len(member.name) - len(base)]
+            this_key, _, ext = base.partition(".")
+            this_key = folder + this_key
+            if this_key != key:
+                if key is not None:
+                    yield _wds_sample(key, parts, source)
+                key, parts = this_key, {}
+            parts[ext.lower()] = tar.extractfile(member).read()
+    if key is not None:
+        yield _wds_sample(key, parts, source)
+
+
+def _wds_sample(key: str, parts: dict, source: str) -> Image:
+    image = parts.get("jpg", parts.get("jpeg"))
+    if image is None or "cls" not in parts:
+        raise _bad_shard(source, f"sample '{key}' has no jpg or cls")
+    meta = json.loads(parts["json"]) if "json" in parts else {}
+    name = imagenet_name(meta.get("filename") or key.rsplit("/", 1)[-1] + ".JPEG")
+    return name, int(parts["cls"].decode().strip()), image
+
+
+def _read_archive(path: str, source: str, wnid_index: dict) -> Iterator[Image]:
+    with tarfile.open(path, "r|*") as tar:
+        for member in tar:
+            if not member.isfile() or not member.name.upper().endswith(".JPEG"):
+                continue
+            synset = _synset_of(member.name)
+            if synset not in wnid_index:
+                raise _bad_shard(source, f"member '{member.name}' names no "
+                                 "WordNet id (NAME_nXXXXXXXX.JPEG)")
+            yield (imagenet_name(member.name), wnid_index[synset],
+                   tar.extractfile(member).read())

@@ -1,0 +1,309 @@
+"""ImageNet itself from the (loopback) Hugging Face Hub: parquet and
+webdataset repos in the exact schemas of ILSVRC/imagenet-1k and
+timm/imagenet-1k-wds, real JPEG bytes of scikit-image photos under
+ImageNet val names."""
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+
+import fiftyone as fo
+import pytest
+
+from conftest import HUB_PORT, TRAIN_FILE, UNANNOTATED_VAL, VAL_FILES, save_photo
+from hub_server import serve_repo
+from imagenetx.benchmarks.imagenet_x.hub_pull import images_folder
+from imagenetx.benchmarks.imagenet_x.sources import load_hub_dataset, load_imagenet_dir
+from imagenetx.classes.imagenet import class_table
+from imagenetx.errors import ImageNetXError
+
+#: file name -> class index of the served val images
+VAL = dict(VAL_FILES, **{UNANNOTATED_VAL: 757})
+TRAIN_NAME = TRAIN_FILE[1]
+
+
+def _wnid(klass: int) -> str:
+    return class_table().wnids[klass]
+
+
+@pytest.fixture(scope="module")
+def jpegs(tmp_path_factory) -> dict:
+    """Real JPEG bytes per ImageNet file name (4 val images, 1 train)."""
+    folder = tmp_path_factory.mktemp("hub-jpegs")
+    photos = ["chelsea", "coffee", "astronaut", "rocket", "chelsea"]
+    out = {}
+    for name, photo in zip(list(VAL) + [TRAIN_NAME], photos):
+        out[name] = save_photo(folder / name, photo).read_bytes()
+    return out
+
+
+def _parquet(path, rows) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([
+        ("image", pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
+        ("label", pa.int64()),
+    ])
+    table = pa.Table.from_pylist(
+        [{"image": {"bytes": b, "path": p}, "label": label} for p, b, label in rows],
+        schema=schema)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path)
+
+
+def _tar(path, samples) -> None:
+    """A webdataset shard: per sample ``KEY.jpg``, ``KEY.cls``, ``KEY.json``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w") as tar:
+        for key, data, klass, filename in samples:
+            for ext, body in (("jpg", data), ("cls", str(klass).encode()),
+                              ("json", json.dumps({"filename": filename,
+                                                   "label": klass}).encode())):
+                info = tarfile.TarInfo(f"{key}.{ext}")
+                info.size = len(body)
+                tar.addfile(info, io.BytesIO(body))
+
+
+def _parquet_repo(root, jpegs) -> str:
+    """ILSVRC/imagenet-1k's layout; one shard with the older revision's
+    ``NAME_WNID.JPEG`` paths, one with plain names."""
+    val = sorted(VAL)
+    _parquet(root / "data" / "validation-00000-of-00002.parquet", [
+        (n.replace(".JPEG", f"_{_wnid(VAL[n])}.JPEG"), jpegs[n], VAL[n]) for n in val[:2]])
+    _parquet(root / "data" / "validation-00001-of-00002.parquet", [
+        (n, jpegs[n], VAL[n]) for n in val[2:]])
+    ladle = class_table().wnids.index(TRAIN_FILE[0])
+    _parquet(root / "data" / "train-00000-of-00001.parquet", [
+        (TRAIN_NAME.replace(".JPEG", f"_{TRAIN_FILE[0]}.JPEG"), jpegs[TRAIN_NAME], ladle)])
+    (root / "README.md").write_text("ImageNet-1k\n")
+    return str(root)
+
+
+def _wds_repo(root, jpegs, per_shard=2) -> str:
+    """timm/imagenet-1k-wds's layout."""
+    val = sorted(VAL)
+    for i in range(0, len(val), per_shard):
+        _tar(root / f"imagenet1k-validation-{i // per_shard:02d}.tar", [
+            (n[:-5], jpegs[n], VAL[n], f"{_wnid(VAL[n])}/{n}") for n in val[i:i + per_shard]])
+    return str(root)
+
+
+@pytest.fixture(scope="module")
+def repos(tmp_path_factory, jpegs):
+    tmp = tmp_path_factory.mktemp("hub-repos")
+    parquet = _parquet_repo(tmp / "parquet", jpegs)
+    wds = _wds_repo(tmp / "wds", jpegs)
+    slow = _wds_repo(tmp / "wds-slow", jpegs, per_shard=1)
+    other = tmp / "other"
+    (other / "data").mkdir(parents=True)
+    (other / "data" / "table.csv").write_text("a,b\n")
+    servers = [
+        serve_repo(HUB_PORT, "test-org/imagenet-1k", parquet),
+        serve_repo(HUB_PORT, "test-org/imagenet-1k-wds", wds),
+        serve_repo(HUB_PORT, "test-org/imagenet-1k-wds-ref", slow),
+        serve_repo(HUB_PORT, "test-org/imagenet-1k-wds-slow", slow, delay=0.6),
+        serve_repo(HUB_PORT, "test-org/gated-1k", parquet, tokens={"good-token"}),
+        serve_repo(HUB_PORT, "test-org/not-imagenet", str(other)),
+    ]
+    yield
+    for server in servers:
+        server.shutdown()
+
+
+def _docs(ds) -> list:
+    """The stored documents, without what differs between any two inserts."""
+    skip = {"_id": 0, "_dataset_id": 0, "created_at": 0, "last_modified_at": 0, "_rand": 0}
+    docs = [{k: {a: b for a, b in v.items() if a != "_id"} if isinstance(v, dict) else v
+             for k, v in d.items()} for d in ds._sample_collection.find({}, skip)]
+    return sorted(docs, key=lambda d: d["filepath"])
+
+
+def _check_images(repo, jpegs, names) -> None:
+    folder = images_folder(repo, "val")
+    for name in names:
+        with open(os.path.join(folder, name), "rb") as f:
+            assert f.read() == jpegs[name], name
+    on_disk = [f for f in os.listdir(folder) if not f.startswith(".")]
+    assert sorted(on_disk) == sorted(names)
+    assert os.listdir(os.path.join(folder, ".partial")) == []
+
+
+@pytest.mark.parametrize("repo,layout", [
+    ("test-org/imagenet-1k", "parquet"), ("test-org/imagenet-1k-wds", "webdataset")])
+def test_pull_builds_what_the_folder_loader_builds(repos, jpegs, repo, layout):
+    seen = []
+    ds, s = load_hub_dataset(repo, name=f"hub-{layout}", progress=seen.append)
+    assert f"is a {layout} ImageNet repo" in seen[0].label
+    assert seen[-1].complete and "2 of 2 shards, 4 images" in seen[-1].label
+    assert s.layout == layout and s.images_written == 4 and s.shards == 2
+    assert f"'{repo}' is a {layout} ImageNet repo" in str(s)
+    assert sorted(zip(ds.values("filepath"), ds.values("ground_truth.class_index"))) == \
+        sorted((os.path.join(images_folder(repo, "val"), n), k) for n, k in VAL.items())
+    assert ds.count_sample_tags() == {"x:background": 2, "x:color": 1}
+    assert s.annotated == 3 and ds.count("imagenetx") == 3
+    _check_images(repo, jpegs, list(VAL))
+
+    ref, _ = load_imagenet_dir(images_folder(repo, "val"), name=f"hub-{layout}-dir")
+    assert _docs(ds) == _docs(ref)
+
+    # again: nothing downloaded or written twice, the same documents
+    again, s = load_hub_dataset(repo, name=f"hub-{layout}", overwrite=True)
+    assert s.images_written == 0 and s.images_present == 4 and s.shards_resumed == 2
+    assert _docs(again) == _docs(ref)
+
+
+def test_train_split_and_max_samples(repos, jpegs):
+    ds, s = load_hub_dataset("test-org/imagenet-1k", split="train", name="hub-train")
+    assert ds.values("ground_truth.label") == ["ladle"]
+    assert ds.count_sample_tags() == {"x:" + ds.first().imagenetx.top_factor: 1}
+    path = ds.first().filepath
+    assert path.endswith(os.path.join(TRAIN_FILE[0], TRAIN_NAME))
+    assert open(path, "rb").read() == jpegs[TRAIN_NAME]
+
+    ds, s = load_hub_dataset("test-org/imagenet-1k-wds", name="hub-max", max_samples=1,
+                             overwrite=True)
+    assert len(ds) == 1 and s.shards == 1
+    with pytest.raises(ImageNetXError, match="has no train shards: use --split val"):
+        load_hub_dataset("test-org/imagenet-1k-wds-ref", split="train", name="hub-none")
+
+
+def test_unknown_layout_names_the_known_ones(repos):
+    with pytest.raises(ImageNetXError) as e:
+        load_hub_dataset("test-org/not-imagenet", name="hub-unknown")
+    message = str(e.value)
+    assert "\n" not in message and "'test-org/not-imagenet' has no layout" in message
+    for known in ("FiftyOne-format", "parquet", "webdataset"):
+        assert known in message
+    assert not fo.dataset_exists("hub-unknown")
+
+
+def test_gated_repo_says_what_to_do(repos, monkeypatch):
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    folder = images_folder("test-org/gated-1k", "val")
+    with pytest.raises(ImageNetXError) as e:
+        load_hub_dataset("test-org/gated-1k", name="hub-gated")
+    message = str(e.value)
+    assert "\n" not in message
+    assert "'test-org/gated-1k' needs a token (HTTP 401)" in message
+    assert "accept its terms at" in message and "set HF_TOKEN" in message
+    assert os.listdir(os.path.join(folder, ".shards")) == []
+
+    monkeypatch.setenv("HF_TOKEN", "wrong-token")
+    with pytest.raises(ImageNetXError, match=r"refused your token \(HTTP 403\)"):
+        load_hub_dataset("test-org/gated-1k", name="hub-gated")
+    assert os.listdir(os.path.join(folder, ".shards")) == []
+    assert not fo.dataset_exists("hub-gated")
+    assert [f for f in os.listdir(folder) if not f.startswith(".")] == []
+
+    ds, s = load_hub_dataset("test-org/gated-1k", name="hub-gated", token="good-token")
+    assert len(ds) == 4 and s.images_written == 4
+
+
+def test_kill_9_then_pull_again(repos, jpegs, tmp_env):
+    """A pull killed mid-way leaves whole images only; the next one writes
+    each missing image once and builds what an uninterrupted pull builds."""
+    repo = "test-org/imagenet-1k-wds-slow"
+    markers = os.path.join(images_folder(repo, "val"), ".shards")
+    code = ("from imagenetx.benchmarks.imagenet_x.sources import load_hub_dataset;"
+            f"load_hub_dataset({repo!r}, name='hub-killed', workers=1)")
+    proc = subprocess.Popen([sys.executable, "-c", code], env=tmp_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if os.path.isdir(markers) and len(os.listdir(markers)) >= 2:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, proc.stdout.read().decode()
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_before = len(os.listdir(markers))
+    assert 2 <= done_before < 4 and not fo.dataset_exists("hub-killed")
+
+    ds, s = load_hub_dataset(repo, name="hub-killed")
+    assert s.shards_resumed == done_before
+    assert s.images_written + s.images_present == 4
+    assert s.images_written == 4 - s.images_present  # each image once
+    _check_images(repo, jpegs, list(VAL))
+
+    ref, _ = load_hub_dataset("test-org/imagenet-1k-wds-ref", name="hub-uninterrupted")
+    strip = lambda docs: [dict(d, filepath=os.path.basename(d["filepath"])) for d in docs]  # noqa: E731
+    assert strip(_docs(ds)) == strip(_docs(ref))
+
+
+def test_push_then_load_from_hub(repos, jpegs, tmp_path, monkeypatch):
+    """Push a pulled dataset with a prediction field and its evaluation to
+    the loopback Hub; FiftyOne's own load_from_hub gets the same fields,
+    labels and evaluation; the card names the field and holds the table;
+    the gated images are stand-ins until --media-from re-attaches them."""
+    import fiftyone.utils.huggingface as fouh
+    from hub_server import accept_uploads
+
+    from imagenetx.cli import main
+    from imagenetx.store.evaluation import evaluate_predictions
+    from imagenetx.store.schema import declare_classification, raw_classification
+
+    accept_uploads(HUB_PORT, str(tmp_path / "uploads"), "test-user")
+    monkeypatch.setenv("HF_TOKEN", "write-token")
+    ds, _ = load_hub_dataset("test-org/imagenet-1k", name="hub-push", overwrite=True)
+    labels = class_table().labels
+    wrong = {"ILSVRC2012_val_00000002.JPEG": 0}  # one mistake
+    declare_classification(ds, "resnet")
+    ids, gts = ds.values("id"), ds.values("filepath")
+    preds = [raw_classification(labels[k], k) for k in
+             (wrong.get(os.path.basename(p), VAL[os.path.basename(p)]) for p in gts)]
+    ds.set_values("resnet", [fo.Classification.from_dict(p) for p in preds])
+    evaluate_predictions(ds, "resnet")
+    assert main(["push", "--dataset", "hub-push", "--repo", "other-user/x"]) == 2
+
+    assert main(["push", "--dataset", "hub-push", "--repo", "test-user/imagenet-x-results"]) == 0
+    card = (tmp_path / "uploads" / "test-user" / "imagenet-x-results" / "README.md").read_text()
+    assert "## ImageNet-X results" in card and "`resnet`" in card
+    assert "| background |" in card and "dataset_preview.png" in card
+    assert "--media-from test-org/imagenet-1k" in card
+
+    pulled = fouh.load_from_hub("test-user/imagenet-x-results", name="hub-pushed",
+                                overwrite=True)
+    key = lambda d: sorted(zip(map(os.path.basename, d.values("filepath")),  # noqa: E731
+                               d.values("ground_truth.label"), d.values("resnet.label"),
+                               d.values("eval_resnet"), d.values("imagenetx.top_factor")))
+    assert key(pulled) == key(ds)
+    assert pulled.list_evaluations() == ["eval_resnet"]
+    assert sorted(pulled.count_sample_tags().items()) == sorted(ds.count_sample_tags().items())
+    # stand-ins, not the gated images
+    assert all(os.path.getsize(p) < 1000 for p in pulled.values("filepath"))
+
+    assert main(["load", "--hub", "test-user/imagenet-x-results", "--name", "hub-reattached",
+                 "--media-from", "test-org/imagenet-1k"]) == 0
+    back = fo.load_dataset("hub-reattached")
+    for path in back.values("filepath"):
+        assert open(path, "rb").read() == jpegs[os.path.basename(path)]
+
+
+def test_app_operator_pulls_imagenet_shards(repos):
+    """Immediate: FiftyOne's executor streams the run; delegated: the
+    operation records shards, images and images/s as its progress."""
+    import fiftyone.operators as foo
+    from fiftyone.operators.executor import ExecutionContext
+
+    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+
+    install_plugin()
+    uri = f"{PLUGIN_NAME}/load_from_hub"
+    params = {"repo_id": "test-org/imagenet-1k-wds", "name": "hub-op"}
+    result = foo.execute_operator(uri, ctx={"params": params})
+    assert result.error is None, result.error
+    assert len(fo.load_dataset("hub-op")) == 4
+
+    progress = []
+    ctx = ExecutionContext(
+        request_params={"params": dict(params, overwrite=True), "delegated": True},
+        set_progress=lambda _id, p: progress.append(p.label))
+    out = foo.get_operator(uri).execute(ctx)
+    assert out["dataset"] == "hub-op" and "webdataset" in out["summary"]
+    assert any("2 of 2 shards, 4 images" in label for label in progress), progress
