@@ -172,6 +172,25 @@ def _chart_png(dataset, fields: list, path: str) -> Optional[str]:
     return path
 
 
+def _command(dataset: str, field: str, run: dict):
+    """The command that makes ``field`` again, from its run record."""
+    if not run.get("spec"):
+        return None
+    verb = "attack" if run.get("attack") else "predict"
+    words = [f"imagenetx {verb} --dataset {dataset} --model {run['spec']} --field {field}"]
+    if run.get("arch"):
+        words.append(f"--arch {run['arch']}")
+    if run.get("prompt"):
+        words.append(f'--prompt "{run["prompt"]}"')
+    elif run.get("zero_shot") and run.get("templates") not in (None, "openai"):
+        words.append(f"--templates {run['templates']}")
+    attack = run.get("attack") or {}
+    if attack:
+        words.append(f"--attack {attack['attack']} --eps {attack['eps']:.6g} --norm "
+                     f"{attack['norm']} --steps {attack['steps']}")
+    return "`" + " ".join(words) + "`"
+
+
 def _card_section(dataset, repo_id, fields, evaluations, source, stand_ins,
                   chart: bool) -> str:
     """The card's ImageNet-X part: fields and their producers, evaluations,
@@ -183,11 +202,13 @@ def _card_section(dataset, repo_id, fields, evaluations, source, stand_ins,
     lines += ["| prediction field | model | how it was made |", "|---|---|---|"]
     for field in fields:
         info = dataset.get_field(field).info or {}
-        model = info.get("model") or (info.get("imagenetx_probes") or {}).get("model") \
-            or "not recorded"
-        made = info.get("command") or dataset.get_field(field).description or (
-            f"`imagenetx predict --dataset {dataset.name} --model MODEL "
-            f"--field {field}` or `imagenetx import`")
+        run = info.get("imagenetx_model") or {}  # what predict / attack recorded
+        model = run.get("spec") or info.get("model") or (
+            info.get("imagenetx_probes") or {}).get("model") or "not recorded"
+        made = info.get("command") or _command(dataset.name, field, run) or \
+            dataset.get_field(field).description or (
+                f"`imagenetx predict --dataset {dataset.name} --model MODEL "
+                f"--field {field}` or `imagenetx import`")
         lines.append(f"| `{field}` | {model} | {made} |")
     lines += ["", "Evaluations (FiftyOne's `evaluate_classifications`): "
               + (", ".join(f"`{k}` ({dataset.get_evaluation_info(k).config.pred_field})"
