@@ -13,7 +13,6 @@ import fiftyone as fo
 import fiftyone.operators as foo
 import fiftyone.server.view as fosv
 import pytest
-from fiftyone.operators.executor import ExecutionError
 
 from conftest import make_dataset
 from imagenetx.analysis import compute_ratios, mistakes_view
