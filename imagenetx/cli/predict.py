@@ -68,10 +68,7 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--seed", type=int, help="seeds each batch's random start (default 0)")
     p.add_argument("--n", dest="limit", type=int, metavar="N",
                    help="attack at most N samples (a resumed run: N more)")
-    p.add_argument("--arch", help="architecture of a checkpoint: a timm name or torchvision:NAME")
-    p.add_argument("--remap-by-position", action="store_true",
-                   help="checkpoint only: load tensors by position (see predict)")
-    add_zero_shot(p)
+    add_model_options(p)
     add_runtime(p)
     p.add_argument("--overwrite", action="store_true",
                    help="attack samples that already have an adversarial prediction too")
@@ -136,6 +133,16 @@ MODEL_HELP = ("timm:NAME, torchvision:NAME[:WEIGHTS], checkpoint:PATH, "
               "open_clip:ARCH[/PRETRAINED], hf:ORG/NAME or zoo:NAME")
 
 
+def add_model_options(p):
+    """How ``--model`` is loaded: a checkpoint's architecture, zero-shot
+    prompts (``probe``, ``attack``, ``suite``; ``predict`` spells out
+    ``--remap-by-position``)."""
+    p.add_argument("--arch", help="architecture of a checkpoint: a timm name or torchvision:NAME")
+    p.add_argument("--remap-by-position", action="store_true",
+                   help="checkpoint only: load tensors by position (see predict)")
+    add_zero_shot(p)
+
+
 def add_zero_shot(p):
     """The prompts of a zero-shot model (open_clip:, hf: CLIP or SigLIP)."""
     zs = p.add_mutually_exclusive_group()
@@ -170,10 +177,7 @@ def _add_probe_model(p):
     p.add_argument("--model", required=True, metavar="SPEC", help=MODEL_HELP)
     p.add_argument("--field", required=True,
                    help="the model's prediction field name; results go to <field>_<probe>")
-    p.add_argument("--arch", help="architecture of a checkpoint: a timm name or torchvision:NAME")
-    p.add_argument("--remap-by-position", action="store_true",
-                   help="checkpoint only: load tensors by position (see predict)")
-    add_zero_shot(p)
+    add_model_options(p)
     add_runtime(p)
     p.add_argument("--limit", type=int, help="probe at most N samples")
     p.add_argument("--overwrite", action="store_true",

@@ -6,7 +6,7 @@ import sys
 
 from imagenetx.cli.base import CommandGroup, csv_text, print_result
 from imagenetx.cli.flags import add_analysis, add_gt_field, add_output, add_published_source, settings
-from imagenetx.cli.predict import MODEL_HELP, add_runtime, add_zero_shot
+from imagenetx.cli.predict import MODEL_HELP, add_model_options, add_runtime
 from imagenetx.options import WHICH
 
 TITLE = "published tables"
@@ -51,10 +51,7 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--dataset", dest="datasets", nargs="+", metavar="NAME",
                    help="the datasets to use (default: every loaded dataset of the suite's "
                         "benchmarks)")
-    p.add_argument("--arch", help="architecture of a checkpoint: a timm name or torchvision:NAME")
-    p.add_argument("--remap-by-position", action="store_true",
-                   help="checkpoint only: load tensors by position (see predict)")
-    add_zero_shot(p)
+    add_model_options(p)
     add_runtime(p)
     p.add_argument("--no-probes", action="store_true",
                    help="skip the spectral and critical-band probes")

@@ -403,29 +403,6 @@ def group_slices_of(samples, slices: Optional[Sequence[str]] = None):
     return all_slices(samples, list(slices))
 
 
-def group_slices_of(samples, slices: Optional[Sequence[str]] = None):
-    """The samples to predict: on a grouped collection, those of all its
-    group slices (or of the ``slices`` named), flattened; else ``samples``.
-
-    Raises:
-        ImageNetXError: for ``slices`` of a collection that is not grouped,
-            or a name that is not one of its slices
-    """
-    if not slices:
-        return all_slices(samples)
-    if samples.media_type != "group":
-        raise ImageNetXError(
-            f"Dataset '{samples._dataset.name}' is not grouped: --slices names "
-            "group slices; leave it out")
-    known = samples._dataset.group_slices
-    unknown = [s for s in slices if s not in known]
-    if unknown:
-        raise ImageNetXError(
-            f"Unknown group slice '{unknown[0]}' of dataset "
-            f"'{samples._dataset.name}': its slices are {', '.join(known)}")
-    return all_slices(samples, list(slices))
-
-
 def _declare_prediction_field(dataset, field, attributes: Optional[dict] = None):
     declare_classification(dataset, field, **(attributes or {}))
     # confidence and logits are built into fo.Classification
