@@ -107,6 +107,63 @@ class _NoStaleServiceWarning:
         return "service is exiting" not in record.getMessage()
 
 
+#: the address the App binds unless told otherwise: this machine only
+LOCAL_ADDRESS = "127.0.0.1"
+#: tells the App's server process (and its operators) where the App listens
+APP_ADDRESS_ENV = "IMAGENETX_APP_ADDRESS"
+#: a folder for the reports the App writes (else :func:`reports_dir`'s default)
+REPORTS_DIR_ENV = "IMAGENETX_REPORTS_DIR"
+
+
+def app_address(address: str = None) -> str:
+    """The address the App binds: ``address``, else FiftyOne's
+    ``FIFTYONE_DEFAULT_APP_ADDRESS`` when set, else 127.0.0.1 (FiftyOne
+    itself binds every interface when it thinks it runs in a container)."""
+    return address or os.environ.get("FIFTYONE_DEFAULT_APP_ADDRESS") or LOCAL_ADDRESS
+
+
+def is_local_address(address: str) -> bool:
+    """Whether an App bound to ``address`` is reachable from this machine
+    only."""
+    return address in ("localhost", "::1") or address.startswith("127.")
+
+
+def app_is_local() -> bool:
+    """Whether the App this process serves listens on this machine only
+    (True outside an App started by :func:`launch_app`)."""
+    return is_local_address(os.environ.get(APP_ADDRESS_ENV) or LOCAL_ADDRESS)
+
+
+def reports_dir() -> str:
+    """Where the App's report operator writes when the App is reachable
+    from other machines: ``$IMAGENETX_REPORTS_DIR``, else
+    ``imagenetx-reports`` under FiftyOne's dataset dir."""
+    return os.path.abspath(os.path.expanduser(os.environ.get(REPORTS_DIR_ENV) or os.path.join(
+        fo.config.default_dataset_dir, "imagenetx-reports")))
+
+
+def report_path_refusal(out: str):
+    """Why the App may not write a report at ``out`` (None: it may): when
+    the App is reachable from other machines, only under :func:`reports_dir`."""
+    if app_is_local():
+        return None
+    folder = reports_dir()
+    path = os.path.abspath(os.path.expanduser(out))
+    if os.path.commonpath([folder, path]) == folder:
+        return None
+    return (f"HTML file '{out}' is outside the reports folder {folder}: this App is "
+            "reachable from other machines, so it writes reports there only; name a page "
+            f"under it, e.g. {os.path.join(folder, 'report.html')}")
+
+
+def exposure_warning(address: str, port: int) -> str:
+    """The one line said when the App listens beyond this machine."""
+    return (f"The App listens on {address}:{port}, reachable from other machines: anyone "
+            "who reaches it can run models on this machine, delete prediction fields and "
+            f"write reports under {reports_dir()}. Pass --address 127.0.0.1 to keep it on "
+            "this machine.")
+
+
 def launch_app(dataset, port: int = None, address: str = None,
                remote: bool = False, worker: bool = True, wait=True):
     """Installs the plugin and opens the App on a dataset, with a worker for
@@ -115,8 +172,9 @@ def launch_app(dataset, port: int = None, address: str = None,
     Args:
         dataset: a dataset or its name
         port (None): the App's port (FiftyOne's default 5151)
-        address (None): the address the App binds (FiftyOne's default
-            ``fo.config.default_app_address``; ``127.0.0.1`` keeps it local)
+        address (None): the address the App binds (:func:`app_address`:
+            127.0.0.1 unless ``FIFTYONE_DEFAULT_APP_ADDRESS`` says
+            otherwise); beyond this machine a warning says what it exposes
         remote (False): serve without opening a browser
         worker (True): allow delegated operations in the App and run a
             ``fiftyone delegated launch`` worker beside it while it is open
@@ -143,6 +201,12 @@ def launch_app(dataset, port: int = None, address: str = None,
     if worker:
         enable_delegation()
         proc = start_worker()
+    address = app_address(address)
+    os.environ[APP_ADDRESS_ENV] = address  # the App's server process inherits it
+    if not is_local_address(address):
+        import sys
+
+        print(exposure_warning(address, port or fo.config.default_app_port), file=sys.stderr)
     kwargs = {k: v for k, v in (("port", port), ("address", address)) if v}
     try:
         session = fo.launch_app(dataset, remote=remote, **kwargs)

@@ -6,6 +6,7 @@ import fiftyone.operators.types as types
 from .cue_conflict import LoadCueConflict
 from .discovery import DiscoverSlices
 from .edits import EditObjects
+from .forms import user_errors
 from .hub import LoadFromHub, PushToHub
 from .imagenet_d import LoadImageNetD
 from .imagenet_e import LoadImageNetE
@@ -40,6 +41,7 @@ class LoadImageNetX(foo.Operator):
         inputs.str("tag_prefix", label="Tag prefix", default="x:")
         return types.Property(inputs, view=types.View(label="Load ImageNet-X"))
 
+    @user_errors
     def execute(self, ctx):
         from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
 
@@ -47,6 +49,7 @@ class LoadImageNetX(foo.Operator):
             ctx.dataset,
             gt_field=ctx.params.get("gt_field", "ground_truth"),
             tag_prefix=ctx.params.get("tag_prefix", "x:"),
+            require_match=True,
         )
         ctx.trigger("reload_dataset")
         return {

@@ -25,6 +25,8 @@ class ExportReport(foo.Operator):
         )
 
     def resolve_input(self, ctx):
+        import os
+
         inputs = types.Object()
         fields = prediction_fields_or_warning(ctx, inputs)
         if not fields:
@@ -33,8 +35,14 @@ class ExportReport(foo.Operator):
                     default=fields[:4], label="Prediction fields",
                     view=types.AutocompleteView(choices=[
                         types.Choice(f, label=f) for f in fields]))
+        from imagenetx.plugin import app_is_local, reports_dir
+
+        where = "" if app_is_local() else (
+            f" (this App is reachable from other machines: it writes under {reports_dir()})")
+        if where:
+            os.makedirs(reports_dir(), exist_ok=True)
         inputs.str("out", required=True, label="HTML file",
-                   description="path of the page; CSV tables go beside it")
+                   description="path of the page; CSV tables go beside it" + where)
         add_mode_inputs(ctx, inputs)
         _check(ctx, inputs)
         return types.Property(inputs, view=types.View(label="Export report"))
@@ -43,7 +51,13 @@ class ExportReport(foo.Operator):
     def execute(self, ctx):
         import os
 
+        from imagenetx.errors import ImageNetXError
+        from imagenetx.plugin import report_path_refusal
         from imagenetx.present.report import write_report
+
+        refusal = report_path_refusal(ctx.params["out"])
+        if refusal:
+            raise ImageNetXError(refusal)
 
         summary = write_report(
             ctx.view,
@@ -69,8 +83,14 @@ def _check(ctx, inputs) -> None:
     if ctx.params.get("pred_fields") == []:
         invalid(inputs, "fields_error", "Prediction fields: pick at least one")
         return
+    from imagenetx.plugin import report_path_refusal
+
     out = ctx.params.get("out")
     if not out:
+        return
+    refusal = report_path_refusal(out)
+    if refusal:
+        invalid(inputs, "out_error", refusal)
         return
     out = os.path.expanduser(out)
     if os.path.isdir(out):

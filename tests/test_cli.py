@@ -56,6 +56,20 @@ def test_folder_without_imagenet_files(tmp_env, tmp_path):
     assert "holds no ImageNet val images" in r.stderr
 
 
+def test_tag_of_a_dataset_without_imagenet_names_refuses_unchanged(tmp_env, tmp_path):
+    from conftest import save_photo
+
+    save_photo(tmp_path / "cat.jpg")
+    ds = make_dataset("cli-tag-nothing", tmp_path)
+    before = sorted(ds.get_field_schema())
+    r = run(tmp_env, "tag", "--dataset", "cli-tag-nothing")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "None of the 1 file names of dataset 'cli-tag-nothing'" in r.stderr
+    assert "they look like cat.jpg" in r.stderr
+    ds.reload()
+    assert sorted(ds.get_field_schema()) == before and not ds.count_sample_tags()
+
+
 def test_unmappable_labels_leave_the_dataset_unchanged(tmp_env, photos_dir):
     ds = make_dataset("cli-bad-labels", photos_dir,
                       gt={"ILSVRC2012_val_00000001.JPEG": "my own label"})

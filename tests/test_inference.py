@@ -678,3 +678,21 @@ def test_a_geometry_tensors_cannot_reproduce_stays_with_pil():
     assert resolve_decoder("auto", None) == "pil"
     with pytest.raises(ValueError, match="use --decoder pil"):
         resolve_decoder("torchvision", None)
+
+
+def test_a_run_that_cannot_evaluate_says_why(images):
+    """--gt-field naming a field that is no ground-truth classification:
+    the predictions are written, no evaluation is added, and the summary
+    names the field and what a ground truth must be."""
+    ds = make("inf-no-eval", images, bad=False)
+    ds.set_values("score", [0.5] * len(ds))
+    summary = predict(ds, SPEC, "lite0", arch=ARCH, **REMAP, num_workers=0,
+                      gt_field="score")
+    assert summary.predicted == 2 and summary.accuracy is None
+    assert ds.list_evaluations() == [] and not ds.has_field("eval_lite0")
+    assert ("Not evaluated: field 'score' of dataset 'inf-no-eval' is not a ground-truth "
+            "classification (it is a FloatField)") in str(summary)
+    assert "must be a fo.Classification whose label is the ImageNet class" in str(summary)
+    missing = predict(ds, SPEC, "lite0_b", arch=ARCH, **REMAP, num_workers=0,
+                      gt_field="truth")
+    assert "field 'truth' of dataset 'inf-no-eval' does not exist" in missing.eval_note

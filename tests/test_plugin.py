@@ -39,15 +39,35 @@ def test_plugin_is_discovered_and_its_operator_tags_the_dataset(photos_dir):
         "x:background": 2, "x:color": 1}
 
 
-def test_app_command_serves_the_app_with_the_plugin(tmp_env, photos_dir):
+def _listening(pid: int, port: int) -> set:
+    """The addresses the process tree of ``pid`` listens on at ``port``."""
+    procs = [psutil.Process(pid)] + psutil.Process(pid).children(recursive=True)
+    found = set()
+    for proc in procs:
+        try:
+            conns = proc.net_connections(kind="inet")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        found |= {c.laddr.ip for c in conns
+                  if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
+    return found
+
+
+@pytest.mark.parametrize("address", [None, "127.0.0.2"])
+def test_app_command_serves_the_app_with_the_plugin(tmp_env, photos_dir, address):
+    """The App listens on 127.0.0.1 only unless --address names another
+    address (FiftyOne alone binds every interface in a container)."""
     make_dataset("plugin-app", photos_dir)
+    host = address or "127.0.0.1"
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         port = s.getsockname()[1]
+    env = dict(tmp_env)
+    env.pop("FIFTYONE_DEFAULT_APP_ADDRESS", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "imagenetx", "app", "--dataset", "plugin-app",
-         "--remote", "--address", "127.0.0.1", "--port", str(port)],
-        env=tmp_env, cwd=REPO, stdout=subprocess.PIPE,
+         "--remote", "--port", str(port)] + (["--address", address] if address else []),
+        env=env, cwd=REPO, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True,
     )
     workers = []
@@ -55,12 +75,13 @@ def test_app_command_serves_the_app_with_the_plugin(tmp_env, photos_dir):
         body = None
         for _ in range(120):
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/") as r:
+                with urllib.request.urlopen(f"http://{host}:{port}/") as r:
                     body = r.read().decode()
                     break
             except OSError:
                 time.sleep(0.5)
         assert body is not None and "<html" in body.lower()
+        assert _listening(proc.pid, port) == {host}
         assert os.path.islink(os.path.join(fo.config.plugins_dir, "imagenet-x"))
         workers = [c for c in psutil.Process(proc.pid).children(recursive=True)
                    if "delegated" in " ".join(c.cmdline())]
@@ -158,3 +179,36 @@ def test_a_run_that_predicts_nothing_changes_no_evaluation(photos_dir):
     ds.delete_evaluation("eval_lite0")
     predict(view.limit(2), spec, "lite0", **kwargs)
     assert ds.list_evaluations() == []  # and not added
+
+
+def test_an_app_beyond_this_machine_says_so_and_writes_reports_in_its_folder(
+        photos_dir, tmp_path, monkeypatch):
+    """Bound beyond this machine: one line says what the App exposes, and
+    the report form refuses a page outside the configured folder (before
+    Execute and at Execute)."""
+    from imagenetx.plugin import exposure_warning, is_local_address, report_path_refusal
+
+    assert is_local_address("127.0.0.1") and is_local_address("localhost")
+    assert not is_local_address("0.0.0.0")
+    reports = tmp_path / "reports"
+    monkeypatch.setenv("IMAGENETX_REPORTS_DIR", str(reports))
+    line = exposure_warning("0.0.0.0", 5151)
+    assert "0.0.0.0:5151" in line and str(reports) in line and "--address 127.0.0.1" in line
+    assert report_path_refusal(str(tmp_path / "r.html")) is None  # a local App
+
+    monkeypatch.setenv("IMAGENETX_APP_ADDRESS", "0.0.0.0")
+    install_plugin()
+    make_dataset("plugin-exposed", photos_dir)
+    foo.execute_operator(OPERATOR, ctx={"dataset": "plugin-exposed", "params": {}})
+    ds = fo.load_dataset("plugin-exposed")
+    ds.set_values("p", [fo.Classification(label="tabby", class_index=281)] * len(ds))
+    ds.add_dynamic_sample_fields()
+    uri = f"{PLUGIN_NAME}/export_report"
+    outside = {"pred_fields": ["p"], "out": str(tmp_path / "r.html")}
+    errors = _form_errors(uri, "plugin-exposed", outside)
+    assert any("is outside the reports folder" in e and str(reports) in e for e in errors)
+    with pytest.raises(ExecutionError, match="Validation error"):
+        foo.execute_operator(uri, ctx={"dataset": "plugin-exposed", "params": outside})
+    assert not (tmp_path / "r.html").exists()
+    inside = {"pred_fields": ["p"], "out": str(reports / "r.html")}
+    assert not [e for e in _form_errors(uri, "plugin-exposed", inside) if "reports" in e]

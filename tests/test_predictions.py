@@ -286,6 +286,10 @@ def _bad_inputs(folder):
             ["--file", str(_write_csv(f / "ok.csv", rows)), "--field",
              "ground_truth"],
             "'ground_truth' is the ground truth field"),
+        "matches-nothing": (
+            ["--file", str(_write_csv(f / "other.csv", [
+                [f"ILSVRC2012_val_{49990 + k:08d}.JPEG", 1, 0.9] for k in range(5)]))],
+            "None of the 5 file names in"),
     }
 
 
@@ -293,7 +297,7 @@ BAD_CASES = [
     "wrong-columns", "wrong-shape", "wrong-rows", "class-1000",
     "class-minus-1", "non-numeric", "probability", "missing-file",
     "unreadable", "folder", "not-a-dict", "code-in-pickle",
-    "non-classification-field", "ground-truth-field",
+    "non-classification-field", "ground-truth-field", "matches-nothing",
 ]
 
 

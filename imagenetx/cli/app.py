@@ -10,8 +10,9 @@ def register(group: CommandGroup) -> None:
     p = group.add("app", run_app, "open the FiftyOne App with this plugin")
     p.add_argument("--dataset", required=True)
     p.add_argument("--port", type=int)
-    p.add_argument("--address", help="the address the App binds (FiftyOne's default: "
-                   "fo.config.default_app_address; 127.0.0.1 keeps it on this machine)")
+    p.add_argument("--address", help="the address the App binds (default 127.0.0.1, this "
+                   "machine only, unless FIFTYONE_DEFAULT_APP_ADDRESS says otherwise; "
+                   "0.0.0.0 exposes it to the network)")
     p.add_argument("--remote", action="store_true", help="serve without opening a browser")
     p.add_argument("--no-worker", dest="worker", action="store_false",
                    help="no `fiftyone delegated launch` worker beside the App (long jobs "

@@ -141,7 +141,8 @@ def run_tag(args) -> int:
     from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
 
     print(tag_dataset(args.dataset, gt_field=args.gt_field,
-                      tag_prefix=args.tag_prefix, by_stem=args.by_stem))
+                      tag_prefix=args.tag_prefix, by_stem=args.by_stem,
+                      require_match=True))
     return 0
 
 

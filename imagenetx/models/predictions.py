@@ -204,8 +204,9 @@ def import_predictions(
     Raises:
         ImageNetXError: before anything is written, for a bad file (see
             :func:`read_predictions`), an unknown dataset, an invalid field
-            name, an existing field that is not a ``fo.Classification``, or
-            an existing one without ``overwrite``
+            name, an existing field that is not a ``fo.Classification``, an
+            existing one without ``overwrite``, or a file none of whose file
+            names is in the dataset
     """
     # the file first: a bad one is refused without loading FiftyOne
     predictions = read_predictions(path, row_order)
@@ -229,6 +230,14 @@ def import_predictions(
     without = [i for i, row in enumerate(rows) if row is None]
     present = set(names)
     missing = [n for n in predictions.file_names if n not in present]
+    if not matched:
+        shown = ", ".join(sorted(present)[:3]) or "(none: the dataset is empty)"
+        raise ImageNetXError(
+            f"None of the {len(predictions):,} file names in '{os.fspath(path)}' is in "
+            f"dataset '{dataset.name}' (the file's look like "
+            f"{', '.join(predictions.file_names[:2])}; the dataset's look like {shown}): "
+            "import the predictions of this dataset's images, or pick the dataset they "
+            "were made on")
 
     cleared = []
     if replaced and without:

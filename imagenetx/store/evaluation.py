@@ -123,8 +123,10 @@ def evaluate_predictions(
         an :class:`Evaluation`, empty when either field is missing, or
         when ``rerun`` is False and there is no evaluation to reuse
     """
-    if not (is_classification(dataset, gt_field) and dataset.has_field(field)):
+    if not dataset.has_field(field):
         return Evaluation()
+    if not is_classification(dataset, gt_field):
+        return Evaluation(note=_no_ground_truth(dataset, gt_field))
     key = eval_key_of(field)
     if not rerun:  # nothing changed: reuse, never add
         if not dataset.has_evaluation(key):
@@ -260,6 +262,16 @@ def _set_correct(samples, eval_key: str, gt_label: str, pred_label: str) -> None
             {"_id": {"$in": part}},
             [{"$set": {eval_key: {"$eq": [f"${gt_label}", f"${pred_label}"]},
                        "last_modified_at": now}}])
+
+
+def _no_ground_truth(dataset, gt_field: str) -> str:
+    """Why there is no evaluation when ``gt_field`` is no classification."""
+    what = ("is not a ground-truth classification (it is a "
+            f"{type(dataset.get_field(gt_field)).__name__})"
+            if dataset.has_field(gt_field) else "does not exist")
+    return (f"Not evaluated: field '{gt_field}' of dataset '{dataset.name}' {what}; the "
+            "ground truth must be a fo.Classification whose label is the ImageNet class "
+            "(`imagenetx tag` writes one): pass it with --gt-field")
 
 
 def _not_evaluated(dataset, gt_field: str, other: list) -> str:

@@ -109,6 +109,7 @@ def tag_dataset(
     tag_prefix: str = DEFAULT_TAG_PREFIX,
     field_name: str = DEFAULT_FIELD,
     by_stem: bool = False,
+    require_match: bool = False,
 ) -> TagSummary:
     """Attaches ImageNet-X to the samples of a dataset, matched by file name.
 
@@ -131,6 +132,9 @@ def tag_dataset(
         by_stem (False): match by file stem whatever the extension, so
             that edited copies of a val image (``ILSVRC2012_val_XXXXXXXX.png``)
             get its annotations
+        require_match (False): refuse a dataset none of whose file names
+            ImageNet-X annotates (``imagenetx tag``: a tag of nothing is a
+            mistake), before anything is written
 
     Returns:
         a :class:`TagSummary`
@@ -167,6 +171,14 @@ def tag_dataset(
 
     rows = _locate(names)  # (split, row) or None per sample
     annotated = [i for i, r in enumerate(rows) if r is not None]
+    if require_match and not annotated:
+        shown = ", ".join(sorted(set(names))[:3]) or "(none: it has no samples)"
+        raise ImageNetXError(
+            f"None of the {len(names):,} file names of dataset '{dataset._dataset.name}' is "
+            f"an image ImageNet-X annotates (they look like {shown}); it annotates ImageNet "
+            "val and train images by their original names (ILSVRC2012_val_00000001.JPEG, "
+            "n01440764_10026.JPEG): load the images with `imagenetx load --imagenet-dir`, "
+            "or pass --by-stem when only the extension differs")
     summary = TagSummary(dataset._dataset.name, len(ids), len(annotated))
     for i in annotated:
         split = rows[i][0]
