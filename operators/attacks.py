@@ -56,8 +56,10 @@ class AttackModel(foo.Operator):
         inputs = types.Object()
         add_model_picker(ctx, inputs)
         add_checkpoint_inputs(inputs)
+        check_spec(ctx, inputs)  # each error line under its inputs
         inputs.str("field", label="Adversarial field", required=True,
                    description="the adversarial prediction field to write, e.g. r50_pgd")
+        check_field(ctx, inputs, "Adversarial field")
         inputs.enum(
             "protocol", list(PROTOCOLS), label="Protocol", default="gavrikov",
             view=types.RadioGroup(),
@@ -76,6 +78,7 @@ class AttackModel(foo.Operator):
                    description="PGD's absolute step size, e.g. 2/255 (empty: 2/255)")
         inputs.enum("norm", list(NORMS), label="Norm", view=types.DropdownView(),
                     description="the threat model (empty: linf)")
+        _check_settings(ctx, inputs)
         inputs.int("limit", label="Limit", description="attack at most N samples "
                                                       "(a resumed run: N more)")
         inputs.enum("device", list(DEVICES), label="Device", default="auto",
@@ -95,9 +98,6 @@ class AttackModel(foo.Operator):
                    description="the true classes the attack moves away from")
         add_delegate_input(ctx, inputs, _large(ctx), delegate_above(DELEGATE_ABOVE),
                            "samples")
-        check_spec(ctx, inputs)
-        check_field(ctx, inputs, "Adversarial field")
-        _check_settings(ctx, inputs)
         return types.Property(inputs, view=types.View(label="Attack a model"))
 
     def resolve_delegation(self, ctx):

@@ -49,7 +49,9 @@ class RunModel(foo.Operator):
         inputs = types.Object()
         add_model_picker(ctx, inputs)
         add_checkpoint_inputs(inputs)
+        check_spec(ctx, inputs)  # its error line under the model's inputs
         inputs.str("field", label="Prediction field", required=True)
+        check_field(ctx, inputs)
         inputs.int("batch_size", label="Batch size", min=1,
                    description="images per forward pass (empty: 256 on a GPU, 64 on the CPU)")
         inputs.int(
@@ -78,8 +80,6 @@ class RunModel(foo.Operator):
         inputs.str("gt_field", label="Ground truth field", default="ground_truth")
         add_delegate_input(ctx, inputs, _large(ctx), delegate_above(DELEGATE_ABOVE),
                            "samples")
-        check_spec(ctx, inputs)
-        check_field(ctx, inputs)
         return types.Property(inputs, view=types.View(label="Run model"))
 
     def resolve_delegation(self, ctx):
