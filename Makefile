@@ -56,7 +56,7 @@ docs:
 # $$IMAGENETX_TEST_ARTIFACTS) into docs/images/; the README shows
 # docs/images/panel.png. Run the browser test first: $(PYTHON) -m pytest -m browser
 DOCS_SCREENSHOTS = panel.png panel-texture-mistakes.png run-model-delegated-running.png \
-	run-model-picker-suggestions.png attack-form.png
+	run-model-picker-suggestions.png attack-form.png panel-attack-success-photos.png
 docs-screenshots:
 	@src="$${IMAGENETX_TEST_ARTIFACTS:-test-artifacts}"; \
 	for f in $(DOCS_SCREENSHOTS); do \

@@ -1,14 +1,14 @@
-"""The "ImageNet-X" panel: error ratios per slice (ImageNet-X factor,
-ImageNet-D nuisance, any categorical field) over the current view; a click
-on a bar shows that model's mistakes in that slice. On a cue-conflict
-dataset it opens on the shape-bias plot instead; a click on a marker shows
-that model's texture-driven decisions in that category. On ImageNet-X, the
-"published models" chart is the paper's Figure 4 with the fields among the
-ImageNet testbed's models; a click on a field's point shows its mistakes on
-that factor. On a grouped dataset of edits (ImageNet-E, the editor's
-outputs), the "edits (paired)" chart shows each edit's top-1 drop against the
-same groups' originals; a click on a bar shows the pairs whose original the
-model gets right and whose edit it gets wrong."""
+"""The "ImageNet-X" panel: the charts of the dataset's benchmark and tasks
+over the current view, a click showing the samples behind a bar or marker.
+
+The panel knows no chart by name: :func:`imagenetx.present.charts.charts_for`
+lists the ones a dataset has (error ratios per slice everywhere; the
+shape-bias plot on cue-conflict datasets, the published models on
+ImageNet-X, the paired edits on ImageNet-E; the attack's success per slice
+once an adversarial field exists), each with its computation, figure,
+summary and click-through. This module reads the App's events and draws;
+:mod:`.state` keeps what the App does not keep for it.
+"""
 
 import json
 
@@ -17,26 +17,47 @@ import fiftyone.operators.types as types
 
 from imagenetx.options import REAL_MODES
 
+from .state import (
+    ALL,
+    CONTROLS,
+    SHOW,
+    Texts,
+    chosen_chart,
+    init_settings,
+    poll_news,
+    rebuild,
+    restore_choice,
+    same_view,
+    save_choice,
+    set_if_changed,
+    settings,
+    signature,
+)
+
 PLUGIN = "@imagenet-x/imagenet-x"
-ALL = "all"
-#: panel state paths of the controls: the App nests an input's value under
-#: the name of the stack that holds it
-SHOW = "show."
-CONTROLS = "controls."
-ERROR_RATIOS, SHAPE_BIAS, PUBLISHED = "error ratios", "shape bias", "published models"
-PAIRED = "edits (paired)"
-#: the charts a benchmark offers beside the error ratios, the first the default
-CHARTS = {"cue_conflict": (SHAPE_BIAS, ERROR_RATIOS),
-          "imagenet_x": (ERROR_RATIOS, PUBLISHED),
-          "imagenet_e": (PAIRED, ERROR_RATIOS)}
 #: how often the panel looks at the background runs and the dataset's
 #: version (ms)
 POLL_MS = 4000
 #: controls with at most this many choices are rows of buttons, the others
 #: dropdowns
 MAX_BUTTONS = 6
-#: the published models of the Figure 4 chart
-CONTEXT_GROUPS = ("imagenet_testbed",)
+
+
+def _charts(ctx) -> list:
+    """The charts the panel's dataset offers."""
+    from imagenetx.benchmarks import get_benchmark
+    from imagenetx.present.charts import charts_for
+
+    options = ctx.panel.state.get("options") or {}
+    benchmark = get_benchmark(ctx.dataset, options.get("benchmark"))
+    return charts_for(ctx.dataset, benchmark)
+
+
+def _chart(ctx):
+    """The chart shown, a :class:`imagenetx.present.charts.Chart`."""
+    charts = _charts(ctx)
+    name = chosen_chart(ctx)
+    return next((c for c in charts if c.name == name), charts[0])
 
 
 class ImageNetXPanel(foo.Panel):
@@ -59,7 +80,7 @@ class ImageNetXPanel(foo.Panel):
         )
 
     def on_load(self, ctx):
-        _restore_choice(ctx)
+        restore_choice(ctx)
         self._refresh(ctx)
 
     def on_change_dataset(self, ctx):
@@ -68,8 +89,8 @@ class ImageNetXPanel(foo.Panel):
 
     def execute(self, ctx):
         method = ctx.params.get("__method__")
-        if (method == "on_change_view" and _same_view(ctx)
-                or method == "poll" and not _poll_news(ctx)):
+        if (method == "on_change_view" and same_view(ctx)
+                or method == "poll" and not poll_news(ctx)):
             # nothing changed: no new render either (each render makes the
             # App save its spaces, refetch the page and report the same view
             # again, which would keep the server busy while the user clicks)
@@ -87,7 +108,7 @@ class ImageNetXPanel(foo.Panel):
         path = ctx.params.get("path")
         if path and "value" in ctx.params:
             ctx.panel.state.set(path, ctx.params["value"])
-            _save_choice(ctx)
+            save_choice(ctx)
         self._refresh(ctx)
 
     def toggle_field(self, ctx):
@@ -96,7 +117,7 @@ class ImageNetXPanel(foo.Panel):
         field = ctx.params.get("field")
         if field:
             ctx.panel.state.set(SHOW + field, bool(ctx.params.get("shown")))
-            _save_choice(ctx)
+            save_choice(ctx)
         self._refresh(ctx)
 
     def set_control(self, ctx):
@@ -105,22 +126,22 @@ class ImageNetXPanel(foo.Panel):
         name = ctx.params.get("control")
         if name:
             ctx.panel.state.set(CONTROLS + name, ctx.params.get("value"))
-            _save_choice(ctx)
+            save_choice(ctx)
         self._refresh(ctx)
 
     def poll(self, ctx):
         """Every few seconds: the background runs on this dataset and their
         progress; when the dataset changed (a delegated Run model or import
         wrote a field), the App reloads and the chart includes it. Called
-        only when :func:`_poll_news` finds something new."""
+        only when :func:`.state.poll_news` finds something new."""
         from imagenetx.analysis.columns import dataset_version
         from imagenetx.plugin import background_runs
 
         state = ctx.panel.state
-        _set_if_changed(state, "runs", background_runs(ctx.dataset.name))
+        set_if_changed(state, "runs", background_runs(ctx.dataset.name))
         version = list(dataset_version(ctx.dataset))
         if state.get("version") in (None, version):
-            _set_if_changed(state, "version", version)
+            set_if_changed(state, "version", version)
             return
         ctx.dataset.reload()  # the worker's new field
         ctx.trigger("reload_dataset")
@@ -131,72 +152,41 @@ class ImageNetXPanel(foo.Panel):
         self._refresh(ctx)
 
     def on_click_bar(self, ctx):
-        from imagenetx.analysis import mistakes_view
-        from imagenetx.benchmarks.cue_conflict.views import texture_decisions_view
+        """A click on a bar or marker: the App's view becomes the samples
+        the chart says are behind it (the chart's ``click``)."""
         from imagenetx.errors import ImageNetXError
 
         chart = _chart(ctx)
-        shape_bias = chart == SHAPE_BIAS
         field = ctx.params.get("trace")
-        # Figure 4: a field's point carries its factor as its plotly id
-        value = ctx.params.get({SHAPE_BIAS: "y", PUBLISHED: "id"}.get(chart, "x"))
-        if chart == PAIRED:
-            self._click_paired(ctx, field, value)
-            return
+        value = ctx.params.get(chart.click_key)
         available = ctx.panel.state.get("available") or []
         if not field or value is None or field not in available:
             return  # the humans, a published model, a trend line
         drill = ctx.panel.state.drill
-        base = _rebuild(ctx, drill["base"]) if drill else ctx.view
+        base = rebuild(ctx, drill["base"]) if drill else ctx.view
         try:
-            if shape_bias:
-                view = texture_decisions_view(base, field, value)
-            else:
-                view = mistakes_view(base, field, value, **_settings(ctx))
+            shown = chart.click(base, field, value, settings(ctx))
         except ImageNetXError as e:
             ctx.panel.state.set({"status": "error", "message": str(e)})
             return
         ctx.panel.state.drill = {
             "field": field,
             "slice": value,
-            "title": "shape category" if shape_bias
-            else ctx.panel.state.get("slice_title") or "slice",
-            "what": "decides by texture" if shape_bias else "gets wrong",
-            "count": len(view),
+            "title": shown.title or ctx.panel.state.get("slice_title") or "slice",
+            "what": shown.what,
+            "count": shown.count,
+            "unit": shown.unit,
             "base": base._serialize(),
-            "signature": _signature(view),
+            "signature": signature(shown.view),
         }
-        ctx.ops.set_view(view)
+        ctx.ops.set_view(shown.view)
         self._refresh(ctx)  # the render draws what this computes (see _refresh)
-
-    def _click_paired(self, ctx, field, slice_name):
-        from imagenetx.analysis.paired import broken_pairs_view
-        from imagenetx.errors import ImageNetXError
-
-        if not field or slice_name is None or field not in (ctx.panel.state.get("available") or []):
-            return
-        drill = ctx.panel.state.drill
-        base = _rebuild(ctx, drill["base"]) if drill else ctx.view
-        try:
-            view = broken_pairs_view(base, field, slice_name)
-        except ImageNetXError as e:
-            ctx.panel.state.set({"status": "error", "message": str(e)})
-            return
-        ctx.panel.state.drill = {
-            "field": field, "slice": slice_name, "title": "edit",
-            "what": "gets right on the original and wrong on the edit (each pair: "
-                    "original, then edit)",
-            "count": len(view) // 2, "unit": "groups",
-            "base": base._serialize(), "signature": _signature(view),
-        }
-        ctx.ops.set_view(view)
-        self._refresh(ctx)
 
     def back(self, ctx):
         drill = ctx.panel.state.drill
         ctx.panel.state.drill = None
         if drill:
-            base = _rebuild(ctx, drill["base"])
+            base = rebuild(ctx, drill["base"])
             ctx.ops.set_view(base)
             self._refresh(ctx, base)
 
@@ -217,11 +207,11 @@ class ImageNetXPanel(foo.Panel):
 
         state = ctx.panel.state
         if view is None:
-            view = _rebuild(ctx, state.drill["base"]) if state.drill else ctx.view
+            view = rebuild(ctx, state.drill["base"]) if state.drill else ctx.view
         if view is None:
             state.set({"status": "error", "message": "Open a dataset first."})
             return
-        _set_if_changed(state, "runs", background_runs(ctx.dataset.name))
+        set_if_changed(state, "runs", background_runs(ctx.dataset.name))
         # the choices depend on the dataset's fields: recomputed when the
         # dataset changes and until it has something to score
         options = state.get("options")
@@ -230,12 +220,14 @@ class ImageNetXPanel(foo.Panel):
             options = analysis_options(ctx.dataset)
             options["dataset"] = ctx.dataset.name
             state.set("options", options)
-        _init_settings(ctx, options)
+            options["charts"] = [c.name for c in _charts(ctx)]
+            state.set("options", options)
+        init_settings(ctx, options)
         if options["benchmark"] == "generic" and not options["has_ground_truth"]:
             state.status = "no_annotations"
             return
         fields = prediction_fields(view)
-        _set_if_changed(state, "available", fields)
+        set_if_changed(state, "available", fields)
         if not fields:
             state.status = "no_predictions"
             return
@@ -253,8 +245,8 @@ class ImageNetXPanel(foo.Panel):
         # version (both answered from indexes: a filtered view's own max
         # would scan it), as the App sends a change twice
         version = list(dataset_version(ctx.dataset))
-        _set_if_changed(state, "version", version)
-        key = json.dumps([ctx.dataset.name, _signature(view), _settings(ctx), _chart(ctx),
+        set_if_changed(state, "version", version)
+        key = json.dumps([ctx.dataset.name, signature(view), settings(ctx), chosen_chart(ctx),
                           chosen, *version])
         try:
             traces, layout, summary, title, missing = memoized(
@@ -265,7 +257,7 @@ class ImageNetXPanel(foo.Panel):
             return
         state.set({
             "chart": traces,
-            "view_signature": _signature(view),
+            "view_signature": signature(view),
             "status": "ok",
             "layout": layout,
             "summary": summary,
@@ -293,42 +285,12 @@ class ImageNetXPanel(foo.Panel):
 
     def _compute(self, ctx, view, chosen):
         """``(traces, layout, summary, slice title)`` of the chosen chart."""
-        from imagenetx.analysis import compute_ratios
-        from imagenetx.analysis.context import reference_cloud
-        from imagenetx.analysis.shape_bias import shape_bias
-        from imagenetx.present.figures import (
-            context_chart,
-            error_ratio_chart,
-            shape_bias_chart,
-        )
-
-        if _chart(ctx) == PAIRED:
-            from imagenetx.analysis.paired import paired_scores
-            from imagenetx.present.figures import paired_chart
-
-            result = paired_scores(view, chosen, by_factor=view.has_field(
-                "imagenetx.factors")).to_dict()
-            traces, layout = paired_chart(result)
-            summary, title = _paired_summary(result), "edit"
-        elif _chart(ctx) == SHAPE_BIAS:
-            result = shape_bias(view, chosen).to_dict()
-            traces, layout = shape_bias_chart(result)
-            summary, title = _shape_bias_summary(result), "shape category"
-        elif _chart(ctx) == PUBLISHED:
-            result = reference_cloud(view, chosen, CONTEXT_GROUPS,
-                                     **_settings(ctx)).to_dict()
-            traces, layout = context_chart(result)
-            summary, title = _context_summary(result), "factor"
-        else:
-            ratios = compute_ratios(view, chosen, **_settings(ctx)).to_dict()
-            traces, layout = error_ratio_chart(ratios)
-            summary, title = _summary(ratios), ratios["slice_title"]
-        return traces, layout, summary, title
+        return _chart(ctx).draw(view, chosen, settings(ctx))
 
     def render(self, ctx):
         state = ctx.panel.state
         panel = types.Object()
-        texts = _Texts(panel)
+        texts = Texts(panel)
         status = state.status
         if status == "no_annotations":
             texts.md(
@@ -380,8 +342,9 @@ class ImageNetXPanel(foo.Panel):
         options = state.get("options") or {}
         group = options.get("group_slicing")
         dropdowns = []
-        if options.get("benchmark") in CHARTS:
-            dropdowns.append(("chart", CHARTS[options["benchmark"]], "Chart"))
+        charts = tuple(options.get("charts") or ())
+        if len(charts) > 1:
+            dropdowns.append(("chart", charts, "Chart"))
         dropdowns += [
             ("slicing", tuple(options.get("slicings") or ()), "Slice by"),
             ("correct", tuple(options.get("label_spaces") or ()), "Correct if"),
@@ -392,10 +355,11 @@ class ImageNetXPanel(foo.Panel):
             dropdowns.append(("within", (ALL, *values),
                               options["slice_titles"][group].capitalize()))
         menus = []
+        chart = _chart(ctx)
         for name, values, label in dropdowns:
             if name == "real_mode" and state.get(CONTROLS + "correct") != "real":
                 continue
-            if name != "chart" and _chart(ctx) in (SHAPE_BIAS, PAIRED):
+            if name != "chart" and not chart.uses_settings:
                 continue  # these charts have their own slicing and label spaces
             if not values:
                 continue
@@ -459,20 +423,9 @@ class ImageNetXPanel(foo.Panel):
             )
             row.btn("back", label="Back to the previous view", icon="undo",
                     on_click=self.back)
-        elif _chart(ctx) == SHAPE_BIAS:
-            texts.md("hint", "Click a marker to show the images of that category "
-                     "that the model decided by their texture.")
-        elif _chart(ctx) == PAIRED:
-            texts.md("hint", "Bars: top-1 drop of each edit against the same images' "
-                     "originals. Click a bar to show the pairs whose original the "
-                     "model gets right and whose edit it gets wrong.")
-        elif _chart(ctx) == PUBLISHED:
-            texts.md("hint", "Grey: the ImageNet testbed's published models (hover: "
-                     "name). Click a field's point to show its mistakes on "
-                     "that factor.")
         else:
-            texts.md("hint", "Click a bar to show that model's mistakes in that "
-                     f"{state.get('slice_title') or 'slice'}.")
+            hint = _chart(ctx).hint
+            texts.md("hint", hint.format(slice=state.get("slice_title") or "slice"))
         panel.plot(
             "chart",
             layout=state.layout,
@@ -488,206 +441,9 @@ class ImageNetXPanel(foo.Panel):
                      + ", ".join(f"**{f}**" for f in missing))
 
 
-def _same_view(ctx) -> bool:
-    """Whether the App's view is the one the chart (or the click-through
-    this panel set) was drawn for."""
-    state = ctx.panel.state
-    signature = _signature(ctx.view)
-    drill = state.get("drill")
-    if drill:
-        return signature == drill.get("signature")
-    return state.get("status") == "ok" and state.get("view_signature") == signature
-
-
-class _Texts:
-    """The panel's markdown, drawn from the panel data.
-
-    The App shows a markdown property's value from its copy of the panel
-    state, and writes its form's older copy back into that state, so text
-    kept there (or given only as the schema's default) can go back to an
-    earlier version. The App draws the panel data over its state: sent
-    there with each render, the text is the one just rendered.
-    """
-
-    def __init__(self, panel):
-        self.panel = panel
-        self.values = {}
-
-    def md(self, path: str, text: str, container=None) -> None:
-        """Adds markdown at ``path`` (``"stack.name"`` inside a stack)."""
-        (container or self.panel).md(text, name=path.rsplit(".", 1)[-1])
-        self.values[path] = text
-
-    def send(self, ctx) -> None:
-        ctx.panel.data.set(self.values)
-
-
-def _poll_news(ctx) -> bool:
-    """Whether the background runs or the dataset changed since the panel
-    last looked."""
-    from imagenetx.analysis.columns import dataset_version
-    from imagenetx.plugin import background_runs
-
-    if ctx.dataset is None:
-        return False
-    state = ctx.panel.state
-    return (state.get("runs") != background_runs(ctx.dataset.name)
-            or state.get("version") != list(dataset_version(ctx.dataset)))
-
-
-def _set_if_changed(state, key, value) -> None:
-    """Sets a state key only when its value changes (each set is a patch
-    the App applies and re-renders)."""
-    if state.get(key) != value:
-        state.set(key, value)
-
-
 def _without_predictions(view, fields) -> list:
     """The fields that hold no prediction in the view (one aggregation)."""
     import fiftyone as fo
 
     counts = view.aggregate([fo.Count(f"{f}.label") for f in fields])
     return [f for f, n in zip(fields, counts) if not n]
-
-
-#: the execution store that keeps the panel's choices per dataset
-STORE = "imagenetx_panel"
-
-
-def _save_choice(ctx) -> None:
-    """Keeps the ticked fields and the controls for this dataset, so they
-    survive a reload of the App."""
-    if ctx.dataset is None:
-        return
-    state = ctx.panel.state
-    ctx.store(STORE).set(ctx.dataset.name, {
-        "show": state.get(SHOW[:-1]) or {},
-        "controls": state.get(CONTROLS[:-1]) or {},
-    })
-
-
-def _restore_choice(ctx) -> None:
-    """Puts back what :func:`_save_choice` kept for this dataset (the
-    options are checked against the dataset by the refresh)."""
-    if ctx.dataset is None:
-        return
-    saved = ctx.store(STORE).get(ctx.dataset.name) or {}
-    for group, prefix in (("show", SHOW), ("controls", CONTROLS)):
-        for name, value in (saved.get(group) or {}).items():
-            if ctx.panel.state.get(prefix + name) is None:
-                ctx.panel.state.set(prefix + name, value)
-
-
-def _init_settings(ctx, options):
-    state = ctx.panel.state
-    slicing = state.get(CONTROLS + "slicing")
-    if slicing not in options["slicings"]:
-        state.set(CONTROLS + "slicing", options["default_slicing"])
-    correct = state.get(CONTROLS + "correct")
-    if correct not in options["label_spaces"]:
-        state.set(CONTROLS + "correct", options["default_correct"])
-    if state.get(CONTROLS + "real_mode") is None:
-        state.set(CONTROLS + "real_mode", "clean")
-    group = options.get("group_slicing")
-    values = (options["slicings"].get(group) or []) if group else []
-    if state.get(CONTROLS + "within") not in (ALL, *values):
-        state.set(CONTROLS + "within", ALL)
-    charts = CHARTS.get(options["benchmark"])
-    if charts is None:
-        _set_if_changed(state, CONTROLS + "chart", None)
-    elif state.get(CONTROLS + "chart") not in charts:
-        state.set(CONTROLS + "chart", charts[0])
-
-
-def _chart(ctx) -> str:
-    """The chart shown: one of :data:`CHARTS`, else the error ratios."""
-    return ctx.panel.state.get(CONTROLS + "chart") or ERROR_RATIOS
-
-
-def _settings(ctx) -> dict:
-    state = ctx.panel.state
-    options = state.get("options") or {}
-    within = state.get(CONTROLS + "within", ALL)
-    group = options.get("group_slicing")
-    return {
-        "slicing": state.get(CONTROLS + "slicing"),
-        "correct": state.get(CONTROLS + "correct"),
-        "real_mode": state.get(CONTROLS + "real_mode", "clean"),
-        "within": None if within in (None, ALL) or not group else (group, within),
-    }
-
-
-def _summary(ratios: dict) -> str:
-    lines = []
-    for field, model in ratios["models"].items():
-        acc = model["accuracy"]
-        acc = "n/a" if acc is None else f"{acc:.1%}"
-        lines.append(
-            f"- **{field}**: accuracy {acc} on {model['n']:,} images; worst "
-            f"{ratios['slice_title']} "
-            f"{model.get('worst_reliable_slice') or model['worst_slice']}"
-        )
-    return "\n".join(lines)
-
-
-def _shape_bias_summary(result: dict) -> str:
-    lines = [f"- **{field}**: shape bias {_fmt(m['shape_bias'])} ({m['shape']:,} "
-             f"shape / {m['texture']:,} texture decisions of {m['n']:,} images)"
-             for field, m in result["models"].items()]
-    if result.get("humans"):
-        lines.append(f"- **humans** (pooled, {len(result['humans']['fields'])} "
-                     f"observers): {_fmt(result['humans']['shape_bias'])}")
-    return "\n".join(lines)
-
-
-def _paired_summary(result: dict) -> str:
-    """Per field: the worst edit, then the drop per factor of the source
-    image and edit as a markdown table (when the dataset has factors)."""
-    from imagenetx.present.formatting import paired_factor_table
-
-    lines = []
-    for field, model in result["models"].items():
-        rows = [(s, r) for s, r in model["slices"].items() if r["drop"] is not None]
-        if not rows:
-            continue
-        worst, r = max(rows, key=lambda sr: sr[1]["drop"])
-        lines.append(f"- **{field}**: worst edit **{worst}**, top-1 {_fmt(r['top1_original'])} "
-                     f"-> {_fmt(r['top1'])} on {r['n']:,} pairs, flip rate "
-                     f"{_fmt(r['flip_rate'])}")
-        if model["factors"]:
-            lines += ["", f"Drop (points) of **{field}** per factor of the source image:",
-                      "", paired_factor_table(result, field), ""]
-    return "\n".join(lines)
-
-
-def _context_summary(result: dict) -> str:
-    lines = []
-    for field, user in result["users"].items():
-        weak = sorted(((f, e["z"]) for f, e in user["factors"].items()
-                       if e["z"] is not None and abs(e["z"]) >= result["unusual_z"]),
-                      key=lambda fz: fz[1])
-        listing = ", ".join(f"{f} (z {z:+.1f})" for f, z in weak) or "none"
-        lines.append(f"- **{field}**: accuracy {_fmt(user['accuracy'])}; unusual "
-                     f"for its accuracy: {listing}")
-    return "\n".join(lines)
-
-
-def _fmt(value) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
-
-
-def _signature(view) -> str:
-    """The stages of a view, comparable across a round trip to the App."""
-    if view is None:
-        return ""
-    return json.dumps(
-        [[s["_cls"], s["kwargs"]] for s in view._serialize()],
-        sort_keys=True,
-        default=str,
-    )
-
-
-def _rebuild(ctx, stages):
-    import fiftyone.server.view as fosv
-
-    return fosv.get_view(ctx.dataset.name, stages=stages)

@@ -44,7 +44,8 @@ def _dataset(name, photos, copies=1, truth=True):
     samples = []
     for k in range(copies):
         for photo, (label, index) in TRUTH.items():
-            sample = fo.Sample(filepath=str(photos / f"{photo}.jpg"), slice_of=f"s{k % 2}")
+            sample = fo.Sample(filepath=str(photos / f"{photo}.jpg"), slice_of=f"s{k % 2}",
+                               tags=[f"s{k % 2}"])
             if truth:
                 sample["ground_truth"] = fo.Classification(label=label, class_index=index)
             samples.append(sample)
@@ -87,18 +88,25 @@ def test_pgd_is_foolboxs_own_and_stays_within_its_budget():
     assert timm  # the model came from timm
 
 
-def test_real_weights_flip_under_a_large_budget_and_not_at_zero(photos):
-    from imagenetx.analysis import compute_ratios
-
+@pytest.fixture(scope="module")
+def attacked(photos):
+    """Four real photos attacked with the real lite0 weights at ε = 0
+    (``adv0``) and 8/255 (``adv``)."""
     ds = _dataset("attack-real", photos, copies=2)
     none = run_attack(ds, SPEC, "adv0", AttackSettings(eps=0, steps=2), LITE0,
                       RunOptions(num_workers=0))
+    big = run_attack(ds, SPEC, "adv", AttackSettings(eps=8 / 255, steps=3), LITE0,
+                     RunOptions(num_workers=0, batch_size=2))
+    return ds, none, big
+
+
+def test_real_weights_flip_under_a_large_budget_and_not_at_zero(attacked):
+    from imagenetx.analysis import compute_ratios
+
+    ds, none, big = attacked
     assert none.accuracy == 1.0 and none.flipped == 0
     assert ds.values("adv0.label") == [TRUTH[p][0] for p in ("chelsea", "coffee")] * 2
     assert not any(ds.values("adv0.flipped"))
-
-    big = run_attack(ds, SPEC, "adv", AttackSettings(eps=8 / 255, steps=3), LITE0,
-                     RunOptions(num_workers=0, batch_size=2))
     assert big.accuracy == 0.0 and big.flipped == 4
     labels, flipped, clean, index = ds.values(
         ["adv.label", "adv.flipped", "adv.clean_class_index", "adv.class_index"])
@@ -118,6 +126,72 @@ def test_real_weights_flip_under_a_large_budget_and_not_at_zero(photos):
             hand = np.mean([g == t for g, t, x in zip(got, truth, slices) if x == s])
             row = table["models"][field]["slices"][s]
             assert row["n"] == 2 and row["accuracy"] == pytest.approx(hand)
+
+
+def test_attack_success_per_slice_its_broken_images_and_the_panel_chart(attacked, photos):
+    """Which slices an attack breaks: per slice, the images right before the
+    attack and those it made wrong, equal to a hand count of the stored
+    fields (on a copy where one clean prediction is wrong and one attack
+    failed, so the counts differ); the click-through shows exactly those
+    images, and the panel offers the chart once an adversarial field exists."""
+    import fiftyone.server.view as fosv
+
+    from imagenetx.analysis.attacks import attack_success, broken_view
+    from imagenetx.plugin import install_plugin
+    from test_panel import PanelSession
+
+    ds, _, _ = attacked
+    if fo.dataset_exists("attack-mixed"):
+        fo.delete_dataset("attack-mixed")
+    mixed = ds.clone("attack-mixed")
+    clean = mixed.values("adv.clean_class_index")
+    clean[0] = 0  # wrong before the attack: not counted as broken
+    mixed.set_values("adv.clean_class_index", clean)
+    index, labels = mixed.values("adv.class_index"), mixed.values("adv.label")
+    index[3], labels[3] = TRUTH["coffee"][1], TRUTH["coffee"][0]  # the attack failed
+    mixed.set_values("adv.class_index", index)
+    mixed.set_values("adv.label", labels)
+
+    result = attack_success(mixed, ["adv0", "adv"], slicing="tags")
+    truth, tags, ids = mixed.values(["ground_truth.class_index", "tags", "id"])
+    for field in ("adv0", "adv"):
+        clean, after = mixed.values([f"{field}.clean_class_index", f"{field}.class_index"])
+        right = [c == t for c, t in zip(clean, truth)]
+        broken = [r and a != t for r, a, t in zip(right, after, truth)]
+        model = result["models"][field]
+        assert (model["clean_right"], model["broken"]) == (sum(right), sum(broken))
+        for s in ("s0", "s1"):
+            inside = [s in x for x in tags]
+            row = model["slices"][s]
+            hand = (sum(i and r for i, r in zip(inside, right)),
+                    sum(i and b for i, b in zip(inside, broken)))
+            assert (row["clean_right"], row["broken"]) == hand
+            shown = broken_view(mixed, field, s, slicing="tags")
+            assert sorted(shown.values("id")) == sorted(
+                i for i, x, b in zip(ids, inside, broken) if x and b)
+    assert result["models"]["adv"]["slices"]["s0"]["success_rate"] == 1.0  # 1 of 1
+    assert result["models"]["adv"]["slices"]["s1"]["success_rate"] == 0.5  # 1 of 2
+    assert result["models"]["adv0"]["success_rate"] == 0.0
+    with pytest.raises(ImageNetXError, match="not written by an attack"):
+        attack_success(_dataset("attack-plain", photos), "ground_truth", slicing="tags")
+
+    # the panel: the attack's chart is offered beside the error ratios, it
+    # draws the same rates, and a click shows the broken images of the slice
+    install_plugin()
+    panel = PanelSession(mixed.name)
+    panel.send("on_load")
+    assert panel.state["options"]["charts"] == ["error ratios", "attack success"]
+    requests = panel.send("set_control", control="chart", value="attack success")
+    assert panel.state["status"] == "ok", panel.state.get("message")
+    traces = {t["name"]: t for t in panel.data(requests)["chart"]}
+    assert set(traces) == {"adv0", "adv"}
+    assert dict(zip(traces["adv"]["x"], traces["adv"]["y"])) == {
+        s: r["success_rate"] for s, r in result["models"]["adv"]["slices"].items()}
+    assert "most easily in tags **s0**" in panel.state["summary"]  # 1 of 1 against 1 of 2
+    panel.send("on_click_bar", trace="adv", x="s1")
+    assert panel.state["drill"]["count"] == 1
+    shown = fosv.get_view(mixed.name, stages=panel.view_stages)
+    assert shown.values("id") == broken_view(mixed, "adv", "s1", slicing="tags").values("id")
 
 
 KILLED_RUN = """

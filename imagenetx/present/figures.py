@@ -669,3 +669,67 @@ def paired_chart(result: dict) -> tuple:
         "margin": {"t": 70, "b": 110, "l": 55, "r": 10},
     }
     return traces, layout
+
+
+def attack_success_chart(result: dict) -> tuple:
+    """Attack success per slice and adversarial field: bars of the share of
+    a slice's images right before the attack that it made wrong, with
+    Wilson intervals, and each field's overall rate as a dashed line of its
+    colour. Each bar's trace is the field and its ``x`` the slice, so a
+    click tells which broken images to show.
+
+    Args:
+        result: an :func:`imagenetx.analysis.attacks.attack_success` result
+
+    Returns:
+        ``(traces, layout)``
+    """
+    order = result["values"]
+    traces, shapes = [], []
+    for k, (field, model) in enumerate(result["models"].items()):
+        color = COLORS[k % len(COLORS)]
+        rows = [model["slices"][v] for v in order]
+        ys = [r["success_rate"] for r in rows]
+        traces.append({
+            "type": "bar",
+            "name": field,
+            "x": order,
+            "y": ys,
+            "marker": {"color": color},
+            "error_y": {
+                "type": "data",
+                "symmetric": False,
+                "array": [_gap(r["ci_high"], y) for r, y in zip(rows, ys)],
+                "arrayminus": [_gap(y, r["ci_low"]) for r, y in zip(rows, ys)],
+                "thickness": 1.2,
+                "width": 3,
+            },
+            "customdata": [[r["n"], r["clean_right"], r["broken"],
+                            _pct(r["ci_low"]), _pct(r["ci_high"])] for r in rows],
+            "hovertemplate": (
+                "<b>%{x}</b><br>" f"{field}<br>"
+                "attack success %{y:.1%} [%{customdata[3]}, %{customdata[4]}]<br>"
+                "%{customdata[2]:,} of %{customdata[1]:,} right images broken<br>"
+                "n = %{customdata[0]:,}<extra></extra>"),
+        })
+        if model["success_rate"] is not None:
+            shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1,
+                           "y0": model["success_rate"], "y1": model["success_rate"],
+                           "line": {"dash": "dash", "width": 1.5, "color": color}})
+    layout = {
+        "barmode": "group",
+        "height": 480,
+        "autosize": True,
+        "bargap": 0.25,
+        "hovermode": "closest",
+        "title": {"text": f"Attack success per {result['slice_title']} (correct = "
+                          f"{result['label_space']}; dashed: overall; 95% Wilson "
+                          "intervals)", "font": {"size": 13}},
+        "xaxis": {"type": "category", "tickvals": order, "tickangle": -40},
+        "yaxis": {"title": {"text": "right images made wrong"}, "range": [0, 1.05],
+                  "tickformat": ".0%"},
+        "shapes": shapes,
+        "legend": {"orientation": "h", "y": 1.12},
+        "margin": {"t": 70, "b": 90, "l": 55, "r": 10},
+    }
+    return traces, layout

@@ -42,6 +42,12 @@ class CueConflict(Benchmark):
     default_label_space = "shape"
     group_slicing = "shape"
 
+    def charts(self) -> tuple:
+        from imagenetx.benchmarks.cue_conflict.charts import SHAPE_BIAS
+        from imagenetx.present.charts import ERROR_RATIOS
+
+        return (SHAPE_BIAS, ERROR_RATIOS)
+
     def matches(self, samples, settings=None) -> bool:
         return all(samples.has_field(f) for f in CONTRACT_FIELDS)
 

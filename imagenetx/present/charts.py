@@ -1,0 +1,149 @@
+"""Charts the App's panel offers, each declared by its benchmark or task.
+
+A :class:`Chart` says everything the panel needs: how to compute its result
+over a view, the plotly figure and the markdown summary of that result, and
+which samples a click on a bar or marker shows. The panel knows no chart
+by name: it asks :func:`charts_for` which charts a dataset has and draws
+the one the user picked.
+
+-   every benchmark offers :data:`ERROR_RATIOS` (the ImageNet-X paper's
+    Figure 1 over its slicings);
+-   a benchmark adds its own through :meth:`Benchmark.charts
+    <imagenetx.benchmarks.base.Benchmark.charts>` (the cue-conflict shape
+    bias, ImageNet-X's published models, ImageNet-E's paired edits), the
+    first of them the default;
+-   a task adds one when the dataset holds its fields (:data:`TASK_CHARTS`:
+    the attack's success per slice, once an adversarial field exists).
+"""
+
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Callable, List, Optional
+
+#: charts of tasks, as ``"module:NAME"``, imported when a dataset is looked at
+TASK_CHARTS = ("imagenetx.attacks.charts:ATTACK_SUCCESS",)
+
+
+@dataclass(frozen=True)
+class Drill:
+    """What a click on a chart shows.
+
+    Attributes:
+        view: the samples to show
+        count: how many (of ``unit``)
+        what: what the field does to them, e.g. ``"gets wrong"``
+        title: what the clicked value is (None: the chart's slice title)
+        unit: what ``count`` counts
+    """
+
+    view: object
+    count: int
+    what: str = "gets wrong"
+    title: Optional[str] = None
+    unit: str = "samples"
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A chart of the panel.
+
+    Attributes:
+        name: its name on the panel's Chart buttons
+        compute: ``(view, fields, settings) -> result`` (a JSON-ready dict;
+            ``settings``: the panel's slicing, correct, real_mode, within)
+        figure: ``result -> (plotly traces, layout)``
+        summary: ``result -> markdown`` shown under the chart
+        click: ``(view, field, value, settings) -> Drill`` for a click on
+            ``field``'s bar or marker at ``value``
+        hint: the line above the chart (``{slice}``: the slice title)
+        slice_title: what the clicked values are (None: the result's
+            ``slice_title``)
+        click_key: the plotly point key that carries the value
+        uses_settings: whether the panel's slicing and label-space controls
+            apply to it
+        fields: ``(dataset, fields) -> fields`` it draws (None: all)
+        offered: ``dataset -> bool``, whether a dataset has it (None: always)
+    """
+
+    name: str
+    compute: Callable
+    figure: Callable
+    summary: Callable
+    click: Callable
+    hint: str
+    slice_title: Optional[str] = None
+    click_key: str = "x"
+    uses_settings: bool = True
+    fields: Optional[Callable] = None
+    offered: Optional[Callable] = None
+
+    def draw(self, view, fields: List[str], settings: dict) -> tuple:
+        """``(traces, layout, summary, slice title)`` over ``view``."""
+        if self.fields is not None:
+            fields = self.fields(view, fields)
+        result = self.compute(view, fields, settings)
+        traces, layout = self.figure(result)
+        title = self.slice_title or result.get("slice_title") or "slice"
+        return traces, layout, self.summary(result), title
+
+
+def charts_for(samples, benchmark) -> List[Chart]:
+    """The charts the panel offers on ``samples`` (the first the default):
+    the benchmark's, then those of the tasks whose fields it holds."""
+    charts = list(benchmark.charts())
+    for entry in TASK_CHARTS:
+        module, name = entry.split(":")
+        chart = getattr(import_module(module), name)
+        if chart.offered is None or chart.offered(samples):
+            charts.append(chart)
+    return charts
+
+
+def fmt(value) -> str:
+    """A rate or measure to three decimals, or n/a."""
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _ratios(view, fields, settings):
+    from imagenetx.analysis import compute_ratios
+
+    return compute_ratios(view, fields, **settings).to_dict()
+
+
+def _ratios_figure(result):
+    from imagenetx.present.figures import error_ratio_chart
+
+    return error_ratio_chart(result)
+
+
+def error_ratio_summary(ratios: dict) -> str:
+    """Per field: accuracy, images and the worst slice."""
+    lines = []
+    for field, model in ratios["models"].items():
+        acc = model["accuracy"]
+        acc = "n/a" if acc is None else f"{acc:.1%}"
+        lines.append(
+            f"- **{field}**: accuracy {acc} on {model['n']:,} images; worst "
+            f"{ratios['slice_title']} "
+            f"{model.get('worst_reliable_slice') or model['worst_slice']}"
+        )
+    return "\n".join(lines)
+
+
+def mistakes_drill(view, field, value, settings) -> Drill:
+    """The samples of slice ``value`` that ``field`` gets wrong."""
+    from imagenetx.analysis import mistakes_view
+
+    shown = mistakes_view(view, field, value, **settings)
+    return Drill(shown, len(shown))
+
+
+#: the ImageNet-X paper's Figure 1 over any slicing; every benchmark has it
+ERROR_RATIOS = Chart(
+    name="error ratios",
+    compute=_ratios,
+    figure=_ratios_figure,
+    summary=error_ratio_summary,
+    click=mistakes_drill,
+    hint="Click a bar to show that model's mistakes in that {slice}.",
+)

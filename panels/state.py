@@ -1,0 +1,156 @@
+"""The panel's state: its controls' paths, the choices kept per dataset,
+the view it drew, and the markdown it sends.
+
+The App (FiftyOne 1.22) keeps its own copy of a panel's state and writes
+older copies of form values back into it, so the helpers here set a key
+only when it changes, compare views by their stages, and send every
+markdown text in the panel data (:class:`Texts`).
+"""
+
+import json
+
+ALL = "all"
+#: panel state paths of the controls: the App nests an input's value under
+#: the name of the stack that holds it
+SHOW = "show."
+CONTROLS = "controls."
+#: the execution store that keeps the panel's choices per dataset
+STORE = "imagenetx_panel"
+
+
+class Texts:
+    """The panel's markdown, drawn from the panel data.
+
+    The App shows a markdown property's value from its copy of the panel
+    state, and writes its form's older copy back into that state, so text
+    kept there (or given only as the schema's default) can go back to an
+    earlier version. The App draws the panel data over its state: sent
+    there with each render, the text is the one just rendered.
+    """
+
+    def __init__(self, panel):
+        self.panel = panel
+        self.values = {}
+
+    def md(self, path: str, text: str, container=None) -> None:
+        """Adds markdown at ``path`` (``"stack.name"`` inside a stack)."""
+        (container or self.panel).md(text, name=path.rsplit(".", 1)[-1])
+        self.values[path] = text
+
+    def send(self, ctx) -> None:
+        ctx.panel.data.set(self.values)
+
+
+def set_if_changed(state, key, value) -> None:
+    """Sets a state key only when its value changes (each set is a patch
+    the App applies and re-renders)."""
+    if state.get(key) != value:
+        state.set(key, value)
+
+
+def signature(view) -> str:
+    """The stages of a view, comparable across a round trip to the App."""
+    if view is None:
+        return ""
+    return json.dumps(
+        [[s["_cls"], s["kwargs"]] for s in view._serialize()],
+        sort_keys=True,
+        default=str,
+    )
+
+
+def rebuild(ctx, stages):
+    """The view of ``stages`` on the panel's dataset."""
+    import fiftyone.server.view as fosv
+
+    return fosv.get_view(ctx.dataset.name, stages=stages)
+
+
+def same_view(ctx) -> bool:
+    """Whether the App's view is the one the chart (or the click-through
+    the panel set) was drawn for."""
+    state = ctx.panel.state
+    current = signature(ctx.view)
+    drill = state.get("drill")
+    if drill:
+        return current == drill.get("signature")
+    return state.get("status") == "ok" and state.get("view_signature") == current
+
+
+def poll_news(ctx) -> bool:
+    """Whether the background runs or the dataset changed since the panel
+    last looked."""
+    from imagenetx.analysis.columns import dataset_version
+    from imagenetx.plugin import background_runs
+
+    if ctx.dataset is None:
+        return False
+    state = ctx.panel.state
+    return (state.get("runs") != background_runs(ctx.dataset.name)
+            or state.get("version") != list(dataset_version(ctx.dataset)))
+
+
+def save_choice(ctx) -> None:
+    """Keeps the ticked fields and the controls for this dataset, so they
+    survive a reload of the App."""
+    if ctx.dataset is None:
+        return
+    state = ctx.panel.state
+    ctx.store(STORE).set(ctx.dataset.name, {
+        "show": state.get(SHOW[:-1]) or {},
+        "controls": state.get(CONTROLS[:-1]) or {},
+    })
+
+
+def restore_choice(ctx) -> None:
+    """Puts back what :func:`save_choice` kept for this dataset (the
+    options are checked against the dataset by the refresh)."""
+    if ctx.dataset is None:
+        return
+    saved = ctx.store(STORE).get(ctx.dataset.name) or {}
+    for group, prefix in (("show", SHOW), ("controls", CONTROLS)):
+        for name, value in (saved.get(group) or {}).items():
+            if ctx.panel.state.get(prefix + name) is None:
+                ctx.panel.state.set(prefix + name, value)
+
+
+def init_settings(ctx, options: dict) -> None:
+    """Puts each control on a value the dataset offers (its default when
+    the kept one is not among them)."""
+    state = ctx.panel.state
+    if state.get(CONTROLS + "slicing") not in options["slicings"]:
+        state.set(CONTROLS + "slicing", options["default_slicing"])
+    if state.get(CONTROLS + "correct") not in options["label_spaces"]:
+        state.set(CONTROLS + "correct", options["default_correct"])
+    if state.get(CONTROLS + "real_mode") is None:
+        state.set(CONTROLS + "real_mode", "clean")
+    group = options.get("group_slicing")
+    values = (options["slicings"].get(group) or []) if group else []
+    if state.get(CONTROLS + "within") not in (ALL, *values):
+        state.set(CONTROLS + "within", ALL)
+    charts = options.get("charts") or []
+    if state.get(CONTROLS + "chart") not in charts:
+        set_if_changed(state, CONTROLS + "chart", charts[0] if charts else None)
+
+
+def chosen_chart(ctx) -> str:
+    """The name of the chart shown (the dataset's first when none is)."""
+    state = ctx.panel.state
+    charts = (state.get("options") or {}).get("charts") or []
+    name = state.get(CONTROLS + "chart")
+    return name if name in charts else (charts[0] if charts else "")
+
+
+def settings(ctx) -> dict:
+    """The analysis settings of the controls (slicing, label space, ReaL
+    mode, group filter)."""
+    state = ctx.panel.state
+    options = state.get("options") or {}
+    within = state.get(CONTROLS + "within", ALL)
+    group = options.get("group_slicing")
+    return {
+        "slicing": state.get(CONTROLS + "slicing"),
+        "correct": state.get(CONTROLS + "correct"),
+        "real_mode": state.get(CONTROLS + "real_mode", "clean"),
+        "within": None if within in (None, ALL) or not group else (group, within),
+    }
