@@ -44,10 +44,13 @@ MAX_BUTTONS = 6
 
 
 def _charts(ctx) -> list:
-    """The charts the panel's dataset offers."""
+    """The charts the panel's dataset offers (the error ratios alone before
+    a dataset is open)."""
     from imagenetx.benchmarks import get_benchmark
-    from imagenetx.present.charts import charts_for
+    from imagenetx.present.charts import ERROR_RATIOS, charts_for
 
+    if ctx.dataset is None:
+        return [ERROR_RATIOS]
     options = ctx.panel.state.get("options") or {}
     benchmark = get_benchmark(ctx.dataset, options.get("benchmark"))
     return charts_for(ctx.dataset, benchmark)

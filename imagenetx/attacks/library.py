@@ -75,7 +75,10 @@ class InputsInUnitRange(torch.nn.Module):
     def __init__(self, engine):
         super().__init__()
         self.engine = engine
-        self.module = engine.module  # its mode (eval) is what foolbox checks
+        self.module = engine.module
+        # foolbox warns about a model in training mode: this wrapper's mode
+        # is the classifier's (eval)
+        self.train(engine.module.training)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.engine.logits(x)
