@@ -47,8 +47,9 @@ def register(group: CommandGroup) -> None:
                                     "the repo split (FiftyOne-format Hub repo)")
     p.add_argument("--max-samples", type=int, help="Hub only: load at most N samples "
                                                    "(ImageNet shards: only the shards they need)")
-    p.add_argument("--workers", type=int, help="Hub ImageNet shards: shards read at once "
-                                               "(default: 4)")
+    p.add_argument("--workers", type=int, help="Hub ImageNet shards: shards downloaded at "
+                                               "once (default: 4; at most one per CPU core "
+                                               "is read at a time)")
     p.add_argument("--media-from", metavar="REPO_ID",
                    help="--hub of a pushed copy without its gated images: pull them from "
                         "this ImageNet repo (ILSVRC/imagenet-1k) and re-attach them by "

@@ -2,7 +2,9 @@
 shards, see :mod:`imagenetx.store.shards`) into a tagged dataset.
 
 Shards download through ``huggingface_hub`` (its cache, resumed downloads,
-the ``HF_TOKEN`` token) and are read in parallel as they arrive. Each image's
+the ``HF_TOKEN`` token), several at once, and are read as they arrive, as
+many at once as the process has CPU cores (reading and writing is CPU-bound:
+more readers than cores only contend). Each image's
 original JPEG bytes are written once, under its ImageNet file name, to
 ``<FiftyOne dataset dir>/imagenet/<ORG>/<NAME>/<split>/`` (training images
 in WordNet id folders), through a temporary name and ``os.replace``, so a
@@ -32,7 +34,7 @@ from imagenetx.benchmarks.imagenet_x.tagging import (
 from imagenetx.errors import ImageNetXError
 from imagenetx.store import shards as sh
 
-#: shards read at once (downloads overlap with reading)
+#: shards downloaded at once (downloads overlap with reading)
 DEFAULT_WORKERS = 4
 
 _MARKERS = ".shards"  # one json per finished shard: [[name, label], ...]
@@ -101,6 +103,14 @@ class PullSummary:
             f"written and {self.images_present:,} already there in {self.folder}, "
             f"{self.seconds:.1f} s; {self.tagging}"
         )
+
+
+def reader_slots() -> int:
+    """Shards read at once: one per CPU core this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
 
 
 def images_folder(repo_id: str, split: str) -> str:
@@ -204,8 +214,9 @@ def fetch_images(
         max_samples (None): stop after the shards that hold this many
             images, and keep the first this many (a quick start)
         token (None): a Hugging Face token (default: ``HF_TOKEN``)
-        workers (None): shards read at once (default 4; 1 with
-            ``max_samples``, which reads shards in order)
+        workers (None): shards downloaded at once (default 4; 1 with
+            ``max_samples``, which reads shards in order); at most one per
+            CPU core is read at a time
         progress (None): called with a :class:`PullProgress` as shards finish
 
     Returns:
@@ -237,6 +248,7 @@ def fetch_images(
     wnids = {w: i for i, w in enumerate(class_table().wnids)}
     counted = [0]
     count_lock = threading.Lock()
+    reading = threading.Semaphore(reader_slots())
 
     def count(n: int) -> None:
         with count_lock:
@@ -255,8 +267,9 @@ def fetch_images(
                 writer.present += len(entries)
             return entries
         local = download_file(repo_id, shard, token)
-        return writer.write_shard(sh.read_shard(local, layout, shard, wnids),
-                                  shard, count)
+        with reading:
+            return writer.write_shard(sh.read_shard(local, layout, shard, wnids),
+                                      shard, count)
 
     report(0, f"'{repo_id}' is {sh.LAYOUT_TITLES[layout]}: "
               f"{len(shard_files):,} {split} shards")
@@ -321,7 +334,7 @@ def pull_imagenet(
         overwrite (False): whether to replace an existing dataset
         gt_field ("ground_truth"): the ground truth field
         token (None): a Hugging Face token (default: ``HF_TOKEN``)
-        workers (None): shards read at once (default 4; 1 with
+        workers (None): shards downloaded at once (default 4; 1 with
             ``max_samples``, which reads shards in order)
         progress (None): called with a :class:`PullProgress` as shards finish
 

@@ -258,7 +258,7 @@ def load_hub_dataset(
         overwrite (False): whether to replace an existing dataset
         gt_field ("ground_truth"): the ground truth field
         token (None): a Hugging Face token
-        workers (None): ImageNet shards read at once
+        workers (None): ImageNet shards downloaded at once
         progress (None): called with a
             :class:`~imagenetx.benchmarks.imagenet_x.hub_pull.PullProgress`:
             first what the repo is, then as ImageNet shards finish
