@@ -224,6 +224,10 @@ def test_kill_9_then_pull_again(repos, jpegs, tmp_env):
     proc.wait()
     done_before = len(os.listdir(markers))
     assert 2 <= done_before < 4 and not fo.dataset_exists("hub-killed")
+    # the shards inserted before the kill are in a staged dataset that
+    # FiftyOne deletes as non-persistent, never one that passes as done
+    staged = [n for n in fo.list_datasets() if n.startswith("hub-killed.loading-")]
+    assert all(not fo.load_dataset(n).persistent for n in staged)
 
     ds, s = load_hub_dataset(repo, name="hub-killed")
     assert s.shards_resumed == done_before

@@ -48,30 +48,38 @@ _random = random.Random()
 
 
 @contextlib.contextmanager
-def new_dataset(name: str, overwrite: bool = False) -> Iterator[fo.Dataset]:
+def new_dataset(name: str, overwrite: bool = False,
+                staged: bool = False) -> Iterator[fo.Dataset]:
     """A new, empty persistent dataset to fill, all or nothing.
 
     The dataset is built under a temporary name when ``name`` exists and
-    ``overwrite`` is set; the old dataset is replaced only when the block
-    ends without an error. On an error (or an interrupt) the new dataset
-    is deleted and an existing one stays as it was.
+    ``overwrite`` is set, or when ``staged`` (a fill that takes long, such
+    as a pull from the Hub, that a ``kill -9`` may interrupt); it takes
+    ``name`` only when the block ends without an error. A staged dataset is
+    not persistent until then, so FiftyOne deletes one that a killed
+    process left behind. On an error (or an interrupt) the new dataset is
+    deleted and an existing one stays as it was.
 
     Raises:
         ImageNetXError: if ``name`` exists and ``overwrite`` is False
     """
     check_new_dataset_name(name, overwrite)
     replacing = fo.dataset_exists(name)
-    temp = f"{name}.loading-{uuid.uuid4().hex[:8]}" if replacing else name
+    temp = (f"{name}.loading-{uuid.uuid4().hex[:8]}" if replacing or staged else name)
     dataset = fo.Dataset(temp)
-    dataset.persistent = True
+    dataset.persistent = not staged
     try:
         yield dataset
     except BaseException:
         dataset.delete()
         raise
-    if replacing:
-        fo.delete_dataset(name)
+    if temp != name:
+        if fo.dataset_exists(name):
+            check_new_dataset_name(name, overwrite)  # made meanwhile by someone else
+            fo.delete_dataset(name)
         dataset.name = name
+    if staged:
+        dataset.persistent = True
 
 
 @gc_paused()

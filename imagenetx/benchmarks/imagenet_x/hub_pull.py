@@ -11,8 +11,10 @@ in WordNet id folders), through a temporary name and ``os.replace``, so a
 file under its final name is always whole. A shard whose images are all
 written gets a marker; an interrupted pull starts again at the shards
 without one and writes only the images that are missing. The dataset is
-then built in one pass, as ``imagenetx load --imagenet-dir`` builds it, with
-the ground truth from the shards' labels.
+built as ``imagenetx load --imagenet-dir`` builds it, with the ground truth
+from the shards' labels, each shard's images inserted (sorted by file name)
+as soon as the shards before it are done; it appears under its name only
+once every shard is in.
 """
 
 import json
@@ -22,7 +24,7 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional
+from typing import Callable, Iterator, List, Optional
 
 import fiftyone as fo
 
@@ -194,6 +196,105 @@ class _Writer:
         os.replace(tmp, self.marker(shard))
 
 
+class _Fetch:
+    """One split's shards, downloaded and written: :meth:`batches` yields
+    each shard's images in shard order as soon as that shard is done, so a
+    caller can insert them while later shards download and are read."""
+
+    def __init__(self, repo_id, files, layout, split, max_samples, token, workers,
+                 progress):
+        from imagenetx.classes.imagenet import class_table
+
+        if split not in ("val", "train"):
+            raise ImageNetXError(f"Unknown split '{split}': use --split val or --split train")
+        self.shard_files = sh.split_shards(files, layout, split)
+        if not self.shard_files:
+            raise ImageNetXError(
+                f"'{repo_id}' ({sh.LAYOUT_TITLES[layout]}) has no {split} shards: "
+                f"use --split {'train' if split == 'val' else 'val'}")
+        if max_samples is not None and max_samples < 1:
+            raise ImageNetXError("--max-samples must be at least 1")
+        self.repo_id, self.layout, self.split, self.token = repo_id, layout, split, token
+        self.max_samples = max_samples
+        # with max_samples, shards are read in order, one at a time
+        self.workers = 1 if max_samples is not None else (workers or DEFAULT_WORKERS)
+        self.progress = progress
+        self.started = time.perf_counter()
+        self.folder = images_folder(repo_id, split)
+        self.writer = _Writer(self.folder)
+        self.wnids = {w: i for i, w in enumerate(class_table().wnids)}
+        self.counted = 0
+        self.count_lock = threading.Lock()
+        self.reading = threading.Semaphore(reader_slots())
+        self.done = 0
+        self.resumed = 0
+
+    def _count(self, n: int) -> None:
+        with self.count_lock:
+            self.counted += n
+
+    def _report(self, message: str = "") -> None:
+        if self.progress is not None:
+            self.progress(PullProgress(self.done, len(self.shard_files), self.counted,
+                                       time.perf_counter() - self.started, message))
+
+    def _run(self, shard: str) -> list:
+        from imagenetx.store.hub import download_file
+
+        writer = self.writer
+        entries = writer.finished(shard)
+        if entries is not None:
+            self._count(len(entries))
+            with writer.lock:
+                writer.present += len(entries)
+            return entries
+        local = download_file(self.repo_id, shard, self.token)
+        with self.reading:
+            return writer.write_shard(sh.read_shard(local, self.layout, shard, self.wnids),
+                                      shard, self._count)
+
+    def batches(self) -> Iterator[dict]:
+        """Per shard, in shard order: ImageNet file name -> ``(path, class
+        index)`` (the first ``max_samples`` images in all)."""
+        self.writer.start()
+        self._report(f"'{self.repo_id}' is {sh.LAYOUT_TITLES[self.layout]}: "
+                     f"{len(self.shard_files):,} {self.split} shards")
+        self.resumed = sum(self.writer.finished(s) is not None for s in self.shard_files)
+        results, given, left = {}, 0, self.max_samples
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            pending, queue = set(), list(self.shard_files)
+            try:
+                while queue or pending:
+                    while queue and len(pending) < self.workers:
+                        future = pool.submit(self._run, queue[0])
+                        future.shard = queue.pop(0)
+                        pending.add(future)
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        results[future.shard] = future.result()
+                    self.done += len(finished)
+                    self._report()
+                    if self.max_samples is not None and self.counted >= self.max_samples:
+                        queue = []
+                    while given < len(self.shard_files) and self.shard_files[given] in results:
+                        entries = results.pop(self.shard_files[given])
+                        given += 1
+                        if left is not None:
+                            entries, left = entries[:left], left - len(entries[:left])
+                        yield {n: (image_path(self.folder, n), label) for n, label in entries}
+            except BaseException:
+                for future in pending:
+                    future.cancel()
+                raise
+
+    @property
+    def stats(self) -> tuple:
+        """``(shards, shards resumed, images written, images present,
+        seconds, folder)``."""
+        return (self.done, self.resumed, self.writer.written, self.writer.present,
+                time.perf_counter() - self.started, self.folder)
+
+
 def fetch_images(
     repo_id: str,
     files: List[str],
@@ -228,82 +329,11 @@ def fetch_images(
         ImageNetXError: for a split without shards, a refused token, or a
             shard that does not hold ImageNet
     """
-    from imagenetx.classes.imagenet import class_table
-    from imagenetx.store.hub import download_file
-
-    if split not in ("val", "train"):
-        raise ImageNetXError(f"Unknown split '{split}': use --split val or --split train")
-    shard_files = sh.split_shards(files, layout, split)
-    if not shard_files:
-        raise ImageNetXError(
-            f"'{repo_id}' ({sh.LAYOUT_TITLES[layout]}) has no {split} shards: "
-            f"use --split {'train' if split == 'val' else 'val'}")
-    if max_samples is not None and max_samples < 1:
-        raise ImageNetXError("--max-samples must be at least 1")
-
-    started = time.perf_counter()
-    folder = images_folder(repo_id, split)
-    writer = _Writer(folder)
-    writer.start()
-    wnids = {w: i for i, w in enumerate(class_table().wnids)}
-    counted = [0]
-    count_lock = threading.Lock()
-    reading = threading.Semaphore(reader_slots())
-
-    def count(n: int) -> None:
-        with count_lock:
-            counted[0] += n
-
-    def report(done: int, message: str = "") -> None:
-        if progress is not None:
-            progress(PullProgress(done, len(shard_files), counted[0],
-                                  time.perf_counter() - started, message))
-
-    def run(shard: str) -> list:
-        entries = writer.finished(shard)
-        if entries is not None:
-            count(len(entries))
-            with writer.lock:
-                writer.present += len(entries)
-            return entries
-        local = download_file(repo_id, shard, token)
-        with reading:
-            return writer.write_shard(sh.read_shard(local, layout, shard, wnids),
-                                      shard, count)
-
-    report(0, f"'{repo_id}' is {sh.LAYOUT_TITLES[layout]}: "
-              f"{len(shard_files):,} {split} shards")
-    resumed = sum(writer.finished(s) is not None for s in shard_files)
-    results = {}
-    if max_samples is not None:
-        workers = 1
-    with ThreadPoolExecutor(max_workers=workers or DEFAULT_WORKERS) as pool:
-        pending, queue = set(), list(shard_files)
-        try:
-            while queue or pending:
-                while queue and len(pending) < (workers or DEFAULT_WORKERS):
-                    shard = queue.pop(0)
-                    future = pool.submit(run, shard)
-                    future.shard = shard
-                    pending.add(future)
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    results[future.shard] = future.result()
-                report(len(results))
-                if max_samples is not None and counted[0] >= max_samples:
-                    queue = []
-        except BaseException:
-            for future in pending:
-                future.cancel()
-            raise
-
-    entries = [e for s in shard_files if s in results for e in results[s]]
-    if max_samples is not None:
-        entries = entries[:max_samples]
-    images = {n: (image_path(folder, n), label) for n, label in entries}
-    stats = (len(results), resumed, writer.written, writer.present,
-             time.perf_counter() - started, folder)
-    return images, stats
+    fetch = _Fetch(repo_id, files, layout, split, max_samples, token, workers, progress)
+    images = {}
+    for batch in fetch.batches():
+        images.update(batch)
+    return images, fetch.stats
 
 
 def pull_imagenet(
@@ -319,9 +349,12 @@ def pull_imagenet(
     workers: Optional[int] = None,
     progress: Optional[Callable[[PullProgress], None]] = None,
 ):
-    """Pulls one split of an ImageNet repo into a new tagged dataset: the
-    images of :func:`fetch_images`, then one bulk insert, as
-    ``imagenetx load --imagenet-dir`` builds it, with the shards' labels.
+    """Pulls one split of an ImageNet repo into a new tagged dataset, as
+    ``imagenetx load --imagenet-dir`` builds it, with the shards' labels:
+    each shard's images are inserted as soon as the shards before it are
+    done, while the next ones download and are read; the dataset takes its
+    name once all are in (a killed pull leaves no dataset, only a
+    non-persistent one FiftyOne deletes).
 
     Args:
         repo_id: ``ORG/NAME``
@@ -353,15 +386,16 @@ def pull_imagenet(
     if split in ("val", "train"):  # read the annotations while shards download
         warm = threading.Thread(target=warm_annotations, args=(split,), daemon=True)
         warm.start()
-    images, stats = fetch_images(repo_id, files, layout, split, max_samples,
-                                 token, workers, progress)
+    # the shards' images are inserted as each shard is done, while the
+    # next ones download and are read
+    fetch = _Fetch(repo_id, files, layout, split, max_samples, token, workers, progress)
     dataset, tagging = build_imagenet_dataset(
-        name, images, split=split, overwrite=overwrite, gt_field=gt_field)
+        name, fetch.batches(), split=split, overwrite=overwrite, gt_field=gt_field)
     info = dict(dataset.info.get("imagenetx") or {})
     info["source"] = {"hub": repo_id, "split": split, "layout": layout}
     dataset.info["imagenetx"] = info
     dataset.save()
-    return dataset, PullSummary(repo_id, layout, split, *stats, tagging)
+    return dataset, PullSummary(repo_id, layout, split, *fetch.stats, tagging)
 
 
 def reattach_media(dataset, repo_id: str, token: Optional[str] = None,

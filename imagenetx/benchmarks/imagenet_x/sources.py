@@ -183,7 +183,7 @@ def load_imagenet_dir(
 @gc_paused()
 def build_imagenet_dataset(
     name: str,
-    images: dict,
+    images,
     split: str = "val",
     overwrite: bool = False,
     gt_field: str = DEFAULT_GT_FIELD,
@@ -194,7 +194,10 @@ def build_imagenet_dataset(
 
     Args:
         name: the dataset name
-        images: ImageNet file name -> ``(path, class index)``
+        images: ImageNet file name -> ``(path, class index)``; or an
+            iterable of such dicts, each inserted (sorted by file name) as
+            it comes, while the next is still being made (a pull's shards):
+            the dataset then takes ``name`` only once all are in
         split ("val"): the split of every file name
         overwrite (False): whether to replace an existing dataset
         gt_field ("ground_truth"): the ground truth field to write
@@ -202,22 +205,26 @@ def build_imagenet_dataset(
     Returns:
         ``(dataset, TagSummary)``
     """
-    file_names = sorted(images)
+    staged = not isinstance(images, dict)
+    batches = images if staged else [images]
     labels = class_table().labels
-    contract, tagging = new_sample_annotations(name, file_names, split=split)
-    with new_dataset(name, overwrite) as dataset:
+    tagging = TagSummary(name, 0, 0)
+
+    def rows():
+        for batch in batches:
+            file_names = sorted(batch)
+            contract, part = new_sample_annotations(name, file_names, split=split)
+            tagging.add(part)
+            for file_name, fields in zip(file_names, contract):
+                path, klass = batch[file_name]
+                yield {"filepath": path,
+                       gt_field: raw_classification(labels[klass], klass),
+                       **(fields or {})}
+
+    with new_dataset(name, overwrite, staged=staged) as dataset:
         declare_classification(dataset, gt_field)
         declare_imagenetx_field(dataset, DEFAULT_FIELD)
-        rows = (
-            {
-                "filepath": images[file_name][0],
-                gt_field: raw_classification(
-                    labels[images[file_name][1]], images[file_name][1]),
-                **(fields or {}),
-            }
-            for file_name, fields in zip(file_names, contract)
-        )
-        insert_samples(dataset, rows)
+        insert_samples(dataset, rows())
     return dataset, tagging
 
 

@@ -70,6 +70,15 @@ class TagSummary:
     def unannotated(self) -> int:
         return self.samples - self.annotated
 
+    def add(self, other: "TagSummary") -> None:
+        """Adds the counts of another part of the same new samples
+        (:func:`new_sample_annotations` of a further batch)."""
+        self.samples += other.samples
+        self.annotated += other.annotated
+        self.samples_written += other.samples_written
+        for split, n in other.by_split.items():
+            self.by_split[split] = self.by_split.get(split, 0) + n
+
     def __str__(self):
         splits = ", ".join(f"{n:,} {s}" for s, n in self.by_split.items())
         return (
