@@ -24,7 +24,7 @@ import fiftyone as fo  # noqa: E402
 import foolbox as fb  # noqa: E402
 import torch  # noqa: E402
 
-from imagenetx.attacks.run import run_attack  # noqa: E402
+from imagenetx.attacks.run import attack_amp, run_attack  # noqa: E402
 from imagenetx.attacks.settings import AttackSettings  # noqa: E402
 from imagenetx.classes.imagenet import class_table  # noqa: E402
 from imagenetx.models.engine import (  # noqa: E402
@@ -50,7 +50,7 @@ def plain_loop(paths, labels, spec, args, batch_size, workers):
         ImageFiles(paths, reader), batch_size=batch_size, num_workers=workers,
         collate_fn=collate_images, pin_memory=device.type == "cuda",
         prefetch_factor=PREFETCH_FACTOR if workers else None)
-    dtype = amp_dtype(args.amp, device)
+    dtype = amp_dtype(attack_amp(args.amp), device)  # as ours: auto is float32
     success = []
     for batch in loader:
         x = batch.images.to(device, non_blocking=True).float().div_(255)

@@ -114,6 +114,7 @@ def test_real_weights_flip_under_a_large_budget_and_not_at_zero(attacked):
     assert clean == [281, 967] * 2 and not set(labels) & {"tabby", "espresso"}
     info = ds.get_field("adv").info["imagenetx_model"]
     assert info["attack"]["eps"] == pytest.approx(8 / 255) and info["attack"]["steps"] == 3
+    assert info["amp"] == "off"  # --amp auto attacks in float32 on every device
 
     # per slice, the adversarial accuracy the analysis reports is the share
     # of the slice's samples the attack did not move off the truth

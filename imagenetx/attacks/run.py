@@ -18,6 +18,7 @@ the settings.
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -52,6 +53,12 @@ class AttackSummary(PredictSummary):
         return "\n".join(lines)
 
 
+def attack_amp(amp: str) -> str:
+    """The autocast of an attack run: ``auto`` is float32 (``off``) on
+    every device, as Gavrikov's script and RobustBench attack."""
+    return "off" if amp == "auto" else amp
+
+
 def run_attack(
     samples,
     model: str,
@@ -73,7 +80,9 @@ def run_attack(
         settings (None): the attack (default: Gavrikov's PGD-40 at 0.5/255)
         request (None): the model options
         options (None): the run options (batch size, device, autocast,
-            limit, overwrite, ...)
+            limit, overwrite, ...); ``amp="auto"`` attacks in float32, as
+            both references do (``bf16`` is faster on a GPU, with
+            lower-precision gradients)
         gt_field ("ground_truth"): the true classes the attack moves away
             from (required)
         progress (None): as in :func:`imagenetx.models.inference.predict`
@@ -88,6 +97,8 @@ def run_attack(
     """
     settings = (settings or AttackSettings()).check()
     attack = make_attack(settings)  # a missing library is said before any work
+    options = (options or RunOptions()).check()
+    options = dataclasses.replace(options, amp=attack_amp(options.amp))
     summary = AttackSummary(dataset="", field=field, model=model, device="", samples=0,
                             attack=settings.describe())
 
@@ -95,9 +106,10 @@ def run_attack(
         return _Attack(classify, todo, attack, settings, summary)
 
     result = run_predict(samples, model, field, request or ModelRequest(),
-                         options or RunOptions(), gt_field=gt_field, progress=progress,
+                         options, gt_field=gt_field, progress=progress,
                          slices=slices, task=task, attributes=ATTRIBUTES,
-                         record={"attack": settings.to_dict()}, needs_truth=True,
+                         record={"attack": settings.to_dict(), "amp": options.amp},
+                         needs_truth=True,
                          check=lambda engine: check_gradients(engine, model))
     for name in PredictSummary.__dataclass_fields__:
         setattr(summary, name, getattr(result, name))

@@ -69,7 +69,8 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--n", dest="limit", type=int, metavar="N",
                    help="attack at most N samples (a resumed run: N more)")
     add_model_options(p)
-    add_runtime(p)
+    add_runtime(p, amp_help="autocast dtype (default auto: float32, as Gavrikov's script "
+                            "and RobustBench attack; bf16 is faster on a GPU)")
     p.add_argument("--overwrite", action="store_true",
                    help="attack samples that already have an adversarial prediction too")
     p.add_argument("--slices", metavar="A,B",
@@ -155,8 +156,9 @@ def add_zero_shot(p):
                          '"A photo of a {c}" (ImageNet-D\'s protocol)')
 
 
-def add_runtime(p):
-    """Where and how inference runs (``predict`` and ``probe``)."""
+def add_runtime(p, amp_help: str = "autocast dtype (default: bf16 on CUDA, off on CPU)"):
+    """Where and how inference runs (``predict``, ``probe``, ``attack``,
+    ``suite``)."""
     p.add_argument("--batch-size", type=int,
                    help="images per forward pass (default: 256 on a GPU, 64 on the CPU)")
     p.add_argument("--num-workers", type=int,
@@ -167,8 +169,7 @@ def add_runtime(p):
                         "(default): torchvision where the model's resize allows, and on "
                         "a GPU also decodes a share of each batch there")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] (default: auto)")
-    p.add_argument("--amp", default="auto", choices=AMPS,
-                   help="autocast dtype (default: bf16 on CUDA, off on CPU)")
+    p.add_argument("--amp", default="auto", choices=AMPS, help=amp_help)
 
 
 def _add_probe_model(p):
