@@ -1,6 +1,7 @@
 """Sharded runs under torchrun (gloo, 2 ranks on the CPU) with real photos
 and real weights: the same predictions as one process, each sample written
-once, a killed rank then a re-run, and a separate mongod as on a cluster."""
+once, a killed rank then a re-run, a separate mongod as on a cluster, and
+an attack's adversarial predictions."""
 
 import json
 import os
@@ -216,3 +217,38 @@ def test_ranks_share_a_separate_mongod_as_on_a_cluster(tmp_env, photos, referenc
         mongod.wait(timeout=60)
         shutil.rmtree(dbpath, ignore_errors=True)
     assert not fo.dataset_exists("dist-cluster")  # not in the embedded database
+
+
+def test_two_ranks_attack_as_one_process(tmp_env, photos):
+    """``imagenetx attack`` under torchrun: each sample attacked once, by
+    one rank, with the adversarial predictions of one process (PGD without
+    its random start is the same per image whatever the batches)."""
+    from imagenetx.attacks.run import run_attack
+    from imagenetx.attacks.settings import AttackSettings
+    from imagenetx.models.options import RunOptions
+    from imagenetx.models.sources import ModelRequest
+
+    one = fo.Dataset("dist-attack-one")
+    one.add_samples(_samples(photos))
+    settings = AttackSettings(eps=8 / 255, steps=2, random_start=False)
+    run_attack(one, MODEL[1], "adv", settings,
+               ModelRequest(arch=MODEL[3], remap_by_position=True),
+               RunOptions(batch_size=4, num_workers=0), progress=False)
+
+    ds = fo.Dataset("dist-attack")
+    ds.add_samples(_samples(photos))
+    r = _run(_torchrun("attack", "--dataset", "dist-attack", "--field", "adv", *MODEL,
+                       "--eps", "8/255", "--steps", "2", "--no-random-start",
+                       "--batch-size", "2", "--num-workers", "0"),
+             dict(tmp_env, OMP_NUM_THREADS="1"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "2 ranks predicted 5 + 5" in r.stdout and r.stdout.count("Robust accuracy") == 1
+    ds.reload()
+    keys = ["adv.label", "adv.flipped", "adv.clean_class_index", "eval_adv"]
+
+    def by_name(d):
+        return dict(zip(map(os.path.basename, d.values("filepath")), zip(*d.values(keys))))
+
+    expected = by_name(one)
+    assert by_name(ds) == expected and len(expected) == N
+    assert any(flipped for _, flipped, _, _ in expected.values())  # the attack did act
