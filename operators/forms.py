@@ -64,12 +64,19 @@ def new_dataset_params(ctx) -> dict:
             "overwrite": bool(ctx.params.get("overwrite"))}
 
 
+def built_dataset_result(dataset, summary, **extra) -> dict:
+    """The result of an operator that built a dataset: its name and summary
+    (``dataset`` in the result of :func:`run_with_progress`'s ``finish``
+    makes the App open it)."""
+    return {"dataset": dataset.name, "summary": str(summary), **extra}
+
+
 def open_built_dataset(ctx, dataset, summary, **extra) -> dict:
     """Opens a dataset an operator built (unless delegated) and returns the
     operator's result: its name and summary."""
     if not ctx.delegated:
         ctx.ops.open_dataset(dataset.name)
-    return {"dataset": dataset.name, "summary": str(summary), **extra}
+    return built_dataset_result(dataset, summary, **extra)
 
 
 def is_large(samples_of, ctx, limit: int) -> bool:
@@ -164,7 +171,10 @@ def run_with_progress(ctx, job, finish):
     records the progress with the run). Immediate: returns a generator that
     the App streams (no operator time-out applies to it): the job runs in a
     thread while the generator yields progress bar updates, then
-    ``ctx.trigger("reload_dataset")`` and the output of ``finish(result)``.
+    ``ctx.trigger("reload_dataset")`` (or, when the result names a
+    ``dataset`` the job built, the request that opens it) and the output of
+    ``finish(result)``: a streamed operator's requests reach the App only
+    as yielded messages.
     A user mistake (:class:`ImageNetXError`) ends as one message either way.
 
     Args:
@@ -216,7 +226,10 @@ def _stream(ctx, job, finish):
         raise error
     else:
         result = finish(outcome["result"])
-        yield ctx.trigger("reload_dataset")
+        if result.get("dataset"):  # a dataset the job built: open it
+            yield ctx.ops.open_dataset(result["dataset"])
+        else:
+            yield ctx.trigger("reload_dataset")
     yield ctx.ops.show_output(_summary_output().to_json(), result)
 
 

@@ -6,8 +6,8 @@ import fiftyone.operators.types as types
 
 from .forms import (
     add_new_dataset_inputs,
+    built_dataset_result,
     new_dataset_params,
-    open_built_dataset,
     run_with_progress,
     user_errors,
 )
@@ -59,8 +59,8 @@ class LoadFromHub(foo.Operator):
         def finish(result):
             dataset, summary = result
             # an ImageNet-D repo gives an ImageNetDSummary, without "annotated"
-            return open_built_dataset(ctx, dataset, summary,
-                                      annotated=getattr(summary, "annotated", 0))
+            return built_dataset_result(dataset, summary,
+                                        annotated=getattr(summary, "annotated", 0))
 
         return run_with_progress(ctx, job, finish)
 

@@ -201,17 +201,20 @@ def test_show_mistakes_operator_sets_the_view(demo_build):
 
 
 def test_load_from_hub_operator_opens_the_tagged_dataset(hub_repo):
-    result = foo.execute_operator(
+    import asyncio
+
+    from fiftyone.operators.executor import execute_or_delegate_operator
+
+    # it streams its progress (a generator, as the App's server runs it):
+    # only the messages it yields reach the App, the open_dataset request
+    # among them
+    result = asyncio.run(execute_or_delegate_operator(
         f"{PLUGIN_NAME}/load_from_hub",
-        ctx={"params": {"repo_id": hub_repo, "name": "panel-hub",
-                        "max_samples": 5}},
-    )
-    assert result.error is None, result.error_message
-    # it streams its progress (a generator): the dataset and the App's
-    # open_dataset request say what it did
-    opened = [r for r in result.executor._requests
-              if r.operator_uri.endswith("open_dataset")]
-    assert opened and opened[0].params["dataset"] == "panel-hub"
+        {"params": {"repo_id": hub_repo, "name": "panel-hub", "max_samples": 5}}))
+    assert result.error is None, result.error
+    requests = [m.to_json()["body"] for m in result.result]
+    assert [r["params"]["dataset"] for r in requests
+            if r["operator_uri"].endswith("open_dataset")] == ["panel-hub"]
     assert fo.load_dataset("panel-hub").count_sample_tags() == {
         "x:background": 2, "x:color": 1}
 
