@@ -1,6 +1,7 @@
 """Make this checkout visible to FiftyOne as a plugin, and open the App."""
 
 import os
+import sys
 
 import fiftyone as fo
 
@@ -128,10 +129,24 @@ def is_local_address(address: str) -> bool:
     return address in ("localhost", "::1") or address.startswith("127.")
 
 
+def served_address() -> str:
+    """The address the App this process serves binds: the one
+    :func:`launch_app` recorded, else the App server's own ``--address``
+    (FiftyOne passes 0.0.0.0 there in a container), else FiftyOne's
+    configured default (``FIFTYONE_DEFAULT_APP_ADDRESS``), as its server
+    reads them; this machine's outside any App."""
+    argv = sys.argv
+    given = next((argv[k + 1] for k, a in enumerate(argv[:-1]) if a == "--address"), None)
+    given = given or next((a.split("=", 1)[1] for a in argv if a.startswith("--address=")),
+                          None)
+    return (os.environ.get(APP_ADDRESS_ENV) or given or fo.config.default_app_address
+            or LOCAL_ADDRESS)
+
+
 def app_is_local() -> bool:
     """Whether the App this process serves listens on this machine only
-    (True outside an App started by :func:`launch_app`)."""
-    return is_local_address(os.environ.get(APP_ADDRESS_ENV) or LOCAL_ADDRESS)
+    (:func:`served_address`)."""
+    return is_local_address(served_address())
 
 
 def reports_dir() -> str:
@@ -147,8 +162,8 @@ def report_path_refusal(out: str):
     the App is reachable from other machines, only under :func:`reports_dir`."""
     if app_is_local():
         return None
-    folder = reports_dir()
-    path = os.path.abspath(os.path.expanduser(out))
+    folder = os.path.realpath(reports_dir())
+    path = os.path.realpath(os.path.expanduser(out))  # no way out through a link
     if os.path.commonpath([folder, path]) == folder:
         return None
     return (f"HTML file '{out}' is outside the reports folder {folder}: this App is "

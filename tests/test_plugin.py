@@ -212,6 +212,27 @@ def test_an_app_beyond_this_machine_says_so_and_writes_reports_in_its_folder(
     assert not (tmp_path / "r.html").exists()
     inside = {"pred_fields": ["p"], "out": str(reports / "r.html")}
     assert not [e for e in _form_errors(uri, "plugin-exposed", inside) if "reports" in e]
+    reports.mkdir(exist_ok=True)
+    (reports / "out").symlink_to(tmp_path)  # no way out through a link
+    assert "outside the reports folder" in report_path_refusal(str(reports / "out" / "r.html"))
+
+
+def test_an_app_started_by_fiftyone_itself_is_judged_by_its_own_address(
+        tmp_path, monkeypatch):
+    """An App that ``launch_app`` did not start (``fo.launch_app``, ``fiftyone
+    app launch``) binds its server's ``--address``, else FiftyOne's
+    configured default: the report form follows that address."""
+    from imagenetx.plugin import APP_ADDRESS_ENV, report_path_refusal
+
+    monkeypatch.delenv(APP_ADDRESS_ENV, raising=False)
+    monkeypatch.setenv("IMAGENETX_REPORTS_DIR", str(tmp_path / "reports"))
+    out = str(tmp_path / "r.html")
+    monkeypatch.setattr(fo.config, "default_app_address", "0.0.0.0")
+    assert "outside the reports folder" in report_path_refusal(out)
+    monkeypatch.setattr(fo.config, "default_app_address", "localhost")
+    assert report_path_refusal(out) is None
+    monkeypatch.setattr("sys.argv", ["main.py", "--port", "5151", "--address", "0.0.0.0"])
+    assert "outside the reports folder" in report_path_refusal(out)
 
 
 ATTACK = f"{PLUGIN_NAME}/run_attack"
