@@ -88,6 +88,23 @@ def test_pgd_is_foolboxs_own_and_stays_within_its_budget():
     assert timm  # the model came from timm
 
 
+def test_the_attack_runs_where_the_inputs_are(monkeypatch):
+    """On a machine with a GPU, an attack of a model the run placed on the
+    CPU (or on another GPU) stays there: foolbox is told the device."""
+    from imagenetx.attacks.library import InputsInUnitRange, make_attack
+    from imagenetx.models.engine import Engine
+    from imagenetx.models.sources import load_model
+
+    engine = Engine(load_model("timm:resnet18", ModelRequest(pretrained=False)),
+                    torch.device("cpu"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    x = torch.rand(2, 3, 32, 32)
+    adversarial = make_attack(AttackSettings(eps=1 / 255, steps=1))(
+        InputsInUnitRange(engine), x, torch.tensor([1, 2]))
+    assert adversarial.device.type == "cpu"
+    assert next(engine.module.parameters()).device.type == "cpu"
+
+
 @pytest.fixture(scope="module")
 def attacked(photos):
     """Four real photos attacked with the real lite0 weights at ε = 0
@@ -127,6 +144,33 @@ def test_real_weights_flip_under_a_large_budget_and_not_at_zero(attacked):
             hand = np.mean([g == t for g, t, x in zip(got, truth, slices) if x == s])
             row = table["models"][field]["slices"][s]
             assert row["n"] == 2 and row["accuracy"] == pytest.approx(hand)
+
+
+def test_a_field_of_another_run_is_never_added_to(attacked):
+    """Attacking into a field of another attack's settings or of plain
+    predictions, or predicting into an attack's field, is refused before
+    anything is written (a resumed run would mix the two)."""
+    from imagenetx.models.inference import predict
+
+    ds, _, _ = attacked
+    fields = ["adv0.label", "adv.label", "adv.flipped"]
+    before = ds.values(fields)
+    with pytest.raises(ImageNetXError, match=r"Field 'adv0' holds predictions of .* "
+                                             r"\(attack differ\): pass --overwrite"):
+        run_attack(ds, SPEC, "adv0", AttackSettings(eps=8 / 255, steps=2), LITE0,
+                   RunOptions(num_workers=0))
+    ds.clone_sample_field("ground_truth", "plain")
+    try:
+        with pytest.raises(ImageNetXError, match="'plain' holds predictions that no attack"):
+            run_attack(ds, SPEC, "plain", AttackSettings(steps=1), LITE0,
+                       RunOptions(num_workers=0))
+    finally:
+        ds.delete_sample_field("plain")
+    with pytest.raises(ImageNetXError, match=r"'adv' holds predictions of .* attacked, "
+                                             r"and this run would add"):
+        predict(ds, SPEC, "adv", arch="efficientnet_lite0", remap_by_position=True,
+                num_workers=0)
+    assert ds.values(fields) == before
 
 
 def test_attack_success_per_slice_its_broken_images_and_the_panel_chart(attacked, photos):

@@ -81,6 +81,13 @@ def test_open_clip_zero_shot_equals_open_clips_own_pipeline(photos_dir):
     fast = np.stack(ds.values("clip_tv.logits"))
     assert np.abs(fast - ref).max() < 0.05 * np.abs(ref).max()
 
+    # other prompts never add to the field: its record stays true
+    with pytest.raises(ImageNetXError, match=r"'clip' holds predictions of .*"
+                                             r"\(templates, prompt, num_templates differ\)"):
+        predict(ds, f"open_clip:{ARCH}", "clip", pretrained=False, num_workers=0,
+                overwrite=False, limit=None)
+    assert np.stack(ds.values("clip.logits")).tolist() == ours.tolist()
+
 
 @pytest.fixture(scope="module")
 def imagenet_d_release(tmp_path_factory) -> Path:

@@ -44,7 +44,9 @@ def make_attack(settings: AttackSettings) -> Callable:
         attack = fb.attacks.FGSM() if linf else fb.attacks.FGM()
 
     def run(model, x, labels):
-        fmodel = fb.PyTorchModel(model, bounds=(0, 1))
+        # the inputs' device: foolbox's default (cuda:0 when there is a GPU)
+        # would move the model off the device the run placed it on
+        fmodel = fb.PyTorchModel(model, bounds=(0, 1), device=x.device)
         _, clipped, _ = attack(fmodel, x, labels, epsilons=settings.eps)
         return clipped
 
@@ -62,7 +64,7 @@ def _autoattack(settings: AttackSettings) -> Callable:
 
     def run(model, x, labels):
         adversary = AutoAttack(model, norm=norm, eps=settings.eps, version="standard",
-                               seed=settings.seed, verbose=False)
+                               seed=settings.seed, verbose=False, device=x.device)
         return adversary.run_standard_evaluation(x, labels, bs=x.shape[0])
 
     return run

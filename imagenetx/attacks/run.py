@@ -125,6 +125,9 @@ class _Attack:
         self.classify = classify
         self.engine = classify.engine
         self.model = InputsInUnitRange(self.engine)
+        # the attack needs gradients at the inputs only: none for the weights
+        # (each step would compute and accumulate them)
+        self.engine.module.requires_grad_(False)
         self.attack = attack
         self.settings = settings
         self.summary = summary

@@ -227,11 +227,13 @@ def run_predict(samples, model: str, field: str, request: ModelRequest,
     decisions = benchmark.decisions() if classifier.classes.is_imagenet else None
     labels = (decisions.labels if decisions else
               None if classifier.classes.is_imagenet else classifier.classes.labels)
+    _check_resume(dataset, field, classifier, record, options.overwrite)
     engine = Engine(classifier, at.device, at.dtype, options.compile, at.batch_size)
     if check is not None:
         check(engine)
     todo = _Todo.list(samples, field, gt_field, options, at.ranks, labels,
-                      attributes or {}, needs_truth)
+                      attributes or {}, needs_truth,
+                      on_declare=lambda: _record(dataset, field, classifier, record))
     summary = PredictSummary(dataset=dataset.name, field=field, model=model,
                              device=str(at.device), samples=todo.n_samples,
                              already_predicted=todo.already_predicted)
@@ -296,7 +298,8 @@ class _Todo:
 
     @classmethod
     def list(cls, samples, field, gt_field, options: RunOptions, ranks, labels,
-             attributes: dict, needs_truth: bool = False) -> "_Todo":
+             attributes: dict, needs_truth: bool = False,
+             on_declare=None) -> "_Todo":
         dataset = samples._dataset
         err_field = error_field(field)
         has_errors = dataset.has_field(err_field)
@@ -328,6 +331,8 @@ class _Todo:
                     "(`imagenetx tag`)")
             if columns[0]:
                 _declare_prediction_field(dataset, field, attributes)
+                if on_declare is not None:
+                    on_declare()  # the run's record before its first write
                 if evaluable and not dataset.has_field(eval_key):
                     dataset.add_sample_field(eval_key, fo.BooleanField)
                     declared = True
@@ -350,16 +355,52 @@ class _Todo:
             err_field=err_field, eval_key=eval_key, previous=previous)
 
 
+#: the parts of a field's record that say which predictions it holds: a run
+#: adds to a field only where they are the same
+IDENTITY = ("spec", "classes", "pretrained", "templates", "prompt", "num_templates",
+            "attack")
+
+
+def _run_record(classifier, more: Optional[dict] = None) -> dict:
+    return {"spec": classifier.spec, "source": classifier.source,
+            "classes": classifier.classes.name, "probabilities": classifier.probabilities,
+            **{k: v for k, v in classifier.record.items() if k != "classes"},
+            **(more or {})}
+
+
+def _check_resume(dataset, field: str, classifier, more: Optional[dict],
+                  overwrite: bool) -> None:
+    """Refuses, before anything is written, a run that would add its
+    predictions to a field another model, other prompts or another attack
+    filled (a resumed run adds only the samples missing)."""
+    if overwrite or not dataset.has_field(field) or not all_slices(dataset).count(field):
+        return
+    stored = (dataset.get_field(field).info or {}).get(INFO_KEY)
+    new = _run_record(classifier, more)
+    if stored is None:
+        if "attack" in new:
+            raise ImageNetXError(
+                f"Field '{field}' holds predictions that no attack made: choose another "
+                "--field for the adversarial predictions, or pass --overwrite to replace "
+                "them")
+        return  # imported predictions: their file names say what they are
+    differ = [k for k in IDENTITY if new.get(k) != stored.get(k)]
+    if differ:
+        def what(r):
+            return r.get("spec") + (" attacked" if r.get("attack") else "")
+
+        raise ImageNetXError(
+            f"Field '{field}' holds predictions of {what(stored)}, and this run would add "
+            f"{what(new)}'s ({', '.join(differ)} differ): pass --overwrite to replace "
+            "them, or choose another --field")
+
+
 def _record(dataset, field: str, classifier, more: Optional[dict] = None) -> None:
     """Keeps in the field's ``info`` which source, output classes and
     prompts produced it (and ``more`` of the run: an attack's settings)."""
     f = dataset.get_field(field)
     info = dict(f.info or {})
-    info[INFO_KEY] = {"spec": classifier.spec, "source": classifier.source,
-                      "classes": classifier.classes.name,
-                      "probabilities": classifier.probabilities,
-                      **{k: v for k, v in classifier.record.items() if k != "classes"},
-                      **(more or {})}
+    info[INFO_KEY] = _run_record(classifier, more)
     f.info = info
     f.save()
 
