@@ -105,6 +105,7 @@ class AttackModel(foo.Operator):
 
     def execute(self, ctx):
         from imagenetx.attacks.run import run_attack
+        from imagenetx.attacks.subsets import protocol_view
         from imagenetx.models.options import from_params
 
         p = ctx.params
@@ -112,11 +113,7 @@ class AttackModel(foo.Operator):
         def job(progress):
             settings = attack_settings(p)
             request, options = from_params(model_params(p))
-            view = ctx.target_view()
-            if settings.protocol == "robustbench":
-                from imagenetx.attacks.subsets import robustbench_view
-
-                view = robustbench_view(view)
+            view = protocol_view(ctx.target_view(), p.get("protocol") or None)
             return run_attack(view, p["model"], p["field"], settings, request, options,
                               gt_field=p.get("gt_field") or "ground_truth",
                               progress=progress, slices=p.get("slices") or None)
@@ -145,23 +142,15 @@ def attack_settings(params: dict):
     """The :class:`~imagenetx.attacks.settings.AttackSettings` of the form's
     values: the protocol's, with what the form gives (empty: the
     protocol's), as ``imagenetx attack`` builds them."""
-    from imagenetx.attacks.settings import parse_eps, protocol_settings, with_overrides
-    from imagenetx.errors import ImageNetXError
+    from imagenetx.attacks.settings import settings_from
 
     def given(name):
         value = params.get(name)
         return None if value in ("", None) else value
 
-    eps, step_size = given("eps"), given("step_size")
-    if step_size is not None:
-        try:
-            step_size = parse_eps(step_size)
-        except ImageNetXError as e:  # said of --eps
-            raise ImageNetXError(str(e).replace("--eps", "--step-size")) from None
-    return with_overrides(
-        protocol_settings(given("protocol") or "gavrikov"), attack=given("attack"),
-        eps=None if eps is None else parse_eps(eps), norm=given("norm"),
-        steps=given("steps"), step_size=step_size)
+    return settings_from(given("protocol"), attack=given("attack"), eps=given("eps"),
+                         norm=given("norm"), steps=given("steps"),
+                         step_size=given("step_size"))
 
 
 def _check_settings(ctx, inputs):

@@ -309,6 +309,30 @@ def test_bad_settings_say_so(make, message):
         make()
 
 
+def test_robustbench_protocol_attacks_its_subset_whatever_settings_change(
+        photos, tmp_path, monkeypatch):
+    """``--protocol robustbench`` attacks RobustBench's images (matched by
+    file name) also when a setting is changed on top of it; a dataset with
+    none of them is refused; the CLI and the form read settings alike."""
+    from imagenetx.attacks.settings import settings_from
+    from imagenetx.attacks.subsets import protocol_view
+
+    ids = tmp_path / "imagenet_test_image_ids.txt"
+    ids.write_text("n02123045/chelsea.jpg\nn01440764/ILSVRC2012_val_00000293.JPEG\n")
+    monkeypatch.setenv("IMAGENETX_ROBUSTBENCH_DIR", str(tmp_path))
+    ds = _dataset("attack-robustbench", photos)
+    settings = settings_from("robustbench", steps=10)
+    assert (settings.attack, settings.eps, settings.protocol) == ("autoattack", 4 / 255, None)
+    view = protocol_view(ds, "robustbench")
+    assert [os.path.basename(p) for p in view.values("filepath")] == ["chelsea.jpg"]
+    assert len(protocol_view(ds, "gavrikov")) == len(protocol_view(ds, None)) == len(ds)
+    ids.write_text("n01440764/ILSVRC2012_val_00000293.JPEG\n")
+    with pytest.raises(ImageNetXError, match="holds none of RobustBench's 5,000"):
+        protocol_view(ds, "robustbench")
+    with pytest.raises(ImageNetXError, match="--step-size 'abc' is not a number"):
+        settings_from(step_size="abc")
+
+
 def test_parse_eps_reads_fractions():
     assert parse_eps("0.5/255") == pytest.approx(0.5 / 255)
     assert parse_eps("4/255") == pytest.approx(4 / 255) and parse_eps(0.002) == 0.002

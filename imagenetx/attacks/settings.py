@@ -103,7 +103,19 @@ def with_overrides(settings: AttackSettings, **given) -> AttackSettings:
     return out.check()
 
 
-def parse_eps(text: Union[str, float]) -> float:
+def settings_from(protocol: Optional[str] = None, eps=None, step_size=None,
+                  **given) -> AttackSettings:
+    """The settings of ``protocol`` (default ``gavrikov``) with the options
+    given (None: the protocol's), as the command line and the App's form
+    give them: ``eps`` and ``step_size`` as :func:`parse_eps` reads them."""
+    return with_overrides(
+        protocol_settings(protocol or "gavrikov"),
+        eps=None if eps is None else parse_eps(eps),
+        step_size=None if step_size is None else parse_eps(step_size, "--step-size"),
+        **given)
+
+
+def parse_eps(text: Union[str, float], option: str = "--eps") -> float:
     """A budget from ``0.5/255``, ``4/255``, ``0.002`` or a number.
 
     Raises:
@@ -115,16 +127,16 @@ def parse_eps(text: Union[str, float]) -> float:
         s = str(text).strip()
         if not re.fullmatch(r"[0-9.eE+-]+(/[0-9.eE+-]+)?", s):
             raise ImageNetXError(
-                f"--eps '{text}' is not a number or a fraction: e.g. 0.5/255 or 0.002")
+                f"{option} '{text}' is not a number or a fraction: e.g. 0.5/255 or 0.002")
         try:
             num, _, den = s.partition("/")
             value = float(num) / float(den) if den else float(num)
         except (ValueError, ZeroDivisionError):
             raise ImageNetXError(
-                f"--eps '{text}' is not a number or a fraction: e.g. 0.5/255 or 0.002"
+                f"{option} '{text}' is not a number or a fraction: e.g. 0.5/255 or 0.002"
             ) from None
     if not value >= 0:
-        raise ImageNetXError(f"--eps must be 0 or more, not {text}")
+        raise ImageNetXError(f"{option} must be 0 or more, not {text}")
     return value
 
 

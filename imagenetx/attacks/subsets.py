@@ -8,6 +8,7 @@ The list is RobustBench's ``helper_files/imagenet_test_image_ids.txt``
 from __future__ import annotations
 
 import os
+from typing import Optional
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.store.downloads import RemoteFiles
@@ -48,3 +49,10 @@ def robustbench_view(samples):
             "ImageNet validation images (matched by file name): load the validation set, "
             "or pass --attack autoattack --eps 4/255 to attack this dataset as it is")
     return view.select(ids, ordered=True)
+
+
+def protocol_view(samples, protocol: Optional[str]):
+    """The samples a protocol attacks: RobustBench's subset for
+    ``robustbench`` (whatever settings were changed on top of it), else
+    ``samples`` as they are."""
+    return robustbench_view(samples) if protocol == "robustbench" else samples

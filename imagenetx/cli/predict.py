@@ -275,21 +275,15 @@ def run_probe(args) -> int:
 
 def run_attack(args) -> int:
     from imagenetx.attacks.run import run_attack as attack
-    from imagenetx.attacks.settings import parse_eps, protocol_settings, with_overrides
+    from imagenetx.attacks.settings import settings_from
+    from imagenetx.attacks.subsets import protocol_view
     from imagenetx.models.options import from_args
 
-    settings = with_overrides(
-        protocol_settings(args.protocol), attack=args.attack,
-        eps=None if args.eps is None else parse_eps(args.eps), norm=args.norm,
-        steps=args.steps,
-        step_size=None if args.step_size is None else parse_eps(args.step_size),
-        random_start=args.random_start, seed=args.seed)
+    settings = settings_from(
+        args.protocol, attack=args.attack, eps=args.eps, norm=args.norm, steps=args.steps,
+        step_size=args.step_size, random_start=args.random_start, seed=args.seed)
     request, options = from_args(args)
-    view = args.dataset
-    if settings.protocol == "robustbench":
-        from imagenetx.attacks.subsets import robustbench_view
-
-        view = robustbench_view(args.dataset)
+    view = protocol_view(args.dataset, args.protocol)
     summary = attack(view, args.model, args.field, settings, request, options,
                      gt_field=args.gt_field,
                      slices=args.slices.split(",") if args.slices else None)
