@@ -57,6 +57,25 @@ def test_suite_runs_what_is_loaded_and_places_the_model(photos_dir, published, c
                  "--published-dir", published]) == 0
     out, _ = capsys.readouterr()
     assert "0 predicted" in out and "Kendall's tau" in out
+    assert fo.load_dataset("suite-val").count("lite0_pgd") == 2  # at most --attack-n in all
+
+
+def test_the_suite_takes_imagenet_val_never_the_demo(photos_dir):
+    """Without --dataset, ImageNet is a dataset of validation images: not
+    the demo (placeholders), not a training-only dataset."""
+    from imagenetx.analysis.suite import _imagenet_val
+
+    ds = make_dataset("suite-kinds", photos_dir)
+    assert main(["tag", "--dataset", "suite-kinds"]) == 0
+    ds.reload()
+    assert _imagenet_val(ds)
+    ds.info["imagenetx"] = dict(ds.info.get("imagenetx") or {}, demo=True)
+    ds.save()
+    assert not _imagenet_val(ds)
+    ds.info["imagenetx"] = dict(ds.info["imagenetx"], demo=False)
+    ds.save()
+    ds.set_values("imagenetx.split", ["train"] * len(ds))
+    assert not _imagenet_val(ds)
 
 
 def test_suite_without_any_benchmark_says_what_to_load(photos_dir, published, capsys):

@@ -15,7 +15,7 @@ loads them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field as dc_field
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from imagenetx.errors import ImageNetXError
 
@@ -67,22 +67,46 @@ class SuiteResult:
                 "comparison": self.comparison.to_dict() if self.comparison else None}
 
 
-def find_datasets(names: Optional[Sequence[str]] = None) -> Dict[str, str]:
-    """``{benchmark: dataset name}``: the first dataset of each suite
-    benchmark among ``names`` (default: every dataset in the database)."""
+def find_datasets(names: Optional[Sequence[str]] = None) -> Tuple[Dict[str, str], List[str]]:
+    """``({benchmark: dataset name}, notes)``: the dataset of each suite
+    benchmark among ``names`` (the first given of each), or by default
+    among every dataset in the database: for ImageNet, a dataset of
+    validation images, never the demo (its images are placeholders); where
+    several qualify, the first by name, and a note says which was taken."""
     import fiftyone as fo
 
     from imagenetx.benchmarks import get_benchmark
 
     wanted = {b for b, _, _ in BENCHMARKS}
-    found: Dict[str, str] = {}
+    candidates: Dict[str, List[str]] = {}
     for name in names if names is not None else fo.list_datasets():
         if not fo.dataset_exists(name):
             raise ImageNetXError(f"Dataset '{name}' does not exist: see `fiftyone datasets list`")
-        benchmark = get_benchmark(fo.load_dataset(name)).name
-        if benchmark in wanted and benchmark not in found:
-            found[benchmark] = name
-    return found
+        dataset = fo.load_dataset(name)
+        benchmark = get_benchmark(dataset).name
+        if benchmark not in wanted:
+            continue
+        if names is None and benchmark == "imagenet_x" and not _imagenet_val(dataset):
+            continue
+        candidates.setdefault(benchmark, []).append(name)
+    found = {b: names_[0] for b, names_ in candidates.items()}
+    notes = [f"{len(names_)} datasets of {b}: using '{names_[0]}' (pass --dataset to choose "
+             f"among {', '.join(names_)})"
+             for b, names_ in candidates.items() if len(names_) > 1 and names is None]
+    return found, notes
+
+
+def _imagenet_val(dataset) -> bool:
+    """Whether an ImageNet-X dataset holds real validation images (not the
+    demo's placeholders, not only training images)."""
+    from imagenetx.benchmarks.imagenet_x.demo import DEFAULT_NAME
+
+    if dataset.name == DEFAULT_NAME or (dataset.info.get("imagenetx") or {}).get("demo"):
+        return False
+    from imagenetx.benchmarks.imagenet_x.tagging import DEFAULT_FIELD
+
+    split = f"{DEFAULT_FIELD}.split"
+    return not dataset.has_field(split) or "val" in dataset.distinct(split)
 
 
 def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
@@ -127,7 +151,7 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
     options = options or RunOptions()
     check_request(model, request)
     published = load_published(published_dir)  # bad tables fail before any work
-    found = find_datasets(datasets)
+    found, choices = find_datasets(datasets)
     missing = [(title, how) for b, title, how in BENCHMARKS if b not in found]
     if not found:
         raise ImageNetXError(
@@ -136,6 +160,8 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
     result = SuiteResult(model, field, found, missing)
     for title, how in missing:
         say(f"missing {title}: {how}")
+    for note in choices:
+        say(note)
     titles = {b: t for b, t, _ in BENCHMARKS}
     steps = [(b, "predict") for b in found]
     if "imagenet_x" in found:
@@ -150,8 +176,10 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
             s = run_predict(name, model, field, request, options, progress=False)
             line = (f"{head}: {s.predicted:,} predicted, {s.already_predicted:,} already"
                     + (f", accuracy {s.accuracy:.4f}" if s.accuracy is not None else ""))
-        elif step == "attack":
-            run_options = replace(options, limit=attack_n, overwrite=False)
+        elif step == "attack":  # at most attack_n in all, a resumed suite too
+            done = _count(name, f"{field}_pgd")
+            limit = None if attack_n is None else max(0, attack_n - done)
+            run_options = replace(options, limit=limit, overwrite=False)
             s = run_attack(name, model, f"{field}_pgd", AttackSettings(), request,
                            run_options, progress=False)
             robust = robust_accuracy(name, f"{field}_pgd")
@@ -175,3 +203,13 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
     result.comparison = compare_biases(values, SUITE_BIASES, SUITE_MEASURES, population,
                                        published=published, notes=notes)
     return result
+
+
+def _count(name: str, field: str) -> int:
+    """How many samples of dataset ``name`` have ``field``."""
+    import fiftyone as fo
+
+    from imagenetx.store.datasets import all_slices
+
+    dataset = fo.load_dataset(name)
+    return all_slices(dataset).count(field) if dataset.has_field(field) else 0

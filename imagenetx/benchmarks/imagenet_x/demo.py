@@ -119,7 +119,8 @@ def build_demo(
     )
     # ImageNet's labels are the ground truth, so only ReaL can score them:
     # the App panel opens with that correctness
-    dataset.info["imagenetx"] = {"benchmark": "imagenet_x", "default_correct": "real"}
+    dataset.info["imagenetx"] = {"benchmark": "imagenet_x", "default_correct": "real",
+                                 "demo": True}
     dataset.save()
     lap("labels")
 
