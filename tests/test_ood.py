@@ -403,7 +403,8 @@ def test_biases_command_gathers_values_from_the_datasets(loaded, lite0, gavrikov
     out = tmp_path / "biases.html"
     assert main(["biases", "--dataset", loaded["a"].name, loaded["c"].name,
                  "--pred-field", "lite0", "--value", "lite0:shape-bias=0.3071",
-                 "--measure", "imagenet-a", "imagenet-c", "--out", str(out), "--json"]) == 0
+                 "--measure", "imagenet-a", "imagenet-c", "robustness", "--out", str(out),
+                 "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     user = result["users"]["lite0"]
     a = compute_ratios(loaded["a"], "lite0", intervals=False).models["lite0"].accuracy
@@ -417,11 +418,15 @@ def test_biases_command_gathers_values_from_the_datasets(loaded, lite0, gavrikov
     assert user["imagenet-c"]["value"] == pytest.approx(
         100 * np.mean([np.mean(v) for v in cells.values()]))
     assert any("4 corruption x severity cells" in n for n in result["notes"])
+    # robustness: the mean of the columns given (-A and -C; no -C-bar here)
+    assert user["robustness"]["value"] == pytest.approx(
+        (user["imagenet-a"]["value"] + user["imagenet-c"]["value"]) / 2)
+    assert any("robustness from 2 of its 3 columns" in n for n in result["notes"])
     assert user["shape-bias"]["value"] == 0.3071
     rows = list(csv.DictReader(open(out.with_suffix(".csv"))))
     mine = [r for r in rows if r["model"] == "lite0"]
-    assert len(mine) == 5 * 2 and all(r["user"] == "True" for r in mine)
-    assert len(rows) == 5 * 2 * 71
+    assert len(mine) == 5 * 3 and all(r["user"] == "True" for r in mine)
+    assert len(rows) == 5 * 3 * 71
     page = out.read_text()
     assert "Kendall" in page and "lite0" in page and "plotly" in page
 

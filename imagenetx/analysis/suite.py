@@ -35,7 +35,7 @@ BENCHMARKS = (
 #: the published columns the suite fills, as bias and measure names
 SUITE_BIASES = ("shape-bias", "spectral-bias", "critical-band-bw")
 SUITE_MEASURES = ("imagenet", "imagenet-a", "imagenet-r", "imagenet-v2", "imagenet-sketch",
-                  "imagenet-c", "robustness", "adversarial")
+                  "imagenet-c", "top1_acc/imagenet-cbar", "robustness", "adversarial")
 #: the column of the low-budget PGD-40 robust accuracy
 PGD_LOW_COLUMN = "top1_acc/PGD-40/low"
 
