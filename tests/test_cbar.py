@@ -54,9 +54,10 @@ def cbar(tmp_path_factory):
     return fo.load_dataset("cbar-test"), built, root
 
 
-def _predict(ds, field: str, seed: int, logits: bool = True):
-    """Writes random 1000-way logits and their argmax as ``field`` in one
-    bulk call; returns ``{id: (top1 right, top5 right)}``."""
+def _predict(ds, field: str, seed: int, logits: bool = True, top5: bool = False):
+    """Writes random 1000-way logits (or only their top 5 class indices,
+    as ``predict`` stores them) and their argmax as ``field`` in one bulk
+    call; returns ``{id: (top1 right, top5 right)}``."""
     rng = np.random.default_rng(seed)
     labels = class_table().labels
     ids, gts = ds.values("id"), ds.values("ground_truth.class_index")
@@ -66,9 +67,10 @@ def _predict(ds, field: str, seed: int, logits: bool = True):
         scores = rng.normal(size=1000)
         scores[gt] += rng.choice([0.0, 2.4, 9.0])  # some right, some top-5, some neither
         pred = int(np.argmax(scores))
-        values.append(fo.Classification(label=labels[pred], class_index=pred,
-                                        confidence=0.5,
-                                        logits=scores if logits else None))
+        values.append(fo.Classification(
+            label=labels[pred], class_index=pred, confidence=0.5,
+            logits=scores if logits else None,
+            top5=[int(k) for k in np.argsort(-scores)[:5]] if top5 else None))
         truth[sid] = (pred == gt, gt in np.argsort(-scores)[:5])
     ds.set_values(field, dict(zip(ids, values)), key_field="id")
     return truth
@@ -123,8 +125,15 @@ def test_cbar_accuracy_equals_a_hand_count(cbar, capsys):
     assert "top1_acc/imagenet-cbar" in capsys.readouterr().out
 
 
-def test_top5_needs_logits(cbar, capsys):
+def test_top5_from_the_stored_top5_else_the_logits(cbar, capsys):
     ds, _, _ = cbar
+    truth = _predict(ds, "top5only", seed=2, logits=False, top5=True)
+    _, top5 = _hand_means(ds, truth)
+    assert main(["corruption-accuracy", "--dataset", ds.name, "--pred-field", "top5only",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["mean_top5"] == pytest.approx(np.mean(list(top5.values())))
+
     truth = _predict(ds, "nologits", seed=1, logits=False)
     top1, _ = _hand_means(ds, truth)
     assert main(["corruption-accuracy", "--dataset", ds.name, "--pred-field", "nologits",
@@ -132,7 +141,7 @@ def test_top5_needs_logits(cbar, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["mean_top5"] is None
     assert out["mean_top1"] == pytest.approx(np.mean(list(top1.values())))
-    assert any("--logits" in n for n in out["notes"])
+    assert any("neither top5 nor logits" in n for n in out["notes"])
 
 
 def test_imagenet_c_mean_over_19_corruptions(tmp_path, capsys):

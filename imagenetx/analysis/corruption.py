@@ -199,14 +199,20 @@ def corruption_accuracy_of(samples, field: str, gt_field: str = "ground_truth"
             f"mean over {table.cells} corruption x severity cells; the published "
             f"{layout.column} averages {len(layout.corruptions) * len(SEVERITIES)}")
     if top5 is None:
-        notes.append(f"no top-5: '{field}' has no stored logits (predict with --logits)")
+        notes.append(f"no top-5: '{field}' has neither top5 nor logits for every image "
+                     "(predict with `imagenetx predict`)")
     return CorruptionAccuracyResult(name, field, benchmark.name, benchmark.title,
                                     layout.column, len(layout.corruptions), table, notes)
 
 
 def _top5(view, field: str, counted: np.ndarray, gt: np.ndarray) -> Optional[np.ndarray]:
-    """Whether the class is among the 5 highest stored logits of each
-    counted image; None unless every counted image has logits."""
+    """Whether the class is among each counted image's stored ``top5``
+    (class indices, as ``predict`` writes them), else among its 5 highest
+    stored logits; None unless every counted image has one or the other."""
+    if len(view.exists(f"{field}.top5").limit(1)):  # declared or not
+        top5 = [v for v, c in zip(view.values(f"{field}.top5", _raw=True), counted) if c]
+        if all(v is not None and len(v) >= 5 for v in top5):
+            return np.array([int(g) in v[:5] for g, v in zip(gt, top5)], dtype=bool)
     if not len(view.exists(f"{field}.logits").limit(1)):
         return None
     logits = [v for v, c in zip(view.values(f"{field}.logits"), counted) if c]
