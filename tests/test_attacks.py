@@ -347,6 +347,19 @@ def test_a_dataset_without_ground_truth_is_refused_unchanged(photos):
     assert ds.get_field_schema() == before
 
 
+def test_a_cue_conflict_dataset_is_refused_unchanged(photos):
+    """Cue conflict is scored by 16-way decisions: no ImageNet class to
+    attack away from (it wrote a failure on every sample)."""
+    ds = _dataset("attack-cue-conflict", photos, truth=False)
+    ds.set_values("ground_truth", [fo.Classification(label="cat")] * len(ds))
+    ds.info["imagenetx"] = {"benchmark": "cue_conflict"}
+    ds.save()
+    before = ds.get_field_schema()
+    with pytest.raises(ImageNetXError, match="is a Cue-conflict dataset, scored by decisions"):
+        run_attack(ds, SPEC, "adv", AttackSettings(steps=1), LITE0, RunOptions(num_workers=0))
+    assert ds.get_field_schema() == before
+
+
 def test_a_model_without_gradients_is_refused():
     from imagenetx.attacks.library import check_gradients
     from imagenetx.models.engine import Engine

@@ -96,6 +96,7 @@ def run_attack(
             dataset without ground truth, or a model gradients do not reach
     """
     settings = (settings or AttackSettings()).check()
+    _check_benchmark(samples)
     attack = make_attack(settings)  # a missing library is said before any work
     options = (options or RunOptions()).check()
     options = dataclasses.replace(options, amp=attack_amp(options.amp))
@@ -114,6 +115,22 @@ def run_attack(
     for name in PredictSummary.__dataclass_fields__:
         setattr(summary, name, getattr(result, name))
     return summary
+
+
+def _check_benchmark(samples) -> None:
+    """Refuses a benchmark scored by decisions over ImageNet's classes
+    (cue conflict's 16 categories): an attack moves an image away from one
+    true class of the model's."""
+    from imagenetx.benchmarks import get_benchmark
+    from imagenetx.store.datasets import get_dataset
+
+    view = get_dataset(samples)
+    benchmark = get_benchmark(view)
+    if benchmark.decisions() is not None:
+        raise ImageNetXError(
+            f"Dataset '{view._dataset.name}' is a {benchmark.title} dataset, scored by "
+            "decisions over categories, not by one ImageNet class per image: attack an "
+            "ImageNet dataset (ImageNet val, -A, -R, V2, ...)")
 
 
 class _Attack:
