@@ -29,10 +29,10 @@ def add_model_picker(ctx, inputs):
             description="The head is built from prompts over the benchmark's classes "
                         "(ImageNet's 1000, ImageNet-D's 113), once per model and prompts",
             divider=True))
-        inputs.str("templates", label="Prompt templates", default="openai",
-                   description="openai (OpenAI's 80, as OpenCLIP reports ImageNet), "
-                               "simple, or a file on the server with one template per "
-                               "line, each with {c}")
+        inputs.str("templates", label="Prompt templates",
+                   description="empty or openai: OpenAI's 80, as OpenCLIP reports "
+                               "ImageNet; simple; or a file on the server with one "
+                               "template per line, each with {c}")
         inputs.str("prompt", label="Prompt",
                    description='one prompt instead of the templates, with {c} for the '
                                'class name, e.g. "A photo of a {c}" (ImageNet-D)')

@@ -256,6 +256,31 @@ def test_hf_classifier_labels_map_to_our_indices(tmp_path, photos):
         load_model(f"hf:{tmp_path / 'vit'}", ModelRequest(prompt=PROMPT))
 
 
+def test_hf_clip_fine_tuned_as_a_classifier_is_a_classifier(tmp_path, photos):
+    """A CLIP fine-tuned as an ImageNet classifier (CLIPForImageClassification,
+    model type clip) runs as the classifier it is, not as a zero-shot model
+    with a random text tower."""
+    from transformers import (CLIPConfig, CLIPForImageClassification, CLIPImageProcessor,
+                              CLIPVisionConfig)
+
+    torch.manual_seed(0)
+    lemmas = imagenet_lemmas()
+    config = CLIPConfig(text_config=tiny_tower(), projection_dim=16,
+                        vision_config=CLIPVisionConfig(**tiny_tower(image_size=32,
+                                                                    patch_size=16)).to_dict(),
+                        id2label=dict(enumerate(lemmas)),
+                        label2id={x: i for i, x in enumerate(lemmas)})
+    model = CLIPForImageClassification(config).eval()
+    model.save_pretrained(tmp_path / "clip-ft")
+    CLIPImageProcessor(size={"shortest_edge": 32},
+                       crop_size={"height": 32, "width": 32}).save_pretrained(tmp_path / "clip-ft")
+    ours = load_model(f"hf:{tmp_path / 'clip-ft'}")
+    assert not ours.record.get("zero_shot") and ours.record["model_type"] == "clip"
+    x = batch(ours.preprocessing, photos)
+    with torch.no_grad():
+        torch.testing.assert_close(ours.module(x), model(x).logits, atol=0, rtol=0)
+
+
 # --- ImageNet-D class names -------------------------------------------------
 
 

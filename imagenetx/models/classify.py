@@ -100,7 +100,9 @@ class Classify:
             conf, idx = probs.topk(min(TOP_K, probs.shape[1]), dim=1)
             decided = None
             if self.decision_matrix is not None:
-                decided = (probs @ self.decision_matrix).max(dim=1)
+                # model-vs-human averages softmax probabilities for every
+                # model (a SigLIP's stored confidences are its sigmoids)
+                decided = (logits.softmax(dim=1) @ self.decision_matrix).max(dim=1)
                 decided = torch.stack([decided.indices.float(), decided.values], 1)
             more = attrs(idx) if attrs else {}
         idx, conf, logits, decided = [

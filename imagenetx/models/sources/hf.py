@@ -61,7 +61,10 @@ def parse(rest: str, request) -> None:
 def load(rest: str, request):
     source = os.path.expanduser(rest) if is_local(rest) else rest
     config = hub_config(source, f"hf:{rest}")
-    if config.model_type in ZERO_SHOT_TYPES:
+    # a CLIP / SigLIP fine-tuned as a classifier has the same model type
+    classifier = any(a.endswith("ForImageClassification")
+                     for a in (getattr(config, "architectures", None) or ()))
+    if config.model_type in ZERO_SHOT_TYPES and not classifier:
         return zero_shot_classifier(source, config, f"hf:{rest}", request)
     if request.zero_shot_options:
         raise ImageNetXError(

@@ -57,7 +57,15 @@ def load(rest: str, request):
             f"({type(e).__name__}: {first_line(e)}): connect to the internet (and "
             "unset HF_HUB_OFFLINE)") from e
     spec = f"open_clip:{arch}/{tag}" if tag else f"open_clip:{arch}"
-    return zero_shot_classifier(model, open_clip.get_tokenizer(arch), preprocess, spec,
+    try:  # SigLIP and others load a Hugging Face tokenizer: the Hub, sentencepiece
+        tokenizer = open_clip.get_tokenizer(arch)
+    except Exception as e:  # download, cache and missing-package errors
+        raise ImageNetXError(
+            f"Cannot load the tokenizer of open_clip model '{spec}' "
+            f"({type(e).__name__}: {first_line(e)}): connect to the internet (and unset "
+            "HF_HUB_OFFLINE), and install what it names (e.g. pip install "
+            "sentencepiece)") from e
+    return zero_shot_classifier(model, tokenizer, preprocess, spec,
                                 request, tag=tag if request.pretrained else None)
 
 
