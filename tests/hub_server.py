@@ -161,6 +161,12 @@ def _start(port: int) -> ThreadingHTTPServer:
             for repo_id, files in list(repos().items()):
                 if self._serve(path, repo_id, files):
                     return
+            if path.startswith(("/api/datasets/", "/datasets/")):
+                # an unknown repo, as the Hub answers it: 401 without a token
+                has_token = self.headers.get("Authorization", "").startswith("Bearer ")
+                return self._send(404 if has_token else 401, b"not found", {
+                    "X-Error-Code": "RepoNotFound",
+                    "X-Error-Message": "Repository not found"})
             self._send(404, b"unknown route")
 
         def _serve(self, path, repo_id, files) -> bool:

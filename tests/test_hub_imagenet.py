@@ -183,6 +183,18 @@ def test_unknown_layout_names_the_known_ones(repos):
     assert not fo.dataset_exists("hub-unknown")
 
 
+def test_a_repo_that_does_not_exist_is_not_called_gated(repos, monkeypatch):
+    """The Hub answers 401 for an unknown repo asked without a token: the
+    line says the repo was not found, not that it needs a token."""
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    with pytest.raises(ImageNetXError) as e:
+        load_hub_dataset("test-org/no-such-repo", name="hub-missing")
+    message = str(e.value)
+    assert "'test-org/no-such-repo' was not found on the Hugging Face Hub" in message
+    assert "needs a token" not in message and "\n" not in message
+    assert not fo.dataset_exists("hub-missing")
+
+
 def test_gated_repo_says_what_to_do(repos, monkeypatch):
     monkeypatch.delenv("HF_TOKEN", raising=False)
     folder = images_folder("test-org/gated-1k", "val")

@@ -41,9 +41,15 @@ def _status(e: Exception) -> Optional[int]:
 
 def _hub_error(repo_id: str, e: Exception, token: Optional[str] = None,
                action: str = "load") -> ImageNetXError:
-    from huggingface_hub.errors import GatedRepoError
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
 
     status = _status(e)
+    if isinstance(e, RepositoryNotFoundError) and not isinstance(e, GatedRepoError):
+        # the Hub answers 401 for a repo that does not exist when asked without a token
+        return ImageNetXError(
+            f"'{repo_id}' was not found on the Hugging Face Hub (HTTP {status}): check the "
+            f"repo id at {repo_url(repo_id)}; if it is private, set HF_TOKEN to a token "
+            "that has access (the plugin secret HF_TOKEN in the App)")
     if isinstance(e, GatedRepoError) or status in (401, 403):
         url = repo_url(repo_id)
         if _token(token):
