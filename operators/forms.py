@@ -268,6 +268,7 @@ _FORM_TERMS = (
     ("--protocol", "Protocol"),
     ("--batch-size", "Batch size"),
     ("--limit", "Limit"),
+    ("--max-samples", "Max samples"),
 )
 
 

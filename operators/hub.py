@@ -50,7 +50,7 @@ class LoadFromHub(foo.Operator):
             return load_hub_dataset(
                 ctx.params["repo_id"],
                 split=ctx.params.get("split") or None,
-                max_samples=ctx.params.get("max_samples") or None,
+                max_samples=ctx.params.get("max_samples"),  # 0 is refused, not "all"
                 token=ctx.secrets.get("HF_TOKEN"),
                 progress=progress,
                 **new_dataset_params(ctx),

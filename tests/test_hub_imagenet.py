@@ -166,11 +166,36 @@ def test_train_split_and_max_samples(repos, jpegs):
     assert path.endswith(os.path.join(TRAIN_FILE[0], TRAIN_NAME))
     assert open(path, "rb").read() == jpegs[TRAIN_NAME]
 
+    seen = []
     ds, s = load_hub_dataset("test-org/imagenet-1k-wds", name="hub-max", max_samples=1,
-                             overwrite=True)
-    assert len(ds) == 1 and s.shards == 1
+                             overwrite=True, progress=seen.append)
+    assert len(ds) == 1 and s.shards == 1 and s.shards_resumed <= 1
+    assert seen[-1].complete and "1 of 1 shards" in seen[-1].label  # the shards it takes
+    for bad, message in ((dict(max_samples=0), "--max-samples must be at least 1"),
+                         (dict(workers=-1), "--workers must be at least 1")):
+        with pytest.raises(ImageNetXError, match=message):
+            load_hub_dataset("test-org/imagenet-1k-wds", name="hub-bad", **bad)
+    assert not fo.dataset_exists("hub-bad")
     with pytest.raises(ImageNetXError, match="has no train shards: use --split val"):
         load_hub_dataset("test-org/imagenet-1k-wds-ref", split="train", name="hub-none")
+
+
+def test_a_pull_keeps_what_a_running_pull_writes(tmp_path):
+    """Each pull writes through its own folder: one starting beside a
+    running pull of the same split clears only what dead pulls left."""
+    from imagenetx.benchmarks.imagenet_x.hub_pull import _Writer
+
+    partial = tmp_path / ".partial"
+    (partial / f"{os.getpid()}-running").mkdir(parents=True)
+    (partial / f"{os.getpid()}-running" / "a.JPEG").write_bytes(b"x")
+    (partial / "4194000-dead").mkdir()
+    (partial / "139812345678912-ILSVRC2012_val_00000001.JPEG").write_bytes(b"x")  # older pulls
+    writer = _Writer(str(tmp_path))
+    writer.start()
+    assert sorted(p.name for p in partial.iterdir()) == sorted(
+        [f"{os.getpid()}-running", os.path.basename(writer.partial)])
+    writer.stop()
+    assert (partial / f"{os.getpid()}-running" / "a.JPEG").exists()
 
 
 def test_unknown_layout_names_the_known_ones(repos):

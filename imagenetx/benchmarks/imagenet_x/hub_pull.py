@@ -22,6 +22,7 @@ import os
 import shutil
 import threading
 import time
+import uuid
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, List, Optional
@@ -40,7 +41,7 @@ from imagenetx.store import shards as sh
 DEFAULT_WORKERS = 4
 
 _MARKERS = ".shards"  # one json per finished shard: [[name, label], ...]
-_PARTIAL = ".partial"  # files being written; cleared when a pull starts
+_PARTIAL = ".partial"  # files being written, one folder per pull
 
 
 @dataclass
@@ -134,17 +135,33 @@ class _Writer:
 
     def __init__(self, folder: str):
         self.folder = folder
-        self.partial = os.path.join(folder, _PARTIAL)
+        # this pull's own folder: another pull of the same split may be
+        # writing beside it (the App's worker and the command line)
+        self.partial = os.path.join(folder, _PARTIAL, f"{os.getpid()}-{uuid.uuid4().hex[:8]}")
         self.markers = os.path.join(folder, _MARKERS)
         self.written = 0
         self.present = 0
         self.lock = threading.Lock()
         self.dirs = set()
+        #: set when the pull stops early: shards being written give up
+        self.abort = threading.Event()
 
     def start(self) -> None:
-        shutil.rmtree(self.partial, ignore_errors=True)  # an interrupted pull's
+        root = os.path.dirname(self.partial)
+        os.makedirs(root, exist_ok=True)
+        for entry in os.listdir(root):  # what killed pulls left behind
+            pid = entry.split("-", 1)[0]
+            if not (pid.isdigit() and _alive(int(pid))):
+                path = os.path.join(root, entry)
+                if os.path.isdir(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.remove(path)
         os.makedirs(self.partial)
         os.makedirs(self.markers, exist_ok=True)
+
+    def stop(self) -> None:
+        shutil.rmtree(self.partial, ignore_errors=True)
 
     def marker(self, shard: str) -> str:
         return os.path.join(self.markers, shard.replace("/", "--") + ".json")
@@ -165,6 +182,8 @@ class _Writer:
         entries = []
         tmp_prefix = os.path.join(self.partial, f"{threading.get_ident()}-")
         for name, label, data in images:
+            if self.abort.is_set():
+                raise _Stopped()
             if not 0 <= label < 1000:
                 raise ImageNetXError(
                     f"Shard '{shard}' labels '{name}' {label}, not an ImageNet-1k "
@@ -196,6 +215,21 @@ class _Writer:
         os.replace(tmp, self.marker(shard))
 
 
+class _Stopped(Exception):
+    """A shard's writing given up because the pull stopped."""
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (this machine)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return pid < 2 ** 22  # another user's process; a thread id is no pid
+    return True
+
+
 class _Fetch:
     """One split's shards, downloaded and written: :meth:`batches` yields
     each shard's images in shard order as soon as that shard is done, so a
@@ -214,6 +248,8 @@ class _Fetch:
                 f"use --split {'train' if split == 'val' else 'val'}")
         if max_samples is not None and max_samples < 1:
             raise ImageNetXError("--max-samples must be at least 1")
+        if workers is not None and workers < 1:
+            raise ImageNetXError(f"--workers must be at least 1, not {workers}")
         self.repo_id, self.layout, self.split, self.token = repo_id, layout, split, token
         self.max_samples = max_samples
         # with max_samples, shards are read in order, one at a time
@@ -227,6 +263,7 @@ class _Fetch:
         self.count_lock = threading.Lock()
         self.reading = threading.Semaphore(reader_slots())
         self.done = 0
+        self.total = len(self.shard_files)
         self.resumed = 0
 
     def _count(self, n: int) -> None:
@@ -235,7 +272,7 @@ class _Fetch:
 
     def _report(self, message: str = "") -> None:
         if self.progress is not None:
-            self.progress(PullProgress(self.done, len(self.shard_files), self.counted,
+            self.progress(PullProgress(self.done, self.total, self.counted,
                                        time.perf_counter() - self.started, message))
 
     def _run(self, shard: str) -> list:
@@ -247,6 +284,7 @@ class _Fetch:
             self._count(len(entries))
             with writer.lock:
                 writer.present += len(entries)
+                self.resumed += 1
             return entries
         local = download_file(self.repo_id, shard, self.token)
         with self.reading:
@@ -259,33 +297,37 @@ class _Fetch:
         self.writer.start()
         self._report(f"'{self.repo_id}' is {sh.LAYOUT_TITLES[self.layout]}: "
                      f"{len(self.shard_files):,} {self.split} shards")
-        self.resumed = sum(self.writer.finished(s) is not None for s in self.shard_files)
         results, given, left = {}, 0, self.max_samples
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            pending, queue = set(), list(self.shard_files)
-            try:
-                while queue or pending:
-                    while queue and len(pending) < self.workers:
-                        future = pool.submit(self._run, queue[0])
-                        future.shard = queue.pop(0)
-                        pending.add(future)
-                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in finished:
-                        results[future.shard] = future.result()
-                    self.done += len(finished)
-                    self._report()
-                    if self.max_samples is not None and self.counted >= self.max_samples:
-                        queue = []
-                    while given < len(self.shard_files) and self.shard_files[given] in results:
-                        entries = results.pop(self.shard_files[given])
-                        given += 1
-                        if left is not None:
-                            entries, left = entries[:left], left - len(entries[:left])
-                        yield {n: (image_path(self.folder, n), label) for n, label in entries}
-            except BaseException:
-                for future in pending:
-                    future.cancel()
-                raise
+        pool = ThreadPoolExecutor(max_workers=self.workers)
+        pending, queue = set(), list(self.shard_files)
+        stopped = True
+        try:
+            while queue or pending:
+                while queue and len(pending) < self.workers:
+                    future = pool.submit(self._run, queue[0])
+                    future.shard = queue.pop(0)
+                    pending.add(future)
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    results[future.shard] = future.result()
+                self.done += len(finished)
+                if self.max_samples is not None and self.counted >= self.max_samples:
+                    queue = []
+                    self.total = self.done + len(pending)  # the shards it takes
+                self._report()
+                while given < len(self.shard_files) and self.shard_files[given] in results:
+                    entries = results.pop(self.shard_files[given])
+                    given += 1
+                    if left is not None:
+                        entries, left = entries[:left], left - len(entries[:left])
+                    yield {n: (image_path(self.folder, n), label) for n, label in entries}
+            stopped = False
+        finally:
+            if stopped:  # an error, an interrupt, or the consumer gave up
+                self.writer.abort.set()
+            # stopped: the shards being written give up rather than finish
+            pool.shutdown(wait=not stopped, cancel_futures=True)
+            self.writer.stop()
 
     @property
     def stats(self) -> tuple:

@@ -284,6 +284,10 @@ def load_hub_dataset(
     from imagenetx.store.hub import check_repo_id, pull_from_hub, repo_files
 
     check_repo_id(repo_id)
+    if max_samples is not None and max_samples < 1:  # 0 would save an empty dataset
+        raise ImageNetXError("--max-samples must be at least 1")
+    if workers is not None and workers < 1:
+        raise ImageNetXError(f"--workers must be at least 1, not {workers}")
     if imagenet_d.is_imagenet_d_repo(repo_id):
         return imagenet_d.load_imagenet_d_hub(
             repo_id, split=split, max_samples=max_samples, name=name,
