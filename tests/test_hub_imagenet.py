@@ -326,6 +326,20 @@ def test_push_then_load_from_hub(repos, jpegs, tmp_path, monkeypatch):
         assert open(path, "rb").read() == jpegs[os.path.basename(path)]
 
 
+def test_media_from_a_repo_without_the_images_changes_nothing(repos, tmp_path):
+    """--media-from with a repo that holds none of the dataset's file names
+    refuses in one line and leaves the file paths as they were."""
+    from imagenetx.benchmarks.imagenet_x.hub_pull import reattach_media
+
+    ds = fo.Dataset("hub-unmatched")
+    stand_in = str(tmp_path / "ILSVRC2012_val_00049999.JPEG")
+    ds.add_sample(fo.Sample(filepath=stand_in))
+    with pytest.raises(ImageNetXError, match=r"None of the 1 file names of dataset "
+                                             r"'hub-unmatched' \(e.g. ILSVRC2012_val_00049999"):
+        reattach_media(ds, "test-org/imagenet-1k-wds")
+    assert ds.values("filepath") == [stand_in]
+
+
 def test_app_operator_pulls_imagenet_shards(repos):
     """Immediate: FiftyOne's executor streams the run; delegated: the
     operation records shards, images and images/s as its progress."""

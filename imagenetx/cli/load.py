@@ -214,10 +214,16 @@ def run_load(args) -> int:
     if args.media_from:
         from imagenetx.benchmarks.imagenet_x.hub_pull import reattach_media
 
-        n = reattach_media(dataset, args.media_from, workers=args.workers,
-                           progress=_print_progress())
+        try:
+            n = reattach_media(dataset, args.media_from, workers=args.workers,
+                               progress=_print_progress())
+        except ImageNetXError as e:  # a dataset of stand-ins is not what was asked
+            name = dataset.name
+            dataset.delete()
+            raise ImageNetXError(f"{e} (dataset '{name}' not kept)") from None
         print(f"{n:,} of {len(dataset):,} samples re-attached to the images of "
-              f"'{args.media_from}'")
+              f"'{args.media_from}'" + (f"; {len(dataset) - n:,} keep their stand-ins "
+                                        "(not in that repo)" if n < len(dataset) else ""))
     return _opened(dataset, summary)
 
 

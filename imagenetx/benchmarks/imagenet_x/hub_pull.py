@@ -447,7 +447,8 @@ def reattach_media(dataset, repo_id: str, token: Optional[str] = None,
     the split(s) its file names need. Returns the samples re-attached.
 
     Raises:
-        ImageNetXError: if no file name of the dataset is an ImageNet one
+        ImageNetXError: if no file name of the dataset is an ImageNet one,
+            or none is in the repo (nothing is changed)
     """
     from imagenetx.benchmarks.imagenet_x import annotations as anno
     from imagenetx.store.hub import repo_files
@@ -469,6 +470,13 @@ def reattach_media(dataset, repo_id: str, token: Optional[str] = None,
         images, _ = fetch_images(repo_id, files, layout, split, None, token,
                                  workers, progress)
         found.update(images)
+    matched = sum(n in found for n in names)
+    if not matched:  # nothing to re-attach: change nothing
+        raise ImageNetXError(
+            f"None of the {len(names):,} file names of dataset '{dataset.name}' (e.g. "
+            f"{names[0]}) is among the {len(found):,} {'/'.join(splits)} images of "
+            f"'{repo_id}' (e.g. {next(iter(found), 'none')}): pass the ImageNet repo the "
+            "dataset's images came from")
     new = [found[n][0] if n in found else p for n, p in zip(names, paths)]
     dataset.set_values("filepath", new)
-    return sum(n in found for n in names)
+    return matched
