@@ -684,6 +684,8 @@ def test_a_run_that_cannot_evaluate_says_why(images):
     """--gt-field naming a field that is no ground-truth classification:
     the predictions are written, no evaluation is added, and the summary
     names the field and what a ground truth must be."""
+    from imagenetx.store.schema import declare_classification
+
     ds = make("inf-no-eval", images, bad=False)
     ds.set_values("score", [0.5] * len(ds))
     summary = predict(ds, SPEC, "lite0", arch=ARCH, **REMAP, num_workers=0,
@@ -696,3 +698,11 @@ def test_a_run_that_cannot_evaluate_says_why(images):
     missing = predict(ds, SPEC, "lite0_b", arch=ARCH, **REMAP, num_workers=0,
                       gt_field="truth")
     assert "field 'truth' of dataset 'inf-no-eval' does not exist" in missing.eval_note
+
+    # a ground-truth field none of the predicted samples has a value in
+    declare_classification(ds, "empty_truth")
+    empty = predict(ds, SPEC, "lite0_c", arch=ARCH, **REMAP, num_workers=0,
+                    gt_field="empty_truth")
+    assert empty.predicted == 2 and not ds.has_evaluation("eval_lite0_c")
+    assert ("Not evaluated: no sample with a 'lite0_c' prediction has a 'empty_truth' "
+            "ground truth") in str(empty)

@@ -136,8 +136,11 @@ def evaluate_predictions(
         relabeled = relabel_shared_names(dataset, [field])
         # every group slice of a grouped dataset
         view = all_slices(dataset).exists(field).exists(gt_field)
-        if not len(view):
-            return Evaluation()
+        if not len(view):  # say why, rather than nothing
+            return Evaluation(note=(
+                f"Not evaluated: no sample with a '{field}' prediction has a "
+                f"'{gt_field}' ground truth; give those samples one, or pass the field "
+                "that holds it with --gt-field"))
         known = set(class_table().labels if labels is None else labels)
         other = [x for x in view.distinct(f"{gt_field}.label") if x not in known]
         if other:
