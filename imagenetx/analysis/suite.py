@@ -145,7 +145,7 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
     from imagenetx.models.inference import run_predict
     from imagenetx.models.options import RunOptions
     from imagenetx.models.sources import ModelRequest, check_request
-    from imagenetx.probes.run import run_probe
+    from imagenetx.probes.run import run_probe_with
 
     request = request or ModelRequest()
     options = options or RunOptions()
@@ -186,13 +186,7 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
             given[PGD_LOW_COLUMN] = 100.0 * robust
             line = f"{head}: PGD-40 0.5/255 robust accuracy {robust:.4f} ({s.evaluated:,} images)"
         else:
-            s = run_probe(name, model, field, step, arch=request.arch,
-                          batch_size=options.batch_size, num_workers=options.num_workers,
-                          device=options.device, amp=options.amp,
-                          pretrained=request.pretrained,
-                          remap_by_position=request.remap_by_position,
-                          templates=request.templates, prompt=request.prompt,
-                          progress=False)
+            s = run_probe_with(name, model, field, step, request, options, progress=False)
             line = f"{head}: {s.probed:,} probed, {s.complete:,} already complete"
         result.steps.append(line)
         say(line)

@@ -24,7 +24,6 @@ def register(group: CommandGroup) -> None:
                         "tensors line up one to one in order and shape, load them by position")
     add_zero_shot(p)
     add_runtime(p)
-    p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--logits", action="store_true", help="also store the 1000 logits")
     p.add_argument("--limit", type=int, help="predict at most N samples")
     p.add_argument("--overwrite", action="store_true",
@@ -170,6 +169,7 @@ def add_runtime(p, amp_help: str = "autocast dtype (default: bf16 on CUDA, off o
                         "a GPU also decodes a share of each batch there")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] (default: auto)")
     p.add_argument("--amp", default="auto", choices=AMPS, help=amp_help)
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
 
 
 def _add_probe_model(p):
@@ -210,16 +210,12 @@ def _probe(args, probe) -> int:
     from imagenetx.analysis.probes import probe_results
     from imagenetx.errors import ImageNetXError
     from imagenetx.present.probes import format_probe
-    from imagenetx.probes.run import run_probe
+    from imagenetx.models.options import from_args
+    from imagenetx.probes.run import run_probe_with
 
-    levels = getattr(args, "levels", None)
-    summary = run_probe(args.dataset, args.model, args.field, probe, levels=levels,
-                    arch=args.arch, batch_size=args.batch_size,
-                    num_workers=args.num_workers, device=args.device, amp=args.amp,
-                    limit=args.limit, overwrite=args.overwrite,
-                    pretrained=not getattr(args, "random_weights", False),
-                    remap_by_position=args.remap_by_position, decoder=args.decoder,
-                    templates=args.templates, prompt=args.prompt)
+    request, options = from_args(args)
+    summary = run_probe_with(args.dataset, args.model, args.field, probe, request, options,
+                             levels=getattr(args, "levels", None))
     if not _main_rank():
         return 0  # under torchrun, rank 0 prints
     print(summary)

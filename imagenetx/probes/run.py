@@ -26,7 +26,6 @@ from dataclasses import dataclass, field as dc_field
 from typing import Dict, List, Optional, Sequence
 
 import fiftyone as fo
-import fiftyone.core.utils as fou
 import numpy as np
 import torch
 
@@ -167,14 +166,28 @@ def run_probe(
             a bad option, level, model spec, or a model without the 1000
             ImageNet outputs
     """
+    options = RunOptions(batch_size=batch_size, num_workers=num_workers, device=device,
+                         amp=amp, decoder=decoder, limit=limit, overwrite=overwrite)
+    request = ModelRequest(arch=arch, pretrained=pretrained,
+                           remap_by_position=remap_by_position, templates=templates,
+                           prompt=prompt)
+    return run_probe_with(samples, model, field, probe, request, options, levels=levels,
+                          progress=progress)
+
+
+def run_probe_with(samples, model: str, field: str, probe, request: ModelRequest,
+                   options: RunOptions, levels: Optional[Sequence[str]] = None,
+                   progress=None) -> ProbeSummary:
+    """:func:`run_probe` with its options as the objects the command line,
+    the suite and the App build (:mod:`imagenetx.models.options`), as
+    :func:`~imagenetx.models.inference.run_predict` takes them."""
     samples = get_dataset(samples)
     dataset = samples._dataset
     if isinstance(probe, str):
         probe = get_probe(probe)
     _check_field(field)
-    options = RunOptions(batch_size=batch_size, num_workers=num_workers, device=device,
-                         amp=amp, decoder=decoder, limit=limit,
-                         overwrite=overwrite).check()
+    options.check()
+    overwrite, limit = options.overwrite, options.limit
     all_levels = list(probe.levels())
     wanted = all_levels if levels is None else list(levels)
     unknown = [lv for lv in wanted if lv not in all_levels]
@@ -184,16 +197,13 @@ def run_probe(
             f"probe '{probe.name}': use some of {', '.join(all_levels)}")
     pfield = probe_field(field, probe.name)
     stored = _stored_info(dataset, pfield, probe.name, model, overwrite)
-    request = ModelRequest(arch=arch, pretrained=pretrained,
-                           remap_by_position=remap_by_position, templates=templates,
-                           prompt=prompt).with_classes(
-                               get_benchmark(dataset).output_classes)
+    request = request.with_classes(get_benchmark(dataset).output_classes)
     check_request(model, request)
     at = place(options)
     ranks, dev = at.ranks, at.device
     classifier = load_model(model, request)
     # the probes apply their levels to CPU-decoded crops
-    reader, _ = crop_reader(classifier, decoder, torch.device("cpu"))
+    reader, _ = crop_reader(classifier, options.decoder, torch.device("cpu"))
     if stored is None and dataset.has_field(pfield) and ranks.main:
         # --overwrite with another model, now that it loads: no sample keeps
         # the old model's lists (with --limit the rest would read as the new one's)
@@ -244,7 +254,7 @@ def run_probe(
     start = time.perf_counter()
     groups = (probe.level_groups(run_levels) if hasattr(probe, "level_groups")
               else [run_levels])
-    engine = Engine(classifier, dev, at.dtype)
+    engine = Engine(classifier, dev, at.dtype, options.compile, at.batch_size)
     lists = {k: _padded(current[k], len(order)) for k in todo}
     seeds = [sample_seed(ids[k]) for k in todo]
     todo_paths = [paths[k] for k in todo]
