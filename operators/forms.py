@@ -269,6 +269,8 @@ _FORM_TERMS = (
     ("--batch-size", "Batch size"),
     ("--limit", "Limit"),
     ("--max-samples", "Max samples"),
+    ("pass it with --gt-field", "name it in Ground truth field"),
+    ("that holds it with --gt-field", "that holds it in Ground truth field"),
 )
 
 

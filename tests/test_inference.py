@@ -706,3 +706,26 @@ def test_a_run_that_cannot_evaluate_says_why(images):
     assert empty.predicted == 2 and not ds.has_evaluation("eval_lite0_c")
     assert ("Not evaluated: no sample with a 'lite0_c' prediction has a 'empty_truth' "
             "ground truth") in str(empty)
+
+
+def test_the_run_model_result_names_the_form_s_ground_truth_input(images):
+    """The App's result of a run that cannot evaluate says what to do in
+    the form's terms (the Ground truth field input, not --gt-field)."""
+    import asyncio
+
+    from fiftyone.operators.executor import execute_or_delegate_operator
+
+    from imagenetx.plugin import install_plugin
+
+    install_plugin()
+    ds = make("inf-no-eval-form", images, bad=False)
+    ds.set_values("ground_truth", [None] * len(ds))
+    run = asyncio.run(execute_or_delegate_operator(OPERATOR, {
+        "dataset_name": ds.name,
+        "params": {"model": SPEC, "arch": ARCH, **REMAP, "field": "lite0",
+                   "num_workers": 0, "gt_field": "ground_truth"}}))
+    messages = [m.to_json()["body"] for m in run.result]
+    summary = next(m["params"]["results"]["summary"] for m in messages
+                   if m["operator_uri"] == "show_output")
+    assert "Not evaluated" in summary and "Ground truth field" in summary
+    assert "--gt-field" not in summary
