@@ -151,10 +151,14 @@ def app_is_local() -> bool:
 
 def reports_dir() -> str:
     """Where the App's report operator writes when the App is reachable
-    from other machines: ``$IMAGENETX_REPORTS_DIR``, else
-    ``imagenetx-reports`` under FiftyOne's dataset dir."""
-    return os.path.abspath(os.path.expanduser(os.environ.get(REPORTS_DIR_ENV) or os.path.join(
-        fo.config.default_dataset_dir, "imagenetx-reports")))
+    from other machines: ``$IMAGENETX_REPORTS_DIR``, else the plugin
+    setting ``reports_dir`` (FiftyOne's App config, ``plugins`` ->
+    ``@imagenet-x/imagenet-x``), else ``imagenetx-reports`` under
+    FiftyOne's dataset dir."""
+    setting = (fo.app_config.plugins.get(PLUGIN_NAME) or {}).get("reports_dir")
+    return os.path.abspath(os.path.expanduser(
+        os.environ.get(REPORTS_DIR_ENV) or setting
+        or os.path.join(fo.config.default_dataset_dir, "imagenetx-reports")))
 
 
 def report_path_refusal(out: str):

@@ -222,10 +222,14 @@ def test_an_app_started_by_fiftyone_itself_is_judged_by_its_own_address(
     """An App that ``launch_app`` did not start (``fo.launch_app``, ``fiftyone
     app launch``) binds its server's ``--address``, else FiftyOne's
     configured default: the report form follows that address."""
-    from imagenetx.plugin import APP_ADDRESS_ENV, report_path_refusal
+    from imagenetx.plugin import APP_ADDRESS_ENV, PLUGIN_NAME, report_path_refusal, reports_dir
 
     monkeypatch.delenv(APP_ADDRESS_ENV, raising=False)
-    monkeypatch.setenv("IMAGENETX_REPORTS_DIR", str(tmp_path / "reports"))
+    monkeypatch.delenv("IMAGENETX_REPORTS_DIR", raising=False)
+    # the folder as a plugin setting in FiftyOne's App config
+    monkeypatch.setitem(fo.app_config.plugins, PLUGIN_NAME,
+                        {"reports_dir": str(tmp_path / "reports")})
+    assert reports_dir() == str(tmp_path / "reports")
     out = str(tmp_path / "r.html")
     monkeypatch.setattr(fo.config, "default_app_address", "0.0.0.0")
     assert "outside the reports folder" in report_path_refusal(out)
