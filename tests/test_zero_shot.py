@@ -5,7 +5,6 @@ reference computed directly with open_clip on the same real photos."""
 
 from pathlib import Path
 
-import fiftyone as fo
 import numpy as np
 import pytest
 import torch
@@ -14,6 +13,7 @@ from PIL import Image
 from conftest import make_dataset, save_photo
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.inference import predict
+from imagenetx.probes.run import run_probe
 
 open_clip = pytest.importorskip("open_clip")
 
@@ -87,6 +87,16 @@ def test_open_clip_zero_shot_equals_open_clips_own_pipeline(photos_dir):
         predict(ds, f"open_clip:{ARCH}", "clip", pretrained=False, num_workers=0,
                 overwrite=False, limit=None)
     assert np.stack(ds.values("clip.logits")).tolist() == ours.tolist()
+
+    # probes too: the same spec with other prompts never adds to the results
+    torch.manual_seed(SEED)
+    run_probe(ds, f"open_clip:{ARCH}", "clip", "spectral", levels=["clean"],
+              pretrained=False, num_workers=0, prompt=PROMPT)
+    assert ds.get_field("clip_spectral").info["imagenetx_probe"]["run"]["prompt"] == PROMPT
+    with pytest.raises(ImageNetXError, match=r"'clip_spectral' holds probe results of "
+                                             r".* with other templates, prompt"):
+        run_probe(ds, f"open_clip:{ARCH}", "clip", "spectral", levels=["low:0.1"],
+                  pretrained=False, num_workers=0)
 
 
 @pytest.fixture(scope="module")

@@ -361,11 +361,18 @@ IDENTITY = ("spec", "classes", "pretrained", "templates", "prompt", "num_templat
             "attack")
 
 
-def _run_record(classifier, more: Optional[dict] = None) -> dict:
+def run_record(classifier, more: Optional[dict] = None) -> dict:
+    """What a field's ``info["imagenetx_model"]`` keeps of the run that
+    made it: source, output classes, prompts (and ``more``)."""
     return {"spec": classifier.spec, "source": classifier.source,
             "classes": classifier.classes.name, "probabilities": classifier.probabilities,
             **{k: v for k, v in classifier.record.items() if k != "classes"},
             **(more or {})}
+
+
+def record_differences(stored: dict, new: dict) -> list:
+    """The :data:`IDENTITY` parts in which two run records differ."""
+    return [k for k in IDENTITY if new.get(k) != stored.get(k)]
 
 
 def _check_resume(dataset, field: str, classifier, more: Optional[dict],
@@ -376,7 +383,7 @@ def _check_resume(dataset, field: str, classifier, more: Optional[dict],
     if overwrite or not dataset.has_field(field) or not all_slices(dataset).count(field):
         return
     stored = (dataset.get_field(field).info or {}).get(INFO_KEY)
-    new = _run_record(classifier, more)
+    new = run_record(classifier, more)
     if stored is None:
         if "attack" in new:
             raise ImageNetXError(
@@ -384,7 +391,7 @@ def _check_resume(dataset, field: str, classifier, more: Optional[dict],
                 "--field for the adversarial predictions, or pass --overwrite to replace "
                 "them")
         return  # imported predictions: their file names say what they are
-    differ = [k for k in IDENTITY if new.get(k) != stored.get(k)]
+    differ = record_differences(stored, new)
     if differ:
         def what(r):
             return r.get("spec") + (" attacked" if r.get("attack") else "")
@@ -400,7 +407,7 @@ def _record(dataset, field: str, classifier, more: Optional[dict] = None) -> Non
     prompts produced it (and ``more`` of the run: an attack's settings)."""
     f = dataset.get_field(field)
     info = dict(f.info or {})
-    info[INFO_KEY] = _run_record(classifier, more)
+    info[INFO_KEY] = run_record(classifier, more)
     f.info = info
     f.save()
 

@@ -35,6 +35,7 @@ from imagenetx.models import writer
 from imagenetx.models.classify import FAILURES_SHOWN
 from imagenetx.models.distributed import pick
 from imagenetx.models.engine import Engine
+from imagenetx.models.inference import record_differences, run_record
 from imagenetx.models.loader import ImageFiles, crop_reader, error_message, make_loader
 from imagenetx.models.options import RunOptions
 from imagenetx.models.pipeline import place, progress_bar, stream
@@ -202,6 +203,13 @@ def run_probe_with(samples, model: str, field: str, probe, request: ModelRequest
     at = place(options)
     ranks, dev = at.ranks, at.device
     classifier = load_model(model, request)
+    run = run_record(classifier)
+    if stored is not None and not overwrite and stored.get("run"):
+        differ = record_differences(stored["run"], run)
+        if differ:  # the same spec with other weights or prompts
+            raise ImageNetXError(
+                f"'{pfield}' holds probe results of '{model}' with other "
+                f"{', '.join(differ)}: pass another --field, or --overwrite to replace them")
     # the probes apply their levels to CPU-decoded crops
     reader, _ = crop_reader(classifier, options.decoder, torch.device("cpu"))
     if stored is None and dataset.has_field(pfield) and ranks.main:
@@ -220,7 +228,7 @@ def run_probe_with(samples, model: str, field: str, probe, request: ModelRequest
     columns = None
     if ranks.main:  # one list for all ranks, read and declared before any writes
         columns = samples.values(paths_read, _raw=True)
-        _declare(dataset, pfield, field, probe.name, model, order)
+        _declare(dataset, pfield, field, probe.name, model, order, run)
         if ranks.sharded and not dataset.has_field(err_field):  # not by two ranks at once
             dataset.add_sample_field(err_field, fo.StringField)
             added = True
@@ -310,12 +318,12 @@ def _stored_info(dataset, pfield, probe_name, model, overwrite) -> Optional[dict
     return info
 
 
-def _declare(dataset, pfield, field, probe_name, model, order):
+def _declare(dataset, pfield, field, probe_name, model, order, run: dict):
     if not dataset.has_field(pfield):
         dataset.add_sample_field(pfield, fo.ListField, subfield=fo.IntField)
     f = dataset.get_field(pfield)
     f.info = {INFO_KEY: {"probe": probe_name, "field": field, "model": model,
-                         "levels": list(order)}}
+                         "levels": list(order), "run": run}}
     f.description = (f"predicted class index per '{probe_name}' level (keys in "
                      f"info['{INFO_KEY}']['levels'])")
     f.save()
