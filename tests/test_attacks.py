@@ -173,6 +173,21 @@ def test_a_field_of_another_run_is_never_added_to(attacked):
     assert ds.values(fields) == before
 
 
+def test_overwrite_with_other_settings_replaces_the_whole_field(photos):
+    """--overwrite with other attack settings on part of the samples (--n)
+    clears the other settings' predictions everywhere: no field holds two
+    attacks under one record."""
+    ds = _dataset("attack-overwrite", photos, copies=2)
+    run_attack(ds, SPEC, "adv", AttackSettings(eps=0, steps=1), LITE0,
+               RunOptions(num_workers=0))
+    assert ds.count("adv") == 4 and ds.has_evaluation("eval_adv")
+    run_attack(ds, SPEC, "adv", AttackSettings(eps=8 / 255, steps=1), LITE0,
+               RunOptions(num_workers=0, limit=1, overwrite=True))
+    assert ds.count("adv") == 1
+    assert ds.get_field("adv").info["imagenetx_model"]["attack"]["eps"] == pytest.approx(8 / 255)
+    assert len([v for v in ds.values("eval_adv") if v is not None]) == 1
+
+
 def test_attack_success_per_slice_its_broken_images_and_the_panel_chart(attacked, photos):
     """Which slices an attack breaks: per slice, the images right before the
     attack and those it made wrong, equal to a hand count of the stored

@@ -295,7 +295,7 @@ def test_push_then_load_from_hub(repos, jpegs, tmp_path, monkeypatch):
     labels = class_table().labels
     wrong = {"ILSVRC2012_val_00000002.JPEG": 0}  # one mistake
     declare_classification(ds, "resnet")
-    ids, gts = ds.values("id"), ds.values("filepath")
+    gts = ds.values("filepath")
     preds = [raw_classification(labels[k], k) for k in
              (wrong.get(os.path.basename(p), VAL[os.path.basename(p)]) for p in gts)]
     ds.set_values("resnet", [fo.Classification.from_dict(p) for p in preds])
@@ -338,6 +338,15 @@ def test_media_from_a_repo_without_the_images_changes_nothing(repos, tmp_path):
                                              r"'hub-unmatched' \(e.g. ILSVRC2012_val_00049999"):
         reattach_media(ds, "test-org/imagenet-1k-wds")
     assert ds.values("filepath") == [stand_in]
+
+
+def test_media_from_a_repo_it_cannot_use_is_said_before_loading(repos, capsys):
+    from imagenetx.cli import main
+
+    assert main(["load", "--hub", "test-org/imagenet-1k-wds", "--name", "hub-media-bad",
+                 "--media-from", "test-org/not-imagenet"]) == 2
+    assert "'test-org/not-imagenet' has no layout" in capsys.readouterr().err
+    assert not fo.dataset_exists("hub-media-bad")
 
 
 def test_app_operator_pulls_imagenet_shards(repos):

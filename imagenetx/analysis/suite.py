@@ -177,9 +177,9 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
             line = (f"{head}: {s.predicted:,} predicted, {s.already_predicted:,} already"
                     + (f", accuracy {s.accuracy:.4f}" if s.accuracy is not None else ""))
         elif step == "attack":  # at most attack_n in all, a resumed suite too
-            done = _count(name, f"{field}_pgd")
+            done = 0 if options.overwrite else _count(name, f"{field}_pgd")
             limit = None if attack_n is None else max(0, attack_n - done)
-            run_options = replace(options, limit=limit, overwrite=False)
+            run_options = replace(options, limit=limit)
             s = run_attack(name, model, f"{field}_pgd", AttackSettings(), request,
                            run_options, progress=False)
             robust = robust_accuracy(name, f"{field}_pgd")

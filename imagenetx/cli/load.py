@@ -207,6 +207,10 @@ def run_load(args) -> int:
         return _opened(*sources.load_imagenet_dir(
             args.imagenet_dir, split=args.split or "val", name=args.name,
             overwrite=args.overwrite, gt_field=args.gt_field))
+    if args.media_from:  # a media repo it cannot read is said before anything is loaded
+        from imagenetx.benchmarks.imagenet_x.hub_pull import media_repo
+
+        media_repo(args.media_from)
     dataset, summary = sources.load_hub_dataset(
         args.hub, split=args.split, max_samples=args.max_samples,
         name=args.name, overwrite=args.overwrite, gt_field=args.gt_field,
@@ -217,9 +221,12 @@ def run_load(args) -> int:
         try:
             n = reattach_media(dataset, args.media_from, workers=args.workers,
                                progress=_print_progress())
-        except ImageNetXError as e:  # a dataset of stand-ins is not what was asked
+        except ImageNetXError as e:
             name = dataset.name
-            dataset.delete()
+            if args.overwrite:  # it replaced a dataset: keep what was loaded
+                raise ImageNetXError(f"{e} (dataset '{name}' kept with its stand-in "
+                                     "images)") from None
+            dataset.delete()  # a new dataset of stand-ins is not what was asked
             raise ImageNetXError(f"{e} (dataset '{name}' not kept)") from None
         print(f"{n:,} of {len(dataset):,} samples re-attached to the images of "
               f"'{args.media_from}'" + (f"; {len(dataset) - n:,} keep their stand-ins "

@@ -58,6 +58,9 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--no-attack", action="store_true", help="skip PGD-40")
     p.add_argument("--attack-n", type=int, default=1000, metavar="N",
                    help="attack at most N ImageNet val images (default 1000; 0: all)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="redo every step's results (another model, other prompts or "
+                        "weights in the same --field)")
     add_published_source(p)
     add_output(p, csv="print the comparison's rows as CSV")
 

@@ -227,7 +227,8 @@ def run_predict(samples, model: str, field: str, request: ModelRequest,
     decisions = benchmark.decisions() if classifier.classes.is_imagenet else None
     labels = (decisions.labels if decisions else
               None if classifier.classes.is_imagenet else classifier.classes.labels)
-    _check_resume(dataset, field, classifier, record, options.overwrite)
+    if _check_resume(dataset, field, classifier, record, options.overwrite) and at.ranks.main:
+        _clear_other_run(dataset, field)
     engine = Engine(classifier, at.device, at.dtype, options.compile, at.batch_size)
     if check is not None:
         check(engine)
@@ -376,30 +377,47 @@ def record_differences(stored: dict, new: dict) -> list:
 
 
 def _check_resume(dataset, field: str, classifier, more: Optional[dict],
-                  overwrite: bool) -> None:
+                  overwrite: bool) -> bool:
     """Refuses, before anything is written, a run that would add its
     predictions to a field another model, other prompts or another attack
-    filled (a resumed run adds only the samples missing)."""
-    if overwrite or not dataset.has_field(field) or not all_slices(dataset).count(field):
-        return
+    filled (a resumed run adds only the samples missing). Returns whether
+    the field holds such predictions and ``overwrite`` is set: they are
+    then all cleared, not only those of the samples this run predicts."""
+    if not dataset.has_field(field) or not all_slices(dataset).count(field):
+        return False
     stored = (dataset.get_field(field).info or {}).get(INFO_KEY)
     new = run_record(classifier, more)
     if stored is None:
-        if "attack" in new:
-            raise ImageNetXError(
-                f"Field '{field}' holds predictions that no attack made: choose another "
-                "--field for the adversarial predictions, or pass --overwrite to replace "
-                "them")
-        return  # imported predictions: their file names say what they are
-    differ = record_differences(stored, new)
-    if differ:
+        if "attack" not in new:
+            return False  # imported predictions: their file names say what they are
+        message = (f"Field '{field}' holds predictions that no attack made: choose another "
+                   "--field for the adversarial predictions, or pass --overwrite to replace "
+                   "them")
+    else:
+        differ = record_differences(stored, new)
+        if not differ:
+            return False
+
         def what(r):
             return r.get("spec") + (" attacked" if r.get("attack") else "")
 
-        raise ImageNetXError(
-            f"Field '{field}' holds predictions of {what(stored)}, and this run would add "
-            f"{what(new)}'s ({', '.join(differ)} differ): pass --overwrite to replace "
-            "them, or choose another --field")
+        message = (f"Field '{field}' holds predictions of {what(stored)}, and this run would "
+                   f"add {what(new)}'s ({', '.join(differ)} differ): pass --overwrite to "
+                   "replace them, or choose another --field")
+    if not overwrite:
+        raise ImageNetXError(message)
+    return True
+
+
+def _clear_other_run(dataset, field: str) -> None:
+    """Clears every sample's prediction of another run (and its errors and
+    evaluation), so a run with ``--limit`` or on a view leaves no mix."""
+    samples = all_slices(dataset)
+    samples.clear_sample_field(field)
+    if dataset.has_field(error_field(field)):
+        samples.clear_sample_field(error_field(field))
+    if dataset.has_evaluation(eval_key_of(field)):
+        dataset.delete_evaluation(eval_key_of(field))
 
 
 def _record(dataset, field: str, classifier, more: Optional[dict] = None) -> None:

@@ -41,7 +41,7 @@ from imagenetx.models.options import RunOptions
 from imagenetx.models.pipeline import place, progress_bar, stream
 from imagenetx.models.sources import ModelRequest, check_request, load_model
 from imagenetx.probes.base import get_probe
-from imagenetx.store.datasets import get_dataset
+from imagenetx.store.datasets import all_slices, get_dataset
 #: the key of a probe field's ``info``
 INFO_KEY = "imagenetx_probe"
 #: a level's entry before it has run
@@ -204,18 +204,21 @@ def run_probe_with(samples, model: str, field: str, probe, request: ModelRequest
     ranks, dev = at.ranks, at.device
     classifier = load_model(model, request)
     run = run_record(classifier)
-    if stored is not None and not overwrite and stored.get("run"):
-        differ = record_differences(stored["run"], run)
-        if differ:  # the same spec with other weights or prompts
+    if (stored is not None and stored.get("run")
+            and record_differences(stored["run"], run)
+            and all_slices(dataset).count(pfield)):  # the same spec, other weights or prompts
+        if not overwrite:
             raise ImageNetXError(
                 f"'{pfield}' holds probe results of '{model}' with other "
-                f"{', '.join(differ)}: pass another --field, or --overwrite to replace them")
+                f"{', '.join(record_differences(stored['run'], run))}: pass another "
+                "--field, or --overwrite to replace them")
+        stored = None  # replaced whole, as another model's
     # the probes apply their levels to CPU-decoded crops
     reader, _ = crop_reader(classifier, options.decoder, torch.device("cpu"))
     if stored is None and dataset.has_field(pfield) and ranks.main:
         # --overwrite with another model, now that it loads: no sample keeps
         # the old model's lists (with --limit the rest would read as the new one's)
-        dataset.clear_sample_field(pfield)
+        all_slices(dataset).clear_sample_field(pfield)
 
     order = list(stored["levels"]) if stored else []
     order += [lv for lv in wanted if lv not in order]

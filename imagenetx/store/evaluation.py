@@ -137,6 +137,9 @@ def evaluate_predictions(
         # every group slice of a grouped dataset
         view = all_slices(dataset).exists(field).exists(gt_field)
         if not len(view):  # say why, rather than nothing
+            if not all_slices(dataset).exists(field).limit(1).count():
+                return Evaluation(note=f"Not evaluated: no sample has a '{field}' "
+                                       "prediction (none could be read)")
             return Evaluation(note=(
                 f"Not evaluated: no sample with a '{field}' prediction has a "
                 f"'{gt_field}' ground truth; give those samples one, or pass the field "
@@ -189,8 +192,6 @@ def evaluate_simple(samples, pred_field: str, gt_field: str, eval_key: str,
     Returns:
         the ``fiftyone.utils.eval.classification.ClassificationResults``
     """
-    import numpy as np
-
     config = fouc._parse_config(pred_field, gt_field, "simple")
     method = config.build()
     method.ensure_requirements()

@@ -440,6 +440,23 @@ def pull_imagenet(
     return dataset, PullSummary(repo_id, layout, split, *fetch.stats, tagging)
 
 
+def media_repo(repo_id: str, token: Optional[str] = None) -> tuple:
+    """``(files, layout)`` of the ImageNet repo ``--media-from`` names.
+
+    Raises:
+        ImageNetXError: for a repo that cannot be read (a token it needs,
+            an id not found) or that is not an ImageNet repo
+    """
+    from imagenetx.store.hub import repo_files
+
+    files = repo_files(repo_id, token)
+    layout = sh.repo_layout(repo_id, files)
+    if layout == sh.FIFTYONE:
+        raise ImageNetXError(f"--media-from needs an ImageNet repo, and '{repo_id}' is "
+                             f"{sh.LAYOUT_TITLES[layout]}")
+    return files, layout
+
+
 def reattach_media(dataset, repo_id: str, token: Optional[str] = None,
                    workers: Optional[int] = None, progress=None) -> int:
     """Points the samples of a dataset at the images of an ImageNet repo,
@@ -451,7 +468,6 @@ def reattach_media(dataset, repo_id: str, token: Optional[str] = None,
             or none is in the repo (nothing is changed)
     """
     from imagenetx.benchmarks.imagenet_x import annotations as anno
-    from imagenetx.store.hub import repo_files
 
     paths = dataset.values("filepath")
     names = [os.path.basename(p) for p in paths]
@@ -460,11 +476,7 @@ def reattach_media(dataset, repo_id: str, token: Optional[str] = None,
         raise ImageNetXError(
             f"Dataset '{dataset.name}' has no ImageNet file names "
             f"(ILSVRC2012_val_00000001.JPEG) to match with '{repo_id}'")
-    files = repo_files(repo_id, token)
-    layout = sh.repo_layout(repo_id, files)
-    if layout == sh.FIFTYONE:
-        raise ImageNetXError(f"--media-from needs an ImageNet repo, and '{repo_id}' is "
-                             f"{sh.LAYOUT_TITLES[layout]}")
+    files, layout = media_repo(repo_id, token)
     found = {}
     for split in splits:
         images, _ = fetch_images(repo_id, files, layout, split, None, token,
