@@ -180,6 +180,9 @@ def load_imagenet_dir(
     return dataset, LoadSummary(len(found), missing, tagging)
 
 
+# paused through a whole pull too (reference counting still frees memory):
+# paused per shard only, perf/hub.py fell from about 1.05x to 0.83x the raw pull
+@gc_paused()
 def build_imagenet_dataset(
     name: str,
     images,
@@ -210,18 +213,15 @@ def build_imagenet_dataset(
     tagging = TagSummary(name, 0, 0)
 
     def rows():
-        for batch in batches:  # a pull's next shard may still download: collector on
-            # the collector paused while one batch's documents are made and
-            # inserted, not while a pull waits for its shards
-            with gc_paused():
-                file_names = sorted(batch)
-                contract, part = new_sample_annotations(name, file_names, split=split)
-                tagging.add(part)
-                for file_name, fields in zip(file_names, contract):
-                    path, klass = batch[file_name]
-                    yield {"filepath": path,
-                           gt_field: raw_classification(labels[klass], klass),
-                           **(fields or {})}
+        for batch in batches:
+            file_names = sorted(batch)
+            contract, part = new_sample_annotations(name, file_names, split=split)
+            tagging.add(part)
+            for file_name, fields in zip(file_names, contract):
+                path, klass = batch[file_name]
+                yield {"filepath": path,
+                       gt_field: raw_classification(labels[klass], klass),
+                       **(fields or {})}
 
     with new_dataset(name, overwrite, staged=staged) as dataset:
         declare_classification(dataset, gt_field)
