@@ -227,11 +227,12 @@ def run_predict(samples, model: str, field: str, request: ModelRequest,
     decisions = benchmark.decisions() if classifier.classes.is_imagenet else None
     labels = (decisions.labels if decisions else
               None if classifier.classes.is_imagenet else classifier.classes.labels)
-    if _check_resume(dataset, field, classifier, record, options.overwrite) and at.ranks.main:
-        _clear_other_run(dataset, field)
+    replace = _check_resume(dataset, field, classifier, record, options.overwrite)
     engine = Engine(classifier, at.device, at.dtype, options.compile, at.batch_size)
     if check is not None:
         check(engine)
+    if replace and at.ranks.main:  # after the checks, before the listing
+        _clear_other_run(dataset, field)
     todo = _Todo.list(samples, field, gt_field, options, at.ranks, labels,
                       attributes or {}, needs_truth,
                       on_declare=lambda: _record(dataset, field, classifier, record))
