@@ -1,5 +1,6 @@
 """Make this checkout visible to FiftyOne as a plugin, and open the App."""
 
+import argparse
 import os
 import sys
 
@@ -135,10 +136,9 @@ def served_address() -> str:
     (FiftyOne passes 0.0.0.0 there in a container), else FiftyOne's
     configured default (``FIFTYONE_DEFAULT_APP_ADDRESS``), as its server
     reads them; this machine's outside any App."""
-    argv = sys.argv
-    given = next((argv[k + 1] for k, a in enumerate(argv[:-1]) if a == "--address"), None)
-    given = given or next((a.split("=", 1)[1] for a in argv if a.startswith("--address=")),
-                          None)
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--address")
+    given = parser.parse_known_args(sys.argv[1:])[0].address  # as the server reads it
     return (os.environ.get(APP_ADDRESS_ENV) or given or fo.config.default_app_address
             or LOCAL_ADDRESS)
 

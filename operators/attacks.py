@@ -120,7 +120,7 @@ class AttackModel(foo.Operator):
 
         def finish(summary):
             return {
-                "summary": in_form_terms(str(summary)),
+                "summary": str(summary),
                 "attack": summary.attack,
                 "predicted": summary.predicted,
                 "failed": summary.failed,

@@ -185,12 +185,18 @@ def run_with_progress(ctx, job, finish):
     """
     from imagenetx.errors import ImageNetXError
 
+    def finish_in_form_terms(result):  # a summary's advice, as the form words it
+        out = finish(result)
+        if isinstance(out.get("summary"), str):
+            out["summary"] = in_form_terms(out["summary"])
+        return out
+
     if ctx.delegated:
         try:
-            return finish(job(progress_reporter(ctx)))
+            return finish_in_form_terms(job(progress_reporter(ctx)))
         except ImageNetXError as e:
             return user_error(ctx, e)
-    return _stream(ctx, job, finish)
+    return _stream(ctx, job, finish_in_form_terms)
 
 
 def _stream(ctx, job, finish):

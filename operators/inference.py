@@ -9,7 +9,6 @@ from .forms import (
     add_delegate_input,
     delegate_above,
     delegation,
-    in_form_terms,
     is_large,
     run_with_progress,
 )
@@ -101,7 +100,7 @@ class RunModel(foo.Operator):
 
         def finish(summary):
             return {
-                "summary": in_form_terms(str(summary)),
+                "summary": str(summary),
                 "predicted": summary.predicted,
                 "already_predicted": summary.already_predicted,
                 "failed": summary.failed,

@@ -46,6 +46,7 @@ from imagenetx.metrics.stats import to_json
 #: the table's column of the plain mean ImageNet-C accuracy
 IMAGENET_C_COLUMN = "top1_acc/imagenet-c"
 
+
 def user_value(measure: Measure, values: Mapping[str, float]) -> Tuple[float, str]:
     """A user model's value of ``measure`` and how it was found.
 

@@ -100,11 +100,10 @@ def _imagenet_val(dataset) -> bool:
     """Whether an ImageNet-X dataset holds real validation images (not the
     demo's placeholders, not only training images)."""
     from imagenetx.benchmarks.imagenet_x.demo import DEFAULT_NAME
+    from imagenetx.benchmarks.imagenet_x.tagging import DEFAULT_FIELD
 
     if dataset.name == DEFAULT_NAME or (dataset.info.get("imagenetx") or {}).get("demo"):
         return False
-    from imagenetx.benchmarks.imagenet_x.tagging import DEFAULT_FIELD
-
     split = f"{DEFAULT_FIELD}.split"
     return not dataset.has_field(split) or "val" in dataset.distinct(split)
 

@@ -204,14 +204,12 @@ def run_probe_with(samples, model: str, field: str, probe, request: ModelRequest
     ranks, dev = at.ranks, at.device
     classifier = load_model(model, request)
     run = run_record(classifier)
-    if (stored is not None and stored.get("run")
-            and record_differences(stored["run"], run)
-            and all_slices(dataset).count(pfield)):  # the same spec, other weights or prompts
+    differ = record_differences(stored["run"], run) if stored and stored.get("run") else []
+    if differ and all_slices(dataset).count(pfield):  # the same spec, other weights or prompts
         if not overwrite:
             raise ImageNetXError(
                 f"'{pfield}' holds probe results of '{model}' with other "
-                f"{', '.join(record_differences(stored['run'], run))}: pass another "
-                "--field, or --overwrite to replace them")
+                f"{', '.join(differ)}: pass another --field, or --overwrite to replace them")
         stored = None  # replaced whole, as another model's
     # the probes apply their levels to CPU-decoded crops
     reader, _ = crop_reader(classifier, options.decoder, torch.device("cpu"))

@@ -70,14 +70,12 @@ def new_dataset(name: str, overwrite: bool = False,
     dataset.persistent = not staged
     try:
         yield dataset
+        dataset.persistent = True  # whole: kept, should a kill come before the rename
         if temp != name:
             if fo.dataset_exists(name):
                 check_new_dataset_name(name, overwrite)  # made meanwhile by someone else
-                # kept under its temporary name should a kill come before the rename
-                dataset.persistent = True
                 fo.delete_dataset(name)
             dataset.name = name
-        dataset.persistent = True
     except BaseException:
         dataset.delete()
         raise

@@ -215,6 +215,14 @@ class _Writer:
         os.replace(tmp, self.marker(shard))
 
 
+def check_pull_limits(max_samples: Optional[int], workers: Optional[int]) -> None:
+    """Raises ImageNetXError for ``--max-samples`` or ``--workers`` below 1."""
+    if max_samples is not None and max_samples < 1:
+        raise ImageNetXError("--max-samples must be at least 1")
+    if workers is not None and workers < 1:
+        raise ImageNetXError(f"--workers must be at least 1, not {workers}")
+
+
 class _Stopped(Exception):
     """A shard's writing given up because the pull stopped."""
 
@@ -246,10 +254,7 @@ class _Fetch:
             raise ImageNetXError(
                 f"'{repo_id}' ({sh.LAYOUT_TITLES[layout]}) has no {split} shards: "
                 f"use --split {'train' if split == 'val' else 'val'}")
-        if max_samples is not None and max_samples < 1:
-            raise ImageNetXError("--max-samples must be at least 1")
-        if workers is not None and workers < 1:
-            raise ImageNetXError(f"--workers must be at least 1, not {workers}")
+        check_pull_limits(max_samples, workers)
         self.repo_id, self.layout, self.split, self.token = repo_id, layout, split, token
         self.max_samples = max_samples
         # with max_samples, shards are read in order, one at a time
@@ -428,8 +433,6 @@ def pull_imagenet(
     if split in ("val", "train"):  # read the annotations while shards download
         warm = threading.Thread(target=warm_annotations, args=(split,), daemon=True)
         warm.start()
-    # the shards' images are inserted as each shard is done, while the
-    # next ones download and are read
     fetch = _Fetch(repo_id, files, layout, split, max_samples, token, workers, progress)
     dataset, tagging = build_imagenet_dataset(
         name, fetch.batches(), split=split, overwrite=overwrite, gt_field=gt_field)

@@ -281,15 +281,13 @@ def load_hub_dataset(
             refused token, or any Hub error
     """
     from imagenetx.benchmarks.imagenet_d import loaders as imagenet_d
-    from imagenetx.benchmarks.imagenet_x.hub_pull import PullProgress, pull_imagenet
+    from imagenetx.benchmarks.imagenet_x.hub_pull import (
+        PullProgress, check_pull_limits, pull_imagenet)
     from imagenetx.store import shards
     from imagenetx.store.hub import check_repo_id, pull_from_hub, repo_files
 
     check_repo_id(repo_id)
-    if max_samples is not None and max_samples < 1:  # 0 would save an empty dataset
-        raise ImageNetXError("--max-samples must be at least 1")
-    if workers is not None and workers < 1:
-        raise ImageNetXError(f"--workers must be at least 1, not {workers}")
+    check_pull_limits(max_samples, workers)  # for every layout: 0 saved an empty dataset
     if imagenet_d.is_imagenet_d_repo(repo_id):
         return imagenet_d.load_imagenet_d_hub(
             repo_id, split=split, max_samples=max_samples, name=name,
