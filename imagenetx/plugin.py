@@ -1,4 +1,4 @@
-"""Make this checkout visible to FiftyOne as a plugin, and open the App."""
+"""Make the plugin visible to FiftyOne (from a checkout or a wheel), and open the App."""
 
 import argparse
 import os
@@ -8,14 +8,30 @@ import fiftyone as fo
 
 from imagenetx.errors import ImageNetXError
 
-#: the checkout root: the folder holding fiftyone.yml, beside this package
-PLUGIN_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _plugin_root() -> str:
+    """The folder holding ``fiftyone.yml``: the checkout (or the plugin
+    folder this copy of the library sits in), else the copy a wheel carries
+    inside the package (``imagenetx/fiftyone_plugin``, see setup.py)."""
+    for folder in (os.path.dirname(_PACKAGE_DIR), os.path.join(_PACKAGE_DIR, "fiftyone_plugin")):
+        if os.path.isfile(os.path.join(folder, "fiftyone.yml")):
+            return folder
+    return os.path.dirname(_PACKAGE_DIR)
+
+
+#: the plugin folder this library installs: the checkout, or the wheel's copy
+PLUGIN_ROOT = _plugin_root()
 PLUGIN_NAME = "@imagenet-x/imagenet-x"
 LINK_NAME = "imagenet-x"
+#: marks a copy :func:`install_plugin` made (where it could not link)
+COPY_MARKER = ".imagenetx-plugin-copy"
 
 
 def install_plugin(plugins_dir: str = None) -> str:
-    """Links the checkout into FiftyOne's plugins directory.
+    """Links :data:`PLUGIN_ROOT` into FiftyOne's plugins directory, where
+    FiftyOne finds it (copies it where links are not allowed).
 
     Args:
         plugins_dir (None): the plugins directory, by default
@@ -26,10 +42,13 @@ def install_plugin(plugins_dir: str = None) -> str:
     """
     if not os.path.isfile(os.path.join(PLUGIN_ROOT, "fiftyone.yml")):
         raise ImageNetXError(
-            f"'{PLUGIN_ROOT}' has no fiftyone.yml: install the plugin from a "
-            "checkout of the repository (pip install -e .)"
-        )
+            f"'{PLUGIN_ROOT}' has no fiftyone.yml: reinstall imagenetx-fiftyone "
+            "(pip install --force-reinstall imagenetx-fiftyone) or install from a checkout")
     plugins_dir = plugins_dir or fo.config.plugins_dir
+    if not plugins_dir:
+        raise ImageNetXError(
+            "FiftyOne has no plugins folder: set FIFTYONE_PLUGINS_DIR (or plugins_dir "
+            "in ~/.fiftyone/config.json) to a folder")
     os.makedirs(plugins_dir, exist_ok=True)
     link = os.path.join(plugins_dir, LINK_NAME)
     if os.path.islink(link):
@@ -38,11 +57,46 @@ def install_plugin(plugins_dir: str = None) -> str:
         os.remove(link)
     elif os.path.exists(link):
         raise ImageNetXError(
-            f"'{link}' exists and is not a link to this checkout: remove it "
-            "or set FIFTYONE_PLUGINS_DIR to another folder"
-        )
-    os.symlink(PLUGIN_ROOT, link, target_is_directory=True)
+            f"'{link}' exists and is not a link made by `imagenetx plugin install`: "
+            "remove it or set FIFTYONE_PLUGINS_DIR to another folder")
+    try:
+        os.symlink(PLUGIN_ROOT, link, target_is_directory=True)
+    except OSError:  # e.g. Windows without the right to make links
+        import shutil
+
+        shutil.copytree(PLUGIN_ROOT, link, ignore=shutil.ignore_patterns(
+            "__pycache__", ".git", "tests", "docs", "perf"))
+        open(os.path.join(link, COPY_MARKER), "w").close()
     return link
+
+
+def uninstall_plugin(plugins_dir: str = None):
+    """Removes what :func:`install_plugin` put in the plugins directory.
+
+    Returns:
+        the path removed, or None when there was nothing to remove
+    """
+    plugins_dir = plugins_dir or fo.config.plugins_dir
+    link = os.path.join(plugins_dir or "", LINK_NAME)
+    if os.path.islink(link):
+        os.remove(link)
+        return link
+    if os.path.isfile(os.path.join(link, COPY_MARKER)):
+        import shutil
+
+        shutil.rmtree(link)
+        return link
+    return None
+
+
+def registered_plugin_dir():
+    """The folder FiftyOne loads this plugin from (None: it finds none)."""
+    import fiftyone.plugins as fop
+
+    try:
+        return fop.find_plugin(PLUGIN_NAME)
+    except ValueError:
+        return None
 
 
 #: what FiftyOne's open-source App needs to offer "Schedule" for delegated

@@ -13,6 +13,7 @@ import sys
 import textwrap
 from typing import List, Optional
 
+from imagenetx import __version__
 from imagenetx.cli import analysis, app, load, predict, published, report
 from imagenetx.cli.base import CommandGroup
 
@@ -31,6 +32,7 @@ def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="imagenetx", usage="imagenetx COMMAND [options]", description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"imagenetx {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 prog="imagenetx", help="one of the commands below")
     groups = []

@@ -18,9 +18,12 @@ def register(group: CommandGroup) -> None:
                    help="no `fiftyone delegated launch` worker beside the App (long jobs "
                         "then run inside the App, with progress)")
 
-    p = group.add("plugin", run_plugin, "make this checkout visible to FiftyOne as a plugin",
+    p = group.add("plugin", run_plugin, "install the FiftyOne plugin (from this checkout or "
+                  "the installed wheel) into FiftyOne's plugins folder, or uninstall it",
                   database=False)
-    p.add_argument("action", choices=["install"])
+    p.add_argument("action", choices=["install", "uninstall"])
+    p.add_argument("--plugins-dir", help="the plugins folder (default: FiftyOne's, "
+                   "FIFTYONE_PLUGINS_DIR)")
 
     p = group.add("db", run_db, "the database service the commands share: start, stop, "
                                 "status (the first command starts it by itself)",
@@ -37,9 +40,34 @@ def run_app(args) -> int:
 
 
 def run_plugin(args) -> int:
-    from imagenetx.plugin import install_plugin
+    import os
 
-    print(f"Plugin linked at {install_plugin()}")
+    from imagenetx.plugin import (PLUGIN_NAME, PLUGIN_ROOT, install_plugin,
+                                  registered_plugin_dir, uninstall_plugin)
+
+    if args.action == "uninstall":
+        removed = uninstall_plugin(args.plugins_dir)
+        print(f"Removed {removed}" if removed else "Nothing to remove: `imagenetx plugin "
+              "install` put no plugin in that folder")
+        found = registered_plugin_dir()
+        if found:
+            print(f"FiftyOne still finds {PLUGIN_NAME} at {found} (installed another way: "
+                  f"`fiftyone plugins delete {PLUGIN_NAME}` removes it)")
+        return 0
+    link = install_plugin(args.plugins_dir)
+    how = "linked" if os.path.islink(link) else "copied"
+    print(f"Plugin {PLUGIN_NAME} {how} at {link} -> {os.path.realpath(PLUGIN_ROOT)}")
+    found = registered_plugin_dir()
+    if found and os.path.realpath(found) == os.path.realpath(link):
+        print(f"FiftyOne finds it in its plugins folder ({os.path.dirname(link)}): open the "
+              "App (`imagenetx app --dataset NAME` or `fiftyone app launch`) for the "
+              "ImageNet-X panel and operators; `fiftyone plugins list` lists it")
+    elif found:
+        print(f"FiftyOne loads {PLUGIN_NAME} from {found} instead (another copy comes first): "
+              f"remove that one with `fiftyone plugins delete {PLUGIN_NAME}`")
+    else:
+        print(f"FiftyOne does not look there: set FIFTYONE_PLUGINS_DIR="
+              f"{os.path.dirname(link)} for the App to find it")
     return 0
 
 

@@ -1,0 +1,32 @@
+"""The packages the wheel and the sdist carry (the rest is pyproject.toml).
+
+Besides the ``imagenetx`` library, the plugin folder itself (``fiftyone.yml``,
+``requirements.txt``, the root ``__init__.py`` and its modules, ``operators/``
+and ``panels/``) goes into the wheel as ``imagenetx/fiftyone_plugin/``, so
+``imagenetx plugin install`` works from a wheel as from a checkout.
+"""
+
+from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+PLUGIN = "imagenetx.fiftyone_plugin"
+
+
+class BuildPy(build_py):
+    """Leaves this file out of the plugin folder mapped onto the root."""
+
+    def find_package_modules(self, package, package_dir):
+        modules = super().find_package_modules(package, package_dir)
+        return [m for m in modules if (m[0], m[1]) != (PLUGIN, "setup")]
+
+
+setup(
+    cmdclass={"build_py": BuildPy},
+    packages=find_packages(include=["imagenetx", "imagenetx.*"])
+    + [PLUGIN] + [f"{PLUGIN}.{p}" for p in find_packages(include=["operators", "panels"])],
+    package_dir={PLUGIN: "."},
+    package_data={
+        "imagenetx.classes": ["data/*", "data/**/*"],
+        PLUGIN: ["fiftyone.yml", "requirements.txt"],
+    },
+)
