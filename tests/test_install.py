@@ -1,0 +1,183 @@
+"""Installed the way users install it: ``fiftyone plugins download`` (a
+``git archive`` of HEAD here), ``pip install`` of a wheel then ``imagenetx
+plugin install``, a release; one version; the FiftyOne range tested at both
+ends.
+
+Plugin loading runs in a subprocess (tests/plugin_check.py) that hides the
+editable install of the project, so the rest of the session keeps it.
+"""
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+from packaging.requirements import Requirement
+
+from conftest import REPO
+
+PLUGIN = "@imagenet-x/imagenet-x"
+CHECK = str(REPO / "tests" / "plugin_check.py")
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())
+
+
+def _fiftyone_yml() -> dict:
+    return yaml.safe_load((REPO / "fiftyone.yml").read_text())
+
+
+def _env(**extra) -> dict:
+    """This session's environment (its database, its folders) without the
+    checkout on PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(extra)
+    return env
+
+
+def _check(cwd, plugins_dir, *args) -> dict:
+    r = subprocess.run([sys.executable, CHECK, *args], cwd=cwd, capture_output=True,
+                       text=True, env=_env(FIFTYONE_PLUGINS_DIR=str(plugins_dir)))
+    assert r.returncode == 0, r.stderr[-4000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _assert_registers_everything(found: dict, plugin_dir) -> None:
+    assert os.path.realpath(found["plugins"][PLUGIN]) == os.path.realpath(plugin_dir)
+    assert found["errors"] == [], found["errors"]
+    assert sorted(found["declared"]) == found["registered"]
+
+
+def test_one_version_everywhere():
+    """``imagenetx --version``, ``fiftyone.yml`` and the package metadata say
+    the one version ``imagenetx.__version__`` holds."""
+    import imagenetx
+
+    out = subprocess.run([sys.executable, "-m", "imagenetx", "--version"], cwd=REPO,
+                         capture_output=True, text=True, env=_env(PYTHONPATH=str(REPO)))
+    assert out.returncode == 0 and out.stdout.strip() == f"imagenetx {imagenetx.__version__}"
+    assert str(_fiftyone_yml()["version"]) == imagenetx.__version__
+    project = _pyproject()
+    assert "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": "imagenetx.__version__"}
+    assert (REPO / "CHANGELOG.md").read_text().split("\n## ")[1].startswith(
+        imagenetx.__version__)
+
+
+def test_requirements_txt_and_the_fiftyone_range_agree_with_pyproject():
+    """``fiftyone plugins requirements`` installs what pip would, and the
+    App's plugin check uses the range pip enforces."""
+    deps = [Requirement(d) for d in _pyproject()["project"]["dependencies"]]
+    lines = [l.strip() for l in (REPO / "requirements.txt").read_text().splitlines()
+             if l.strip() and not l.startswith("#")]
+    assert [str(Requirement(l)) for l in lines] == [str(d) for d in deps]
+    fiftyone = next(d for d in deps if d.name == "fiftyone")
+    assert str(fiftyone.specifier) == str(
+        Requirement("fiftyone" + _fiftyone_yml()["fiftyone"]["version"]).specifier)
+
+
+def _write_photos(folder: Path) -> Path:
+    from conftest import UNANNOTATED_VAL, VAL_FILES, save_photo
+
+    for name, photo in zip(list(VAL_FILES) + [UNANNOTATED_VAL],
+                           ["chelsea", "coffee", "astronaut", "rocket"]):
+        save_photo(folder / name, photo)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def val_photos(tmp_path_factory) -> Path:
+    return _write_photos(tmp_path_factory.mktemp("val-photos"))
+
+
+def test_the_fiftyone_way_registers_every_operator_and_panel(tmp_path, val_photos):
+    """``fiftyone plugins download`` of the repository, simulated by
+    ``git archive HEAD`` into a plugins folder, with the project not
+    installed: FiftyOne registers everything ``fiftyone.yml`` declares, the
+    requirements command finds ``requirements.txt``, and ``load_imagenetx``
+    runs on real photos named as ImageNet validation files."""
+    plugins = tmp_path / "plugins"
+    folder = plugins / "fiftyone-imagenet-x"
+    folder.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", "--format=tar", "HEAD"], cwd=REPO,
+                             capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(folder, filter="data")
+
+    found = _check(tmp_path, plugins, "--library", "none", "--photos", str(val_photos))
+    _assert_registers_everything(found, folder)
+    assert found["imagenetx"] == str(folder / "imagenetx" / "__init__.py")
+    assert "fiftyone>=1.21,<1.23" in found["requirements"]
+    assert found["operator"]["error"] is None, found["operator"]
+    assert found["operator"]["result"]["annotated"] == 3
+    assert found["operator"]["tags"] == {"x:background": 2, "x:color": 1}
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    """The sdist and the wheel ``python -m build`` makes from the checkout
+    (the wheel built from the sdist; no isolation: offline)."""
+    out = tmp_path_factory.mktemp("dist")
+    r = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out),
+                        str(REPO)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return out
+
+
+def test_the_release_passes_twine_check_and_carries_the_plugin(release):
+    import zipfile
+
+    files = sorted(os.listdir(release))
+    assert len(files) == 2 and files[0].endswith(".whl") and files[1].endswith(".tar.gz")
+    r = subprocess.run([sys.executable, "-m", "twine", "check", "--strict",
+                        *[str(release / f) for f in files]], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    plugin_files = {"fiftyone.yml", "requirements.txt", "__init__.py", "library.py",
+                    "unavailable.py", "operators/__init__.py", "panels/__init__.py"}
+    wheel = zipfile.ZipFile(release / files[0]).namelist()
+    assert {f"imagenetx/fiftyone_plugin/{f}" for f in plugin_files} <= set(wheel)
+    assert "imagenetx/fiftyone_plugin/setup.py" not in wheel
+    sdist = tarfile.open(release / files[1]).getnames()
+    top = files[1][:-len(".tar.gz")]
+    assert {f"{top}/{f}" for f in plugin_files | {"setup.py", "CHANGELOG.md"}} <= set(sdist)
+
+
+def test_the_python_way_installs_the_plugin_from_a_wheel(release, tmp_path):
+    """``pip install`` of the wheel (``--no-deps --target`` here), then
+    ``imagenetx plugin install``: FiftyOne registers the plugin, which runs
+    on the wheel's library; ``imagenetx plugin uninstall`` removes it."""
+    target, plugins = tmp_path / "site", tmp_path / "plugins"
+    wheel = next(release.glob("*.whl"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(target), str(wheel)], check=True, capture_output=True)
+
+    env = _env(PYTHONPATH=str(target), FIFTYONE_PLUGINS_DIR=str(plugins))
+    r = subprocess.run([sys.executable, "-m", "imagenetx", "plugin", "install"], cwd=tmp_path,
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    link = plugins / "imagenet-x"
+    source = target / "imagenetx" / "fiftyone_plugin"
+    assert os.path.realpath(link) == os.path.realpath(source)
+    assert f"at {link} -> {source}" in r.stdout
+    assert f"FiftyOne finds it in its plugins folder ({plugins})" in r.stdout
+
+    r2 = subprocess.run([sys.executable, CHECK, "--library", str(target)], cwd=tmp_path,
+                        capture_output=True, text=True, env=env)
+    assert r2.returncode == 0, r2.stderr[-4000:]
+    found = json.loads(r2.stdout.strip().splitlines()[-1])
+    _assert_registers_everything(found, link)
+    assert found["imagenetx"] == str(target / "imagenetx" / "__init__.py")
+
+    r = subprocess.run([sys.executable, "-m", "imagenetx", "plugin", "uninstall"],
+                       cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == f"Removed {link}", r.stdout + r.stderr
+    assert not os.path.lexists(link)
