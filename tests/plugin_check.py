@@ -3,7 +3,7 @@
 Run in a fresh Python by tests/test_install.py (hiding the editable install
 must not disturb the test session)::
 
-    python plugin_check.py [--library none|DIR] [--photos DIR]
+    python plugin_check.py [--library none|DIR] [--photos DIR] [--preimport]
 
 It drops the editable install's finder and the checkout from the import
 machinery, checks where ``imagenetx`` comes from (``none``: not importable at
@@ -38,6 +38,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--library", default="none")
     parser.add_argument("--photos")
+    parser.add_argument("--preimport", action="store_true",
+                        help="import imagenetx before FiftyOne loads the plugin")
     args = parser.parse_args()
 
     hide_editable_install()
@@ -48,6 +50,8 @@ def main() -> None:
         assert spec and os.path.realpath(spec.origin).startswith(
             os.path.realpath(args.library)), spec
 
+    if args.preimport:
+        import imagenetx  # noqa: F401
     import fiftyone as fo
     import fiftyone.operators as foo
     import fiftyone.plugins as fop

@@ -43,11 +43,23 @@ def _env(**extra) -> dict:
     return env
 
 
-def _check(cwd, plugins_dir, *args) -> dict:
+def _check(cwd, plugins_dir, *args, **env) -> dict:
+    """tests/plugin_check.py's findings, with what it logged as ``"log"``."""
     r = subprocess.run([sys.executable, CHECK, *args], cwd=cwd, capture_output=True,
-                       text=True, env=_env(FIFTYONE_PLUGINS_DIR=str(plugins_dir)))
+                       text=True, env=_env(FIFTYONE_PLUGINS_DIR=str(plugins_dir), **env))
     assert r.returncode == 0, r.stderr[-4000:]
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    *log, last = r.stdout.strip().splitlines()
+    return dict(json.loads(last), log="\n".join(log) + r.stderr)  # FiftyOne logs to stdout
+
+
+def _extract_head(folder: Path) -> Path:
+    """What ``fiftyone plugins download`` extracts: the repository at HEAD."""
+    folder.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", "--format=tar", "HEAD"], cwd=REPO,
+                             capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(folder, filter="data")
+    return folder
 
 
 def _assert_registers_everything(found: dict, plugin_dir) -> None:
@@ -106,12 +118,7 @@ def test_the_fiftyone_way_registers_every_operator_and_panel(tmp_path, val_photo
     requirements command finds ``requirements.txt``, and ``load_imagenetx``
     runs on real photos named as ImageNet validation files."""
     plugins = tmp_path / "plugins"
-    folder = plugins / "fiftyone-imagenet-x"
-    folder.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", "--format=tar", "HEAD"], cwd=REPO,
-                             capture_output=True, check=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(folder, filter="data")
+    folder = _extract_head(plugins / "fiftyone-imagenet-x")
 
     found = _check(tmp_path, plugins, "--library", "none", "--photos", str(val_photos))
     _assert_registers_everything(found, folder)
@@ -181,3 +188,35 @@ def test_the_python_way_installs_the_plugin_from_a_wheel(release, tmp_path):
                        cwd=tmp_path, capture_output=True, text=True, env=env)
     assert r.returncode == 0 and r.stdout.strip() == f"Removed {link}", r.stdout + r.stderr
     assert not os.path.lexists(link)
+
+
+def test_a_plugin_folder_beside_another_installed_version(release, tmp_path):
+    """A downloaded plugin of version 0.2.0 beside a pip-installed imagenetx
+    0.1.0: the plugin runs on its own folder's library and the log says so;
+    when the process imported 0.1.0 first, one line in the log and in the
+    App's plugin errors, and the panel shows it, not a traceback."""
+    import imagenetx
+
+    target, plugins = tmp_path / "site", tmp_path / "plugins"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(target), str(next(release.glob("*.whl")))], check=True,
+                   capture_output=True)
+    folder = _extract_head(plugins / "fiftyone-imagenet-x")
+    old, new = imagenetx.__version__, "0.2.0"
+    for path in (folder / "fiftyone.yml", folder / "imagenetx" / "__init__.py"):
+        path.write_text(path.read_text().replace(old, new))
+
+    found = _check(tmp_path, plugins, "--library", str(target), PYTHONPATH=str(target))
+    _assert_registers_everything(found, folder)
+    assert found["imagenetx"] == str(folder / "imagenetx" / "__init__.py")
+    assert (f"imagenetx {new} from the plugin folder ({folder / 'imagenetx'}); "
+            f"the installed imagenetx at {target / 'imagenetx'} is not used") in found["log"]
+
+    found = _check(tmp_path, plugins, "--library", str(target), "--preimport",
+                   PYTHONPATH=str(target))
+    line = (f"imagenet-x plugin {new} needs imagenetx {new}, but this Python runs imagenetx "
+            f"{old} ({target / 'imagenetx'}, already imported)")
+    assert found["registered"] == ["imagenetx_panel"]  # the panel that shows the line
+    assert len(found["errors"]) == 1 and found["errors"][0].startswith(line)
+    assert "\n" not in found["errors"][0] and "Traceback" not in found["log"]
+    assert line in found["log"]
