@@ -16,6 +16,7 @@ install-test:
 	$(PYTHON) -m pip install -q -e ".[test]"
 	$(PYTHON) scripts/ensure_mongod.py
 	$(PYTHON) scripts/ensure_chromium.py
+	$(PYTHON) scripts/fiftyone_floor_env.py
 
 demo: install
 	$(PYTHON) -m imagenetx demo --overwrite $(ARGS)

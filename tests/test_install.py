@@ -220,3 +220,41 @@ def test_a_plugin_folder_beside_another_installed_version(release, tmp_path):
     assert len(found["errors"]) == 1 and found["errors"][0].startswith(line)
     assert "\n" not in found["errors"][0] and "Traceback" not in found["log"]
     assert line in found["log"]
+
+
+@pytest.mark.parametrize("end", ["lowest", "highest"])
+def test_the_supported_fiftyone_range_passes_the_smoke_set(end, val_photos, tmp_path):
+    """The range ``pyproject.toml`` declares, at both ends: the lowest
+    FiftyOne in the venv ``make install-test`` makes (scripts/
+    fiftyone_floor_env.py; made here when missing), the highest in this
+    environment. tests/fiftyone_smoke.py: plugin, load, predict, ratios,
+    an operator."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import fiftyone_floor_env as floor
+    finally:
+        sys.path.pop(0)
+    import fiftyone as fo
+    import fiftyone.core.odm as foodm
+
+    spec = next(Requirement(d) for d in _pyproject()["project"]["dependencies"]
+                if d.startswith("fiftyone")).specifier
+    if end == "lowest":
+        python, version = floor.ensure(), floor.lowest_fiftyone()
+        assert floor.installed_fiftyone(python) == version
+    else:
+        from packaging.version import Version
+
+        python, version = sys.executable, fo.__version__
+        # the range ends right after the minor version tested here
+        installed, upper = Version(version), next(s.version for s in spec if s.operator == "<")
+        assert Version(upper) == Version(f"{installed.major}.{installed.minor + 1}")
+    assert version in spec
+    database = f"{fo.config.database_name}-{end}"  # one FiftyOne version per database
+    r = subprocess.run([python, str(REPO / "tests" / "fiftyone_smoke.py"), str(val_photos)],
+                       cwd=tmp_path, capture_output=True, text=True,
+                       env=_env(PYTHONPATH=str(REPO), FIFTYONE_DATABASE_NAME=database,
+                                FIFTYONE_PLUGINS_DIR=str(tmp_path / "plugins")))
+    foodm.get_db_client().drop_database(database)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    assert r.stdout.strip().splitlines()[-1] == f"SMOKE OK fiftyone {version}"
