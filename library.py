@@ -107,14 +107,14 @@ def use_library(plugin_dir: str) -> Library:
         return Library(None, None, "none", line)
 
     version, path = getattr(module, "__version__", None), _folder(module)
-    note = f"imagenet-x plugin {wanted}: imagenetx {version} from {source} ({path})"
+    note = f"imagenet-x plugin {wanted}: runs on imagenetx {version} ({source}: {path})"
     if installed_dir and not _same(installed_dir, path):
         note += f"; the installed imagenetx at {installed_dir} is not used"
     logger.info(note)
     if version == wanted:
         return Library(version, path, source, None)
     line = (f"imagenet-x plugin {wanted} needs imagenetx {wanted}, but this Python runs "
-            f"imagenetx {version} ({path}, {source}): run `pip install "
+            f"imagenetx {version} ({source}: {path}): run `pip install "
             f"{DISTRIBUTION}=={wanted}` or install the plugin of that version "
             "(`imagenetx plugin install`), then restart the App")
     logger.warning(line)

@@ -209,13 +209,13 @@ def test_a_plugin_folder_beside_another_installed_version(release, tmp_path):
     found = _check(tmp_path, plugins, "--library", str(target), PYTHONPATH=str(target))
     _assert_registers_everything(found, folder)
     assert found["imagenetx"] == str(folder / "imagenetx" / "__init__.py")
-    assert (f"imagenetx {new} from the plugin folder ({folder / 'imagenetx'}); "
+    assert (f"runs on imagenetx {new} (the plugin folder: {folder / 'imagenetx'}); "
             f"the installed imagenetx at {target / 'imagenetx'} is not used") in found["log"]
 
     found = _check(tmp_path, plugins, "--library", str(target), "--preimport",
                    PYTHONPATH=str(target))
     line = (f"imagenet-x plugin {new} needs imagenetx {new}, but this Python runs imagenetx "
-            f"{old} ({target / 'imagenetx'}, already imported)")
+            f"{old} (already imported: {target / 'imagenetx'})")
     assert found["registered"] == ["imagenetx_panel"]  # the panel that shows the line
     assert len(found["errors"]) == 1 and found["errors"][0].startswith(line)
     assert "\n" not in found["errors"][0] and "Traceback" not in found["log"]
@@ -258,3 +258,50 @@ def test_the_supported_fiftyone_range_passes_the_smoke_set(end, val_photos, tmp_
     foodm.get_db_client().drop_database(database)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     assert r.stdout.strip().splitlines()[-1] == f"SMOKE OK fiftyone {version}"
+
+
+DOCTOR_TOPICS = ["imagenetx", "Python", "FiftyOne", "torch", "torchvision", "timm", "numpy",
+                 "scipy", "annotations", "CUDA", "open_clip", "transformers", "foolbox",
+                 "AutoAttack", "corruptions", "plugin", "database", "heads", "downloads",
+                 "reports"]
+
+
+def _topics(out: str) -> list:
+    return list(dict.fromkeys(line[4:17].strip() for line in out.splitlines()
+                              if line[:4] in ("ok  ", "--  ", "ERR ")))
+
+
+def test_doctor_on_this_machine(capsys):
+    """Every line, each piece present, the plugin registered: exit 0."""
+    import fiftyone as fo
+
+    from imagenetx.cli import main
+    from imagenetx.plugin import PLUGIN_ROOT, install_plugin
+
+    link = install_plugin()
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert _topics(out) == DOCTOR_TOPICS, out
+    assert f"ok  FiftyOne     {fo.__version__}\n" in out
+    assert f"ok  plugin       {PLUGIN_NAME} at {link} -> {os.path.realpath(PLUGIN_ROOT)}" in out
+    assert "ok  plugin       FiftyOne registers it: 16 operators and panels" in out
+    assert "ok  database     reachable" in out
+    assert not [l for l in out.splitlines() if l.startswith(("ERR", "-- "))], out
+
+
+def test_doctor_says_what_is_missing(tmp_path):
+    """No plugin in FiftyOne's plugins folder, an optional and a core
+    package that do not import (blocked as Python blocks a module):
+    one line each with the command that fixes it, and exit 1 for the core."""
+    code = ("import sys; sys.modules['foolbox'] = sys.modules['timm'] = None; "
+            "from imagenetx.cli import main; sys.exit(main(['doctor']))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                       text=True, env=_env(PYTHONPATH=str(REPO),
+                                           FIFTYONE_PLUGINS_DIR=str(tmp_path / "none")))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert _topics(r.stdout) == DOCTOR_TOPICS, r.stdout
+    assert "ERR timm         missing: pip install 'timm'" in r.stdout
+    assert ("--  foolbox      missing (for attacks (PGD, FGSM)): pip install 'foolbox>=3.3'"
+            in r.stdout)
+    assert (f"--  plugin       not installed in FiftyOne's plugins folder ({tmp_path / 'none'}): "
+            "imagenetx plugin install") in r.stdout

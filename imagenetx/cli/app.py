@@ -1,4 +1,4 @@
-"""Commands around FiftyOne itself: ``app``, ``plugin``, ``db``."""
+"""Commands around FiftyOne itself: ``app``, ``plugin``, ``doctor``, ``db``."""
 
 from imagenetx.cli.base import CommandGroup
 
@@ -24,6 +24,10 @@ def register(group: CommandGroup) -> None:
     p.add_argument("action", choices=["install", "uninstall"])
     p.add_argument("--plugins-dir", help="the plugins folder (default: FiftyOne's, "
                    "FIFTYONE_PLUGINS_DIR)")
+
+    group.add("doctor", run_doctor, "what to know before filing a bug: versions, CUDA, the "
+              "plugin, the database, caches, missing optional pieces (exit 0: the core is "
+              "there)", database=False)
 
     p = group.add("db", run_db, "the database service the commands share: start, stop, "
                                 "status (the first command starts it by itself)",
@@ -69,6 +73,15 @@ def run_plugin(args) -> int:
         print(f"FiftyOne does not look there: set FIFTYONE_PLUGINS_DIR="
               f"{os.path.dirname(link)} for the App to find it")
     return 0
+
+
+def run_doctor(args) -> int:
+    from imagenetx.doctor import diagnose, healthy
+
+    lines = diagnose()
+    for line in lines:
+        print(line)
+    return 0 if healthy(lines) else 1
 
 
 def run_db(args) -> int:

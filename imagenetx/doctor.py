@@ -1,0 +1,224 @@
+"""What a user needs to know before filing a bug, line by line.
+
+:func:`diagnose` checks the versions of the pieces the project runs on, the
+plugin (where it is, whether FiftyOne registers it), the database, the
+caches and the optional pieces, and returns one :class:`Line` per finding.
+It works when a piece is missing: that is a line too, with the command that
+installs it. ``imagenetx doctor`` prints them.
+"""
+
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import sys
+from typing import Callable, List, NamedTuple, Optional
+
+from imagenetx import __version__
+
+DISTRIBUTION = "imagenetx-fiftyone"
+
+
+class Line(NamedTuple):
+    """One finding: ``ok`` False for a problem, ``core`` True when the
+    project cannot run without it."""
+
+    topic: str
+    text: str
+    ok: bool = True
+    core: bool = False
+
+    def __str__(self) -> str:
+        return f"{'ok ' if self.ok else ('ERR' if self.core else '-- ')} {self.topic:<13}{self.text}"
+
+
+#: (topic, distribution, import name, what it is for) of the pieces the core needs
+CORE = [
+    ("FiftyOne", "fiftyone", "fiftyone", None),
+    ("torch", "torch", "torch", None),
+    ("torchvision", "torchvision", "torchvision", None),
+    ("timm", "timm", "timm", None),
+    ("numpy", "numpy", "numpy", None),
+    ("scipy", "scipy", "scipy", None),
+    ("annotations", "imagenet-x", "imagenet_x", None),
+]
+#: the pieces only some features need: (topic, distribution, import name, what for)
+OPTIONAL = [
+    ("open_clip", "open_clip_torch", "open_clip", "zero-shot CLIP / SigLIP models"),
+    ("transformers", "transformers", "transformers", "Hugging Face models"),
+    ("foolbox", "foolbox", "foolbox", "attacks (PGD, FGSM)"),
+    ("AutoAttack", "pyautoattack", "pyautoattack", "AutoAttack"),
+    ("corruptions", "imagecorruptions-imaug", "imagecorruptions", "ImageNet-C probes"),
+]
+
+
+def _version(distribution: str, module: str) -> Optional[str]:
+    """The installed version, or None when the module does not import."""
+    try:
+        importlib.import_module(module)
+    except Exception:  # a broken install counts as missing
+        return None
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return getattr(sys.modules[module], "__version__", "?")
+
+
+def _requirement(distribution: str) -> str:
+    """The requirement ``pyproject.toml`` declares for a distribution."""
+    from packaging.requirements import Requirement
+
+    try:
+        for req in importlib.metadata.requires(DISTRIBUTION) or ():
+            if Requirement(req).name.lower() == distribution.lower():
+                return req
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    return distribution
+
+
+def versions() -> List[Line]:
+    """imagenetx, Python, the core pieces (FiftyOne checked against the
+    supported range), CUDA and its devices, and the optional pieces."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    lines = [Line("imagenetx", f"{__version__} ({here})"),
+             Line("Python", f"{sys.version.split()[0]} ({sys.executable})")]
+    for topic, dist, module, _ in CORE:
+        version = _version(dist, module)
+        if version is None:
+            lines.append(Line(topic, f"missing: pip install '{_requirement(dist)}'", False, True))
+            continue
+        text, ok = version, True
+        if dist == "fiftyone":
+            from packaging.requirements import Requirement
+
+            wanted = Requirement(_requirement("fiftyone")).specifier
+            ok = not wanted or version in wanted
+            text += "" if ok else (f": not in the supported range {wanted}: "
+                                   f"pip install 'fiftyone{wanted}'")
+        lines.append(Line(topic, text, ok, True))
+    lines.append(_cuda())
+    for topic, dist, module, what in OPTIONAL:
+        version = _version(dist, module)
+        lines.append(Line(topic, version) if version else Line(
+            topic, f"missing (for {what}): pip install '{_requirement(dist)}'", False))
+    return lines
+
+
+def _cuda() -> Line:
+    if "torch" not in sys.modules:
+        return Line("CUDA", "unknown: torch does not import", False)
+    import torch
+
+    if not torch.cuda.is_available():
+        return Line("CUDA", f"not available (torch built for CUDA {torch.version.cuda}); "
+                            "models run on the CPU")
+    names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return Line("CUDA", f"{torch.version.cuda}, {len(names)} device(s): {', '.join(names)}")
+
+
+def plugin() -> List[Line]:
+    """Where the plugin is and whether FiftyOne registers it (FiftyOne's own
+    error when it does not)."""
+    import fiftyone as fo
+    from fiftyone.operators.registry import OperatorRegistry
+
+    from imagenetx.plugin import PLUGIN_NAME, PLUGIN_ROOT, registered_plugin_dir
+
+    found = registered_plugin_dir()
+    if not found:
+        return [Line("plugin", f"not installed in FiftyOne's plugins folder "
+                               f"({fo.config.plugins_dir}): imagenetx plugin install", False)]
+    lines = [Line("plugin", f"{PLUGIN_NAME} at {found}" + (
+        f" -> {os.path.realpath(found)}" if os.path.realpath(found) != found else ""))]
+    if os.path.realpath(found) != os.path.realpath(PLUGIN_ROOT):
+        lines.append(Line("plugin", f"not this library's plugin ({PLUGIN_ROOT}): imagenetx "
+                                    "plugin install links it", False))
+    registry = OperatorRegistry()
+    ours = [op for op in registry.list_operators() if op.plugin_name == PLUGIN_NAME]
+    errors = [e for ctx in registry.plugin_contexts if ctx.name == PLUGIN_NAME
+              for e in ctx.errors]
+    if errors:
+        last = errors[0].strip().splitlines()[-1]
+        lines.append(Line("plugin", f"FiftyOne does not register it: {last}", False))
+    else:
+        lines.append(Line("plugin", f"FiftyOne registers it: {len(ours)} operators and panels"))
+    return lines
+
+
+def connect() -> Optional[str]:
+    """Points this process at the database the commands share, as every
+    command does, before FiftyOne is imported; returns why it could not."""
+    from imagenetx.store import service
+
+    try:
+        service.connect()
+    except Exception as e:  # reported by :func:`database`
+        return str(e).splitlines()[0]
+    return None
+
+
+def database(connect_error: Optional[str] = None) -> List[Line]:
+    """The database service, its URI and whether it answers."""
+    from imagenetx.store import service
+
+    lines = [Line("database", line) for line in service.status().splitlines()]
+    if connect_error:
+        return lines + [Line("database", f"not reachable: {connect_error}", False, True)]
+    try:
+        import fiftyone.core.odm as foodm
+
+        foodm.get_db_client().admin.command("ping")
+        uri = os.environ.get("FIFTYONE_DATABASE_URI") or "FiftyOne's own database"
+        lines.append(Line("database", f"reachable: {service._redact(uri)}", True, True))
+    except Exception as e:  # any failure to reach it is the finding
+        lines.append(Line("database", f"not reachable: {str(e).splitlines()[0]}", False, True))
+    return lines
+
+
+def _size(folder: str) -> str:
+    total = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    for unit in ("B", "KB", "MB", "GB"):
+        if total < 1024 or unit == "GB":
+            return f"{total:.0f} {unit}" if unit == "B" else f"{total:.1f} {unit}"
+        total /= 1024
+
+
+def caches() -> List[Line]:
+    """The folders the project writes: zero-shot heads, downloads, reports."""
+    from imagenetx.plugin import reports_dir
+    from imagenetx.store.downloads import cache_root
+
+    root = str(cache_root())
+    folders = [("heads", os.path.join(root, "zero_shot")), ("downloads", root),
+               ("reports", reports_dir())]
+    return [Line(topic, f"{folder}: {_size(folder)}" if os.path.isdir(folder)
+                 else f"{folder}: empty (not made yet)") for topic, folder in folders]
+
+
+def diagnose() -> List[Line]:
+    """Every line, in order; the FiftyOne-dependent ones only when FiftyOne
+    imports."""
+    connect_error = connect() if importlib.util.find_spec("fiftyone") else None
+    lines = versions()
+    if any(l.topic == "FiftyOne" and l.text.startswith("missing") for l in lines):
+        return lines
+    steps: List[Callable[[], List[Line]]] = [
+        plugin, lambda: database(connect_error), caches]
+    for step in steps:
+        try:
+            lines += step()
+        except Exception as e:  # one broken check must not hide the others
+            lines.append(Line("check", f"failed: {type(e).__name__}: {e}", False))
+    return lines
+
+
+def healthy(lines: List[Line]) -> bool:
+    """Whether everything the core needs is there."""
+    return all(l.ok for l in lines if l.core)
