@@ -6,7 +6,7 @@ export FIFTYONE_DO_NOT_TRACK ?= true
 export FIFTYONE_DATABASE_VALIDATION ?= false
 export NO_MKDOCS_2_WARNING ?= 1
 
-.PHONY: install install-test demo test plugin perf docs docs-screenshots
+.PHONY: install install-test demo test plugin release perf docs docs-screenshots
 
 install:
 	$(PYTHON) -m pip install -q -e .
@@ -26,6 +26,13 @@ test: install-test
 
 plugin: install
 	$(PYTHON) -m imagenetx plugin install
+
+# The sdist and the wheel (which carries the plugin) into dist/, checked by twine.
+release:
+	$(PYTHON) -m pip install -q build twine
+	rm -rf dist
+	$(PYTHON) -m build --outdir dist .
+	$(PYTHON) -m twine check --strict dist/*
 
 perf: install-test
 	$(PYTHON) perf/parse_annotations.py

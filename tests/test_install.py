@@ -283,8 +283,10 @@ def test_doctor_on_this_machine(capsys):
     out = capsys.readouterr().out
     assert _topics(out) == DOCTOR_TOPICS, out
     assert f"ok  FiftyOne     {fo.__version__}\n" in out
-    assert f"ok  plugin       {PLUGIN_NAME} at {link} -> {os.path.realpath(PLUGIN_ROOT)}" in out
-    assert "ok  plugin       FiftyOne registers it: 16 operators and panels" in out
+    assert f"ok  plugin       {PLUGIN} at {link} -> {os.path.realpath(PLUGIN_ROOT)}" in out
+    declared = _fiftyone_yml()
+    count = len(declared["operators"]) + len(declared["panels"])
+    assert f"ok  plugin       FiftyOne registers it: {count} operators and panels" in out
     assert "ok  database     reachable" in out
     assert not [l for l in out.splitlines() if l.startswith(("ERR", "-- "))], out
 
@@ -305,3 +307,19 @@ def test_doctor_says_what_is_missing(tmp_path):
             in r.stdout)
     assert (f"--  plugin       not installed in FiftyOne's plugins folder ({tmp_path / 'none'}): "
             "imagenetx plugin install") in r.stdout
+
+
+def test_the_readme_install_section_shows_the_three_tested_ways():
+    """The README's three command blocks, FiftyOne way first, name what the
+    tests above install: the repository URL and plugin name of
+    ``fiftyone.yml``, the package's own ``imagenetx plugin install``."""
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## Install"):readme.index("## Quick start")]
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
+    url, name = _fiftyone_yml()["url"], _fiftyone_yml()["name"]
+    assert blocks == [
+        f"fiftyone plugins download {url}\nfiftyone plugins requirements {name} --install\n",
+        f"pip install git+{url}\nimagenetx plugin install\n",
+        f"git clone {url} && cd {url.rsplit('/', 1)[1]}\nmake demo\n",
+    ]
+    assert "make demo" in readme and "make test" in readme
