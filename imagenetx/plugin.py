@@ -99,6 +99,36 @@ def registered_plugin_dir():
         return None
 
 
+def install_report(link: str) -> str:
+    """What :func:`install_plugin` did, and how FiftyOne sees the plugin."""
+    how = "linked" if os.path.islink(link) else "copied"
+    lines = [f"Plugin {PLUGIN_NAME} {how} at {link} -> {os.path.realpath(PLUGIN_ROOT)}"]
+    found = registered_plugin_dir()
+    if found and os.path.realpath(found) == os.path.realpath(link):
+        lines.append(f"FiftyOne finds it in its plugins folder ({os.path.dirname(link)}): open "
+                     "the App (`imagenetx app --dataset NAME` or `fiftyone app launch`) for the "
+                     "ImageNet-X panel and operators; `fiftyone plugins list` lists it")
+    elif found:
+        lines.append(f"FiftyOne loads {PLUGIN_NAME} from {found} instead (another copy comes "
+                     f"first): remove that one with `fiftyone plugins delete {PLUGIN_NAME}`")
+    else:
+        lines.append(f"FiftyOne does not look there: set FIFTYONE_PLUGINS_DIR="
+                     f"{os.path.dirname(link)} for the App to find it")
+    return "\n".join(lines)
+
+
+def uninstall_report(removed) -> str:
+    """What :func:`uninstall_plugin` did, and whether FiftyOne still finds
+    the plugin elsewhere."""
+    lines = [f"Removed {removed}" if removed else
+             "Nothing to remove: `imagenetx plugin install` put no plugin in that folder"]
+    found = registered_plugin_dir()
+    if found:
+        lines.append(f"FiftyOne still finds {PLUGIN_NAME} at {found} (installed another way: "
+                     f"`fiftyone plugins delete {PLUGIN_NAME}` removes it)")
+    return "\n".join(lines)
+
+
 #: what FiftyOne's open-source App needs to offer "Schedule" for delegated
 #: operations: without it the App shows "Background compute is not yet
 #: configured" and no button

@@ -44,34 +44,12 @@ def run_app(args) -> int:
 
 
 def run_plugin(args) -> int:
-    import os
-
-    from imagenetx.plugin import (PLUGIN_NAME, PLUGIN_ROOT, install_plugin,
-                                  registered_plugin_dir, uninstall_plugin)
+    from imagenetx.plugin import install_plugin, install_report, uninstall_plugin, uninstall_report
 
     if args.action == "uninstall":
-        removed = uninstall_plugin(args.plugins_dir)
-        print(f"Removed {removed}" if removed else "Nothing to remove: `imagenetx plugin "
-              "install` put no plugin in that folder")
-        found = registered_plugin_dir()
-        if found:
-            print(f"FiftyOne still finds {PLUGIN_NAME} at {found} (installed another way: "
-                  f"`fiftyone plugins delete {PLUGIN_NAME}` removes it)")
-        return 0
-    link = install_plugin(args.plugins_dir)
-    how = "linked" if os.path.islink(link) else "copied"
-    print(f"Plugin {PLUGIN_NAME} {how} at {link} -> {os.path.realpath(PLUGIN_ROOT)}")
-    found = registered_plugin_dir()
-    if found and os.path.realpath(found) == os.path.realpath(link):
-        print(f"FiftyOne finds it in its plugins folder ({os.path.dirname(link)}): open the "
-              "App (`imagenetx app --dataset NAME` or `fiftyone app launch`) for the "
-              "ImageNet-X panel and operators; `fiftyone plugins list` lists it")
-    elif found:
-        print(f"FiftyOne loads {PLUGIN_NAME} from {found} instead (another copy comes first): "
-              f"remove that one with `fiftyone plugins delete {PLUGIN_NAME}`")
+        print(uninstall_report(uninstall_plugin(args.plugins_dir)))
     else:
-        print(f"FiftyOne does not look there: set FIFTYONE_PLUGINS_DIR="
-              f"{os.path.dirname(link)} for the App to find it")
+        print(install_report(install_plugin(args.plugins_dir)))
     return 0
 
 
