@@ -31,12 +31,13 @@ PACKAGE = "imagenetx"
 #: the layers, bottom first; a unit is a top-level module or package of
 #: ``imagenetx``, and each may import its own layer and those below
 LAYERS: Tuple[Tuple[str, ...], ...] = (
-    ("errors", "options", "memory"),
+    ("errors", "options", "memory", "deprecation"),
     ("metrics",),
     ("classes",),
     ("store",),
+    ("benchmarks",),
     ("models", "edits"),
-    ("benchmarks", "probes", "attacks"),
+    ("probes", "attacks"),
     ("analysis",),
     ("present",),
     ("plugin", "cli", "__main__"),
@@ -58,7 +59,9 @@ class Arrow:
         line: the line of the import in ``source``
         inside_function: whether the import runs inside a function
         lazy: whether its line carries :data:`LAZY`
-        kind: ``"import"``, ``"import_module"`` or ``"registry"``
+        kind: ``"import"``, ``"import_module"``, ``"registry"`` (a
+            ``"module:Name"`` string) or ``"moved"`` (a deprecated alias,
+            :func:`imagenetx.deprecation.moved_to`, to a module's new place)
     """
 
     source: str
@@ -161,10 +164,12 @@ class _Reader(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if (name in ("import_module", "__import__") and node.args
-                and isinstance(node.args[0], ast.Constant)
-                and isinstance(node.args[0].value, str)):
-            self._add(node.args[0].value, node, "import_module")
+        literal = [a.value for a in node.args
+                   if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if name in ("import_module", "__import__") and literal:
+            self._add(literal[0], node, "import_module")
+        elif name == "moved_to" and literal:
+            self._add(literal[-1], node, "moved")
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
@@ -192,21 +197,25 @@ def read_arrows(root: str = ROOT) -> List[Arrow]:
     return arrows
 
 
+#: arrows that are no imports of the layering: a registry entry names an
+#: upper layer's plug-in without importing it; a deprecated alias points
+#: from a name's old place to its new one for one version
+NOT_LAYERING = ("registry", "moved")
+
+
 def upward(arrows: Sequence[Arrow]) -> List[Arrow]:
-    """The imports that run from a lower layer to a higher one (registry
-    entries excepted: naming a plug-in by string is how upper layers are
-    found)."""
+    """The imports that run from a lower layer to a higher one."""
     return [a for a in arrows
-            if a.kind != "registry" and layer_of(a.target) > layer_of(a.source)]
+            if a.kind not in NOT_LAYERING and layer_of(a.target) > layer_of(a.source)]
 
 
 def circles(arrows: Sequence[Arrow]) -> List[List[str]]:
     """The files that import each other in a loop (strongly connected
     components of more than one file), each sorted; registry entries are
-    not imports and are left out."""
+    not imports and are left out, as are deprecated aliases."""
     graph = defaultdict(set)
     for a in arrows:
-        if a.kind != "registry":
+        if a.kind not in NOT_LAYERING:
             graph[a.source].add(a.target)
     index, low, stack, on_stack, found = {}, {}, [], set(), []
     counter = [0]
@@ -254,7 +263,7 @@ def circles(arrows: Sequence[Arrow]) -> List[List[str]]:
 def ties(component: Sequence[str], arrows: Sequence[Arrow]) -> List[Arrow]:
     """The arrows between the files of one circle."""
     members = set(component)
-    return [a for a in arrows if a.kind != "registry"
+    return [a for a in arrows if a.kind not in NOT_LAYERING
             and a.source in members and a.target in members]
 
 
@@ -305,6 +314,12 @@ def report(root: str = ROOT, out=sys.stdout, details: bool = True) -> dict:
     if details:
         for a in up:
             print(f"  {a.source}:{a.line} -> {a.target}", file=out)
+    moved = [a for a in arrows if a.kind == "moved"]
+    print(f"deprecated aliases (old place -> new, removed in 0.2): {len(moved)}",
+          file=out)
+    if details:
+        for a in moved:
+            print(f"  {a.source} -> {a.target}", file=out)
     print(f"imports of imagenetx inside functions: {len(inside)} "
           f"({len(inside) - len(not_marked)} marked '{LAZY}', "
           f"{len(not_marked)} not)", file=out)
@@ -312,7 +327,8 @@ def report(root: str = ROOT, out=sys.stdout, details: bool = True) -> dict:
         for a in not_marked:
             print(f"  {a.source}:{a.line} -> {a.target}", file=out)
     return {"lines": lines, "circles": len(found_circles), "upward": len(pairs),
-            "inside_functions": len(inside), "not_marked": len(not_marked)}
+            "inside_functions": len(inside), "not_marked": len(not_marked),
+            "moved": len(moved)}
 
 
 def main(argv=None) -> int:

@@ -122,7 +122,7 @@ def _opened(dataset, summary) -> int:
 
 
 def run_demo(args) -> int:
-    from imagenetx.benchmarks.imagenet_x.demo import build_demo
+    from imagenetx.analysis.demo import build_demo
 
     s = build_demo(args.name, args.overwrite, args.imagenet_dir)
     print(f"\nDataset '{s.dataset}': {s.samples:,} samples "
