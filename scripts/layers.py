@@ -6,9 +6,10 @@ call or ``"module:Name"`` registry entry with a literal module name that
 points into ``imagenetx`` becomes an arrow between two files. Each file
 belongs to a layer (:data:`LAYERS`, bottom first); an arrow may run down or
 stay in its layer, never up, and the files may not import each other in a
-circle. An import inside a function is allowed only where it points down
-and carries the marker :data:`LAZY` on its line (a lazy import for start-up
-speed); a registry entry (a ``"module:Name"`` string) may name any layer:
+circle (imports inside functions included, so none of them can be there to
+dodge a circle). An import inside a function for start-up speed says so
+with :data:`LAZY` on its line (or :data:`LAZY_MODULE` once in its module);
+the others are counted; a registry entry (a ``"module:Name"`` string) may name any layer:
 it is how an upper layer's plug-in is found without being imported.
 
 Run ``python scripts/layers.py`` (or ``make layers``) for the counts:
@@ -45,6 +46,11 @@ LAYERS: Tuple[Tuple[str, ...], ...] = (
 
 #: the marker on the line of a lazy import (inside a function) for start-up
 LAZY = "# lazy: start-up"
+
+#: the same for every import inside a function of a module: a line of its
+#: own at module level, in the modules that are imported to build the
+#: command line's parser or to check a model spec before torch is imported
+LAZY_MODULE = "# lazy imports: start-up"
 
 _REGISTRY_ENTRY = re.compile(r"^(imagenetx(?:\.\w+)+):\w+$")
 
@@ -115,6 +121,7 @@ class _Reader(ast.NodeVisitor):
         self.lines = lines
         self.files = files
         self.depth = 0
+        self.lazy_module = any(line.startswith(LAZY_MODULE) for line in lines)
         self.found: List[Tuple[str, int, bool, bool, str]] = []
 
     def _resolve(self, name: str) -> Optional[str]:
@@ -133,7 +140,7 @@ class _Reader(ast.NodeVisitor):
         target = self._resolve(name)
         if target is None:
             return
-        lazy = LAZY in self.lines[node.lineno - 1]
+        lazy = self.lazy_module or LAZY in self.lines[node.lineno - 1]
         self.found.append((target, node.lineno, self.depth > 0, lazy, kind))
 
     def _function(self, node):

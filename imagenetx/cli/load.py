@@ -1,5 +1,7 @@
 """Commands that build or change datasets: ``demo``, ``tag``, ``load``, ``edit``."""
 
+# lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
+
 from imagenetx.cli.base import CommandGroup
 from imagenetx.cli.flags import add_gt_field
 from imagenetx.options import V2_VARIANTS

@@ -20,6 +20,8 @@ Specs:
 -   ``zoo:NAME``: a FiftyOne zoo image classifier
 """
 
+# lazy imports: start-up (a spec is checked without importing torch or the model's library)
+
 from __future__ import annotations
 
 import importlib
