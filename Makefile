@@ -6,7 +6,7 @@ export FIFTYONE_DO_NOT_TRACK ?= true
 export FIFTYONE_DATABASE_VALIDATION ?= false
 export NO_MKDOCS_2_WARNING ?= 1
 
-.PHONY: install install-test demo test plugin release perf docs docs-screenshots
+.PHONY: install install-test demo test plugin release perf docs docs-screenshots layers
 
 install:
 	$(PYTHON) -m pip install -q -e .
@@ -54,6 +54,11 @@ perf: install-test
 	$(PYTHON) perf/spectral.py
 	$(PYTHON) perf/corruptions.py
 	$(PYTHON) perf/startup.py
+
+# The layers of imagenetx/ read from its imports: lines per package, circles,
+# upward imports, imports inside functions (docs/architecture.md)
+layers:
+	$(PYTHON) scripts/layers.py
 
 # The docs site (MkDocs, docs/ + mkdocs.yml) into site/; the same strict build
 # runs in tests/test_docs.py.

@@ -4,23 +4,13 @@
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
-from imagenetx.options import DEVICES
-
-from .forms import (
-    add_delegate_input,
-    delegate_above,
-    delegation,
-    in_form_terms,
-    invalid,
-    is_large,
-    run_with_progress,
-)
+from .forms import delegate_above, delegation, in_form_terms, invalid
 from .models import (
-    add_checkpoint_inputs,
-    add_model_picker,
-    check_field,
-    check_spec,
-    model_params,
+    add_device_inputs,
+    add_model_inputs,
+    add_samples_inputs,
+    run_model,
+    target_is_large,
 )
 
 #: views larger than this run as delegated operations unless the form says
@@ -51,15 +41,12 @@ class AttackModel(foo.Operator):
         )
 
     def resolve_input(self, ctx):
-        from imagenetx.attacks.settings import ATTACKS, NORMS, PROTOCOLS
+        from imagenetx.attacks.registry import attack_names
+        from imagenetx.attacks.settings import NORMS, PROTOCOLS
 
         inputs = types.Object()
-        add_model_picker(ctx, inputs)
-        add_checkpoint_inputs(inputs)
-        check_spec(ctx, inputs)  # each error line under its inputs
-        inputs.str("field", label="Adversarial field", required=True,
-                   description="the adversarial prediction field to write, e.g. r50_pgd")
-        check_field(ctx, inputs, "Adversarial field")
+        add_model_inputs(ctx, inputs, "Adversarial field",
+                         "the adversarial prediction field to write, e.g. r50_pgd")
         inputs.enum(
             "protocol", list(PROTOCOLS), label="Protocol", default="gavrikov",
             view=types.RadioGroup(),
@@ -68,7 +55,7 @@ class AttackModel(foo.Operator):
                 "robustbench: AutoAttack standard L∞ at 4/255 on RobustBench's "
                 "5,000 validation images of this view"),
         )
-        inputs.enum("attack", list(ATTACKS), label="Attack", view=types.DropdownView(),
+        inputs.enum("attack", list(attack_names()), label="Attack", view=types.DropdownView(),
                     description="empty: the protocol's")
         inputs.str("eps", label="Epsilon",
                    description="the budget in [0, 1] pixel units, e.g. 0.5/255, 4/255 "
@@ -79,57 +66,28 @@ class AttackModel(foo.Operator):
         inputs.enum("norm", list(NORMS), label="Norm", view=types.DropdownView(),
                     description="the threat model (empty: linf)")
         _check_settings(ctx, inputs)
-        inputs.int("limit", label="Limit", description="attack at most N samples "
-                                                      "(a resumed run: N more)")
-        inputs.enum("device", list(DEVICES), label="Device", default="auto",
-                    view=types.DropdownView())
-        inputs.int("batch_size", label="Batch size", min=1,
-                   description="images per pass (empty: 256 on a GPU, 64 on the CPU)")
-        inputs.int("num_workers", label="Decoding workers",
-                   description="image decoding processes (empty: one per CPU core "
-                               "this process may use)")
-        if ctx.dataset is not None and ctx.dataset.media_type == "group":
-            inputs.list("slices", types.String(), label="Group slices",
-                        description="attack only these group slices (empty: all)")
-        inputs.bool("overwrite", label="Overwrite", default=False,
-                    description="also attack samples that already have an "
-                                "adversarial prediction")
-        inputs.str("gt_field", label="Ground truth field", default="ground_truth",
-                   description="the true classes the attack moves away from")
-        add_delegate_input(ctx, inputs, _large(ctx), delegate_above(DELEGATE_ABOVE),
-                           "samples")
+        add_device_inputs(inputs)
+        add_samples_inputs(ctx, inputs, "attack", "an adversarial prediction",
+                           gt_description="the true classes the attack moves away from",
+                           delegate_default=DELEGATE_ABOVE)
         return types.Property(inputs, view=types.View(label="Attack a model"))
 
     def resolve_delegation(self, ctx):
-        return delegation(ctx, _large(ctx))
+        return delegation(ctx, target_is_large(ctx, delegate_above(DELEGATE_ABOVE)))
 
     def execute(self, ctx):
         from imagenetx.attacks.run import run_attack
         from imagenetx.attacks.subsets import protocol_view
-        from imagenetx.models.options import from_params
 
         p = ctx.params
 
-        def job(progress):
+        def attack(view, model, field, request, options, **kw):
             settings = attack_settings(p)
-            request, options = from_params(model_params(p))
-            view = protocol_view(ctx.target_view(), p.get("protocol") or None)
-            return run_attack(view, p["model"], p["field"], settings, request, options,
-                              gt_field=p.get("gt_field") or "ground_truth",
-                              progress=progress, slices=p.get("slices") or None)
+            view = protocol_view(view, p.get("protocol") or None)
+            return run_attack(view, model, field, settings, request, options, **kw)
 
-        def finish(summary):
-            return {
-                "summary": str(summary),
-                "attack": summary.attack,
-                "predicted": summary.predicted,
-                "failed": summary.failed,
-                "flipped": summary.flipped,
-                "eval_key": summary.eval_key,
-                "robust_accuracy": summary.accuracy,
-            }
-
-        return run_with_progress(ctx, job, finish)
+        return run_model(ctx, attack, lambda s: {"attack": s.attack, "flipped": s.flipped,
+                                                  "robust_accuracy": s.accuracy})
 
     def resolve_output(self, ctx):
         outputs = types.Object()
@@ -165,6 +123,3 @@ def _check_settings(ctx, inputs):
         return
     inputs.view("attack_note", types.Notice(label=f"Runs {settings.describe()}"))
 
-
-def _large(ctx) -> bool:
-    return is_large(lambda c: c.target_view(), ctx, delegate_above(DELEGATE_ABOVE))

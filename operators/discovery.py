@@ -4,14 +4,9 @@ fails most, and the mistakes of one of them as the App's view."""
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
-from imagenetx.options import (
-    DISCOVERY_MAX_ORDER,
-    DISCOVERY_MIN_SUPPORT,
-    DISCOVERY_TOP_K,
-    REAL_MODES,
-)
+from imagenetx.options import DISCOVERY_MAX_ORDER, DISCOVERY_MIN_SUPPORT, DISCOVERY_TOP_K
 
-from .forms import invalid, prediction_fields_or_warning, user_errors
+from .forms import add_correct_inputs, add_pred_field_input, invalid, user_errors
 
 
 class DiscoverSlices(foo.Operator):
@@ -31,19 +26,9 @@ class DiscoverSlices(foo.Operator):
         from imagenetx.analysis import analysis_options
 
         inputs = types.Object()
-        fields = prediction_fields_or_warning(ctx, inputs)
-        if not fields:
+        if not add_pred_field_input(ctx, inputs):
             return types.Property(inputs)
-        inputs.enum("pred_field", fields, required=True, default=fields[0],
-                    label="Prediction field", view=types.DropdownView())
-        options = analysis_options(ctx.dataset)
-        inputs.enum("correct", options["label_spaces"],
-                    default=options["default_correct"], label="Correct if",
-                    view=types.RadioGroup())
-        if "real" in options["label_spaces"]:
-            inputs.enum("real_mode", list(REAL_MODES), default="clean",
-                        label="Empty ReaL sets (correct = real)",
-                        view=types.RadioGroup())
+        add_correct_inputs(inputs, analysis_options(ctx.dataset))
         inputs.int("max_order", default=DISCOVERY_MAX_ORDER,
                    label="Most slices per conjunction")
         inputs.int("min_support", default=DISCOVERY_MIN_SUPPORT,

@@ -20,6 +20,17 @@ def prediction_fields_or_warning(ctx, inputs) -> list:
     return fields
 
 
+def add_pred_field_input(ctx, inputs) -> list:
+    """The Prediction field dropdown of the operators that look at one
+    model; returns the dataset's prediction fields (none: a warning instead,
+    and the form ends there)."""
+    fields = prediction_fields_or_warning(ctx, inputs)
+    if fields:
+        inputs.enum("pred_field", fields, required=True, default=fields[0],
+                    label="Prediction field", view=types.DropdownView())
+    return fields
+
+
 def add_mode_inputs(ctx, inputs) -> dict:
     """The slicing and correctness of the analysis engine, as the dataset's
     benchmark offers them; returns :func:`imagenetx.analysis.analysis_options`
@@ -30,6 +41,13 @@ def add_mode_inputs(ctx, inputs) -> dict:
     slicings = list(options["slicings"])
     inputs.enum("slicing", slicings, default=options["default_slicing"],
                 label="Slice by", view=types.DropdownView())
+    add_correct_inputs(inputs, options)
+    return options
+
+
+def add_correct_inputs(inputs, options: dict) -> None:
+    """What counts as correct (the benchmark's label spaces, from
+    :func:`imagenetx.analysis.analysis_options`), and ReaL's empty sets."""
     inputs.enum("correct", options["label_spaces"],
                 default=options["default_correct"], label="Correct if",
                 view=types.RadioGroup())
@@ -37,7 +55,6 @@ def add_mode_inputs(ctx, inputs) -> dict:
         inputs.enum("real_mode", list(REAL_MODES), default="clean",
                     label="Empty ReaL sets (correct = real)",
                     view=types.RadioGroup())
-    return options
 
 
 def mode_params(ctx) -> dict:

@@ -3,21 +3,15 @@
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
-from imagenetx.options import AMPS, DECODERS, DEVICES
+from imagenetx.options import AMPS, DECODERS
 
-from .forms import (
-    add_delegate_input,
-    delegate_above,
-    delegation,
-    is_large,
-    run_with_progress,
-)
+from .forms import delegate_above, delegation
 from .models import (
-    add_checkpoint_inputs,
-    add_model_picker,
-    check_field,
-    check_spec,
-    model_params,
+    add_device_inputs,
+    add_model_inputs,
+    add_samples_inputs,
+    run_model,
+    target_is_large,
 )
 
 #: views larger than this run as delegated operations unless the form says
@@ -47,74 +41,33 @@ class RunModel(foo.Operator):
 
     def resolve_input(self, ctx):
         inputs = types.Object()
-        add_model_picker(ctx, inputs)
-        add_checkpoint_inputs(inputs)
-        check_spec(ctx, inputs)  # its error line under the model's inputs
-        inputs.str("field", label="Prediction field", required=True)
-        check_field(ctx, inputs)
-        inputs.int("batch_size", label="Batch size", min=1,
-                   description="images per forward pass (empty: 256 on a GPU, 64 on the CPU)")
-        inputs.int(
-            "num_workers", label="Decoding workers",
-            description="image decoding processes (empty: one per CPU core this "
-                        "process may use)",
-        )
-        inputs.enum("device", list(DEVICES), label="Device", default="auto",
-                    view=types.DropdownView())
+        add_model_inputs(ctx, inputs)
+        add_device_inputs(inputs)
         inputs.enum("amp", list(AMPS), label="Autocast", default="auto",
                     view=types.DropdownView())
         inputs.enum("decoder", list(DECODERS), label="Decoder", default="auto",
                     view=types.DropdownView(),
                     description="who decodes the images (auto: the fastest the "
                                 "model's resize allows)")
-        if ctx.dataset is not None and ctx.dataset.media_type == "group":
-            inputs.list("slices", types.String(), label="Group slices",
-                        description="predict only these group slices (empty: all)")
         inputs.bool("compile", label="torch.compile", default=False)
         inputs.bool("logits", label="Store logits", default=False)
-        inputs.int("limit", label="Limit", description="predict at most N samples")
-        inputs.bool(
-            "overwrite", label="Overwrite", default=False,
-            description="also redo samples that already have a prediction",
-        )
-        inputs.str("gt_field", label="Ground truth field", default="ground_truth")
-        add_delegate_input(ctx, inputs, _large(ctx), delegate_above(DELEGATE_ABOVE),
-                           "samples")
+        add_samples_inputs(ctx, inputs, "predict", "a prediction",
+                           delegate_default=DELEGATE_ABOVE)
         return types.Property(inputs, view=types.View(label="Run model"))
 
     def resolve_delegation(self, ctx):
-        return delegation(ctx, _large(ctx))
+        return delegation(ctx, target_is_large(ctx, delegate_above(DELEGATE_ABOVE)))
 
     def execute(self, ctx):
         from imagenetx.models.inference import run_predict
-        from imagenetx.models.options import from_params
 
-        p = ctx.params
-
-        def job(progress):
-            request, options = from_params(model_params(p))
-            return run_predict(ctx.target_view(), p["model"], p["field"], request,
-                               options, gt_field=p.get("gt_field") or "ground_truth",
-                               logits=bool(p.get("logits")), progress=progress,
-                               slices=p.get("slices") or None)
-
-        def finish(summary):
-            return {
-                "summary": str(summary),
-                "predicted": summary.predicted,
-                "already_predicted": summary.already_predicted,
-                "failed": summary.failed,
-                "eval_key": summary.eval_key,
-                "accuracy": summary.accuracy,
-            }
-
-        return run_with_progress(ctx, job, finish)
+        logits = bool(ctx.params.get("logits"))
+        return run_model(
+            ctx, lambda *args, **kw: run_predict(*args, logits=logits, **kw),
+            lambda s: {"already_predicted": s.already_predicted, "accuracy": s.accuracy})
 
     def resolve_output(self, ctx):
         outputs = types.Object()
         outputs.str("summary", label="Result")
         return types.Property(outputs)
 
-
-def _large(ctx) -> bool:
-    return is_large(lambda c: c.target_view(), ctx, delegate_above(DELEGATE_ABOVE))

@@ -1,11 +1,20 @@
-"""The model inputs the operators that load a model share (Run model,
-Attack a model): the Model picker with its zero-shot section, a
-checkpoint's Architecture and Remap, and the check of the spec before
-Execute."""
+"""The form the operators that run a model share (Run model, Attack a
+model): the Model picker with its zero-shot section, a checkpoint's
+Architecture and Remap, the check of the spec before Execute, the field to
+write, the pipeline's options, and the run itself with its progress."""
 
 import fiftyone.operators.types as types
 
-from .forms import in_form_terms, invalid
+from imagenetx.options import DEVICES
+
+from .forms import (
+    add_delegate_input,
+    delegate_above,
+    in_form_terms,
+    invalid,
+    is_large,
+    run_with_progress,
+)
 
 
 def add_model_picker(ctx, inputs):
@@ -101,3 +110,79 @@ def check_field(ctx, inputs, label: str = "Prediction field"):
     except ImageNetXError as e:
         invalid(inputs, "field_error",
                 in_form_terms(str(e)).replace("Prediction field", label))
+
+
+def add_model_inputs(ctx, inputs, field_label: str = "Prediction field",
+                     field_description: str = None) -> None:
+    """The Model picker, a checkpoint's inputs and the field to write, each
+    checked (its error line under it, Execute disabled)."""
+    add_model_picker(ctx, inputs)
+    add_checkpoint_inputs(inputs)
+    check_spec(ctx, inputs)
+    inputs.str("field", label=field_label, required=True, description=field_description)
+    check_field(ctx, inputs, field_label)
+
+
+def add_device_inputs(inputs) -> None:
+    """Batch size, decoding workers and device of the prediction pipeline."""
+    inputs.int("batch_size", label="Batch size", min=1,
+               description="images per forward pass (empty: 256 on a GPU, 64 on the CPU)")
+    inputs.int("num_workers", label="Decoding workers",
+               description="image decoding processes (empty: one per CPU core this "
+                           "process may use)")
+    inputs.enum("device", list(DEVICES), label="Device", default="auto",
+                view=types.DropdownView())
+
+
+def add_samples_inputs(ctx, inputs, verb: str, done: str, gt_description: str = None,
+                       delegate_default: int = 2000) -> None:
+    """Which samples a model run takes: the group slices (on a grouped
+    dataset), a limit, whether to redo those ``done``, the ground truth, and
+    whether to run in the background; ``verb`` is what the run does to
+    them (``predict``, ``attack``)."""
+    if ctx.dataset is not None and ctx.dataset.media_type == "group":
+        inputs.list("slices", types.String(), label="Group slices",
+                    description=f"{verb} only these group slices (empty: all)")
+    inputs.int("limit", label="Limit",
+               description=f"{verb} at most N samples (a resumed run: N more)")
+    inputs.bool("overwrite", label="Overwrite", default=False,
+                description=f"also {verb} samples that already have {done}")
+    inputs.str("gt_field", label="Ground truth field", default="ground_truth",
+               description=gt_description)
+    above = delegate_above(delegate_default)
+    add_delegate_input(ctx, inputs, target_is_large(ctx, above), above, "samples")
+
+
+def target_is_large(ctx, above: int) -> bool:
+    """Whether the operator's target view holds more than ``above`` samples."""
+    return is_large(lambda c: c.target_view(), ctx, above)
+
+
+def run_model(ctx, run, finish):
+    """Runs a model task over the target view, with progress.
+
+    Args:
+        ctx: the execution context
+        run: ``run(view, model, field, request, options, gt_field=...,
+            progress=..., slices=...) -> summary``
+        finish: ``finish(summary) -> dict``, what the run returns beyond
+            :func:`summary_result`
+    """
+    from imagenetx.models.options import from_params
+
+    p = ctx.params
+
+    def job(progress):
+        request, options = from_params(model_params(p))
+        return run(ctx.target_view(), p["model"], p["field"], request, options, gt_field=p.get("gt_field") or "ground_truth",
+                   progress=progress, slices=p.get("slices") or None)
+
+    return run_with_progress(ctx, job, lambda summary: {**summary_result(summary),
+                                                        **finish(summary)})
+
+
+def summary_result(summary) -> dict:
+    """What every model run returns: the summary in words, the samples
+    predicted and failed, and the evaluation key."""
+    return {"summary": str(summary), "predicted": summary.predicted,
+            "failed": summary.failed, "eval_key": summary.eval_key}

@@ -3,7 +3,7 @@
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
-from .forms import add_mode_inputs, mode_params, prediction_fields_or_warning, user_errors
+from .forms import add_mode_inputs, add_pred_field_input, mode_params, user_errors
 
 
 class ShowMistakes(foo.Operator):
@@ -21,11 +21,8 @@ class ShowMistakes(foo.Operator):
 
     def resolve_input(self, ctx):
         inputs = types.Object()
-        fields = prediction_fields_or_warning(ctx, inputs)
-        if not fields:
+        if not add_pred_field_input(ctx, inputs):
             return types.Property(inputs)
-        inputs.enum("pred_field", fields, required=True, default=fields[0],
-                    label="Prediction field", view=types.DropdownView())
         options = add_mode_inputs(ctx, inputs)
         slicing = ctx.params.get("slicing") or options["default_slicing"]
         values = options["slicings"].get(slicing) or []

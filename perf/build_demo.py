@@ -12,7 +12,7 @@ import _env  # noqa: E402,F401
 import fiftyone as fo  # noqa: E402
 
 from imagenetx.benchmarks.imagenet_x import annotations as anno  # noqa: E402
-from imagenetx.benchmarks.imagenet_x.demo import build_demo  # noqa: E402
+from imagenetx.analysis.demo import build_demo  # noqa: E402
 
 
 def main():

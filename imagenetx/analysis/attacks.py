@@ -24,6 +24,7 @@ from imagenetx.analysis.settings import Settings
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.stats import INTERVAL_LEVEL, to_json
 from imagenetx.store.datasets import get_dataset
+from imagenetx.store.schema import prediction_fields
 
 #: the attribute an adversarial prediction keeps of the clean image
 CLEAN = "clean_class_index"
@@ -32,7 +33,6 @@ CLEAN = "clean_class_index"
 def attack_fields(samples, fields: Optional[List[str]] = None) -> List[str]:
     """The adversarial fields among ``fields`` (default: every field of the
     dataset), those written by ``imagenetx attack``."""
-    from imagenetx.store.schema import prediction_fields
 
     samples = get_dataset(samples)
     fields = prediction_fields(samples) if fields is None else fields

@@ -41,6 +41,16 @@ from imagenetx.benchmarks.cue_conflict.published import (
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.correlation import RankCorrelation, RankPosition, kendall_tau, rank_position
 from imagenetx.metrics.stats import to_json
+from imagenetx.analysis.corruption import corruption_accuracy_of
+from imagenetx.analysis.engine import compute_ratios
+from imagenetx.analysis.probes import probe_results
+from imagenetx.analysis.shape_bias import shape_bias
+from imagenetx.benchmarks import get_benchmark
+from imagenetx.benchmarks.cue_conflict.published import MEASURES
+from imagenetx.benchmarks.ood.layouts import LAYOUTS
+from imagenetx.probes.run import probe_info
+from imagenetx.store.datasets import get_dataset
+from imagenetx.store.schema import prediction_fields
 
 
 #: the table's column of the plain mean ImageNet-C accuracy
@@ -292,9 +302,6 @@ def gather_values(datasets: Sequence[str], fields: Sequence[str]) -> Tuple[Dict,
         ImageNetXError: for a dataset of another benchmark, or a field no
             dataset holds
     """
-    from imagenetx.benchmarks import get_benchmark
-    from imagenetx.store.datasets import get_dataset
-    from imagenetx.store.schema import prediction_fields
 
     values: Dict[str, Dict[str, float]] = {f: {} for f in fields}
     notes: List[str] = []
@@ -329,8 +336,6 @@ _BENCHMARKS_MEASURED = ("cue_conflict", "imagenet_x", "imagenet_a", "imagenet_r"
 def _probe_values(ds, fields, notes) -> Dict[str, Dict[str, float]]:
     """The biases (and on-the-fly ImageNet-C accuracies) of the fields' probe
     results on ``ds``."""
-    from imagenetx.analysis.probes import probe_results
-    from imagenetx.probes.run import probe_info
 
     out: Dict[str, Dict[str, float]] = {}
     for f in fields:
@@ -365,19 +370,13 @@ def _probe_values(ds, fields, notes) -> Dict[str, Dict[str, float]]:
 
 
 def _accuracy(view, fields, **settings) -> Dict[str, float]:
-    from imagenetx.analysis.engine import compute_ratios
-
     result = compute_ratios(view, list(fields), intervals=False, **settings)
     return {f: 100.0 * m.accuracy for f, m in result.models.items()}
 
 
 def _measure_dataset(ds, benchmark: str, fields, notes) -> Dict[str, Dict[str, float]]:
-    from imagenetx.benchmarks.ood.layouts import LAYOUTS
-
     ood = {lay.benchmark: lay for lay in LAYOUTS.values()}
     if benchmark == "cue_conflict":
-        from imagenetx.analysis.shape_bias import shape_bias
-
         result = shape_bias(ds, list(fields), intervals=False, include_humans=False)
         return {f: {"shape-bias": overall.shape_bias}
                 for f, (overall, _) in result.models.items()}
@@ -395,8 +394,6 @@ def _measure_dataset(ds, benchmark: str, fields, notes) -> Dict[str, Dict[str, f
     if benchmark == "imagenet_c":
         return _imagenet_c(ds, fields, notes)
     if benchmark == "imagenet_cbar":
-        from imagenetx.analysis.corruption import corruption_accuracy_of
-
         out = {}
         for f in fields:
             result = corruption_accuracy_of(ds, f)
@@ -414,9 +411,6 @@ def _measure_dataset(ds, benchmark: str, fields, notes) -> Dict[str, Dict[str, f
 
 
 def _imagenet_c(ds, fields, notes) -> Dict[str, Dict[str, float]]:
-    from imagenetx.analysis.engine import compute_ratios
-    from imagenetx.benchmarks.cue_conflict.published import MEASURES
-
     result = compute_ratios(ds, list(fields), intervals=False,
                             slicing="corruption", by="severity")
     out = {}

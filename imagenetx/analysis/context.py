@@ -29,6 +29,7 @@ from imagenetx.benchmarks.imagenet_x.reference import (
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.stats import to_json
 from imagenetx.metrics.trends import CloudFit, fit_cloud
+from imagenetx.store.datasets import get_dataset
 
 #: the ImageNet-X slicing of each table labelling
 SLICING_WHICH = {"top_factor": "top", "factors": "multi"}
@@ -211,7 +212,6 @@ def reference_cloud(samples, pred_fields, groups: Sequence[str] = ("imagenet_tes
         ImageNetXError: unknown group, missing or malformed table, settings
             the tables do not cover, or the usual analysis errors
     """
-    from imagenetx.store.datasets import get_dataset
 
     s = Settings.create(settings, **kwargs)
     samples = get_dataset(samples)

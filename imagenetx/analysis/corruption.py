@@ -25,6 +25,11 @@ from imagenetx.metrics.corruption import (
     corruption_accuracy,
     corruption_errors,
 )
+from imagenetx.analysis.engine import compute_ratios
+from imagenetx.analysis.settings import Settings
+from imagenetx.benchmarks import get_benchmark
+from imagenetx.classes.spaces import int_column
+from imagenetx.store.datasets import get_dataset
 
 #: the benchmarks whose release folders hold corruption x severity images
 CORRUPTION_BENCHMARKS = ("imagenet_c", "imagenet_cbar")
@@ -55,9 +60,6 @@ def imagenet_c_errors(samples, field: str, clean_dataset: Optional[str] = None,
         ImageNetXError: for a dataset that is not ImageNet-C, both clean
             sources, or a clean accuracy outside [0, 1]
     """
-    from imagenetx.analysis.engine import compute_ratios
-    from imagenetx.benchmarks import get_benchmark
-    from imagenetx.store.datasets import get_dataset
 
     samples = get_dataset(samples)
     if get_benchmark(samples).name == "imagenet_cbar":
@@ -158,10 +160,6 @@ def corruption_accuracy_of(samples, field: str, gt_field: str = "ground_truth"
         ImageNetXError: for a dataset of another benchmark, a missing
             prediction field, or no prediction on any image
     """
-    from imagenetx.analysis.settings import Settings
-    from imagenetx.benchmarks import get_benchmark
-    from imagenetx.classes.spaces import int_column
-    from imagenetx.store.datasets import get_dataset
 
     samples = get_dataset(samples)
     name = samples._dataset.name

@@ -25,6 +25,7 @@ from imagenetx.metrics.slices import SliceTable, slice_table
 from imagenetx.metrics.slicing import Slicing
 from imagenetx.metrics.summary import ErrorRatios, Scored
 from imagenetx.store.datasets import get_dataset
+from imagenetx.metrics.slices import cooccurrence, prevalence
 
 
 @dataclass
@@ -339,7 +340,6 @@ def slice_prevalence(samples, settings: Settings = None,
         ``{"slicing", "values", "n", "prevalence": {split: [share per
         slice]}, "cooccurrence": k x k P(column | row)}``
     """
-    from imagenetx.metrics.slices import cooccurrence, prevalence
 
     s = Settings.create(settings, **kwargs)
     samples = get_dataset(samples)

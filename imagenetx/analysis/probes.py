@@ -24,6 +24,8 @@ from imagenetx.metrics.spectral import SpectralBias, fractions_of_clean, spectra
 from imagenetx.probes.base import CLEAN, probe_names
 from imagenetx.probes.run import probe_field, probe_info
 from imagenetx.store.datasets import get_dataset
+from imagenetx.probes.critical_band import CriticalBand
+from imagenetx.probes.spectral import HIGH, LOW, parse_level
 
 
 @dataclass
@@ -154,8 +156,6 @@ def probe_results(samples, field: str, probe: str,
 
 
 def _spectral(result: ProbeResults) -> SpectralBias:
-    from imagenetx.probes.spectral import HIGH, LOW, parse_level
-
     bands = {LOW: {}, HIGH: {}}
     for level in result.levels:
         if level != CLEAN:
@@ -183,7 +183,6 @@ def _corruption(result: ProbeResults) -> Optional[CorruptionErrors]:
 def _critical_band(result: ProbeResults) -> Optional[CriticalBandFit]:
     """The fit, once every level has images scored and the clean accuracy is
     above 0 (else None: the per-level table is all there is)."""
-    from imagenetx.probes.critical_band import CriticalBand
 
     levels = CriticalBand().levels()
     if any(not result.n.get(level) for level in levels) or not result.correct[CLEAN]:

@@ -99,7 +99,7 @@ def find_datasets(names: Optional[Sequence[str]] = None) -> Tuple[Dict[str, str]
 def _imagenet_val(dataset) -> bool:
     """Whether an ImageNet-X dataset holds real validation images (not the
     demo's placeholders, not only training images)."""
-    from imagenetx.benchmarks.imagenet_x.demo import DEFAULT_NAME
+    from imagenetx.analysis.demo import DEFAULT_NAME
     from imagenetx.benchmarks.imagenet_x.tagging import DEFAULT_FIELD
 
     if dataset.name == DEFAULT_NAME or (dataset.info.get("imagenetx") or {}).get("demo"):

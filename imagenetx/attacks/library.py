@@ -14,6 +14,7 @@ from typing import Callable
 
 import torch
 
+from imagenetx.attacks.registry import registered_factory
 from imagenetx.attacks.settings import AttackSettings
 from imagenetx.errors import ImageNetXError
 
@@ -28,6 +29,9 @@ def make_attack(settings: AttackSettings) -> Callable:
     Raises:
         ImageNetXError: when the attack's library is not installed
     """
+    factory = registered_factory(settings.attack)
+    if factory is not None:
+        return factory(settings)
     if settings.attack == "autoattack":
         return _autoattack(settings)
     try:

@@ -14,8 +14,10 @@ from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 from typing import Optional, Union
 
+from imagenetx.attacks.registry import attack_names
 from imagenetx.errors import ImageNetXError
 
+#: the built-in attacks (all of them: :func:`imagenetx.attacks.registry.attack_names`)
 ATTACKS = ("pgd", "fgsm", "autoattack")
 NORMS = ("linf", "l2")
 PROTOCOLS = ("gavrikov", "robustbench")
@@ -52,9 +54,9 @@ class AttackSettings:
 
     def check(self) -> "AttackSettings":
         """Returns itself; raises ImageNetXError for a bad setting."""
-        if self.attack not in ATTACKS:
+        if self.attack not in attack_names():
             raise ImageNetXError(
-                f"Unknown --attack '{self.attack}': use one of {', '.join(ATTACKS)}")
+                f"Unknown --attack '{self.attack}': use one of {', '.join(attack_names())}")
         if self.norm not in NORMS:
             raise ImageNetXError(f"Unknown --norm '{self.norm}': use linf or l2")
         if not self.eps >= 0:
@@ -78,7 +80,8 @@ class AttackSettings:
             start = ", random start" if self.random_start else ""
             return (f"PGD-{self.steps} {norm} ε={eps} (step {_as_255(self.step_size)}"
                     f"{start})")
-        return f"{self.attack.upper() if self.attack == 'fgsm' else 'AutoAttack standard'} {norm} ε={eps}"
+        name = {"fgsm": "FGSM", "autoattack": "AutoAttack standard"}.get(self.attack, self.attack)
+        return f"{name} {norm} ε={eps}"
 
 
 def protocol_settings(protocol: str) -> AttackSettings:

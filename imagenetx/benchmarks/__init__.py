@@ -11,24 +11,50 @@ command line and report work on any of them.
     from their release folders
 -   :mod:`~imagenetx.benchmarks.base`: the generic benchmark, any dataset
     sliced by any categorical field
+
+:func:`register_benchmark` adds another (docs/extending.md). A benchmark
+here says what it *is* and how its data is *loaded*; how it is *shown*
+(its charts in the App's panel) is registered in
+:mod:`imagenetx.present.charts`.
 """
 
+from typing import Dict
+
 from imagenetx.errors import ImageNetXError
+
+#: benchmarks added with :func:`register_benchmark`, by name
+REGISTERED: Dict[str, object] = {}
+
+
+def register_benchmark(benchmark) -> None:
+    """Adds a benchmark (an instance of a
+    :class:`~imagenetx.benchmarks.base.Benchmark` subclass): the analysis,
+    panel, command line and report then work on its datasets. It is looked
+    at after the built-in ones and before the generic one; a dataset names
+    it in ``dataset.info["imagenetx"]["benchmark"]``."""
+    if not getattr(benchmark, "name", None) or benchmark.name == "generic":
+        raise ImageNetXError(
+            f"Cannot register benchmark {benchmark!r}: give its class a `name` "
+            "other than 'generic'")
+    REGISTERED[benchmark.name] = benchmark
 
 
 def benchmarks() -> dict:
     """``{name: Benchmark}``, most specific first (the generic one last)."""
-    from imagenetx.benchmarks.base import Benchmark
-    from imagenetx.benchmarks.cue_conflict.benchmark import CueConflict
-    from imagenetx.benchmarks.imagenet_d.benchmark import ImageNetD
-    from imagenetx.benchmarks.imagenet_e.benchmark import ImageNetE
-    from imagenetx.benchmarks.imagenet_x.benchmark import ImageNetX
-    from imagenetx.benchmarks.ood.benchmark import OODBenchmark
-    from imagenetx.benchmarks.ood.layouts import LAYOUTS
+    # lazy: the command line imports this package to build its parser
+    from imagenetx.benchmarks.base import Benchmark  # lazy: start-up
+    from imagenetx.benchmarks.cue_conflict.benchmark import CueConflict  # lazy: start-up
+    from imagenetx.benchmarks.imagenet_d.benchmark import ImageNetD  # lazy: start-up
+    from imagenetx.benchmarks.imagenet_e.benchmark import ImageNetE  # lazy: start-up
+    from imagenetx.benchmarks.imagenet_x.benchmark import ImageNetX  # lazy: start-up
+    from imagenetx.benchmarks.ood.benchmark import OODBenchmark  # lazy: start-up
+    from imagenetx.benchmarks.ood.layouts import LAYOUTS  # lazy: start-up
 
     ood = tuple(OODBenchmark(layout) for layout in LAYOUTS.values())
-    return {b.name: b for b in (ImageNetE(), ImageNetX(), ImageNetD(), CueConflict(), *ood,
-                                Benchmark())}
+    known = {b.name: b for b in (ImageNetE(), ImageNetX(), ImageNetD(), CueConflict(), *ood)}
+    known.update(REGISTERED)
+    known["generic"] = Benchmark()
+    return known
 
 
 def get_benchmark(samples, name: str = None, settings=None):

@@ -80,14 +80,6 @@ X
         decisions; None: the ImageNet class itself."""
         return None
 
-    def charts(self) -> tuple:
-        """The charts the App's panel offers for this benchmark, the first
-        the default (:class:`imagenetx.present.charts.Chart`); every
-        benchmark has the error ratios."""
-        from imagenetx.present.charts import ERROR_RATIOS
-
-        return (ERROR_RATIOS,)
-
     def predictions_written(self, dataset, field: str) -> None:
         """Called after a prediction field was written (e.g. to save views
         of it); nothing by default."""

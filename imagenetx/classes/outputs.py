@@ -52,7 +52,7 @@ class OutputClasses:
 def imagenet_outputs() -> OutputClasses:
     """The 1000 ImageNet classes; prompts use open_clip's
     ``IMAGENET_CLASSNAMES`` (OpenAI's curated names, as OpenCLIP reports)."""
-    from imagenetx.classes.imagenet import NUM_CLASSES, class_table
+    from imagenetx.classes.imagenet import NUM_CLASSES, class_table  # lazy: start-up
 
     try:
         from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES
@@ -71,7 +71,7 @@ def imagenet_d_prompt_name(name: str) -> str:
 @functools.lru_cache(maxsize=None)
 def imagenet_d_outputs() -> OutputClasses:
     """The 113 ImageNet-D classes, in their id order."""
-    from imagenetx.classes.imagenet_d import imagenet_d_classes
+    from imagenetx.classes.imagenet_d import imagenet_d_classes  # lazy: start-up
 
     classes = sorted(imagenet_d_classes(), key=lambda c: c.index)
     return OutputClasses(

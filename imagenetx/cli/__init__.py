@@ -7,6 +7,8 @@ Building the parser imports nothing heavy: handlers import the library
 (FiftyOne, torch, scipy) when they run.
 """
 
+# lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
+
 import argparse
 import os
 import sys

@@ -1,6 +1,8 @@
 """Commands that score prediction fields on a dataset: ``ratios``,
 ``discover``, ``paired``, ``shape-bias``."""
 
+# lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
+
 from imagenetx.cli.base import CommandGroup, print_result
 from imagenetx.cli.flags import (
     add_analysis,

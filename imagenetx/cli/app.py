@@ -1,5 +1,7 @@
 """Commands around FiftyOne itself: ``app``, ``plugin``, ``doctor``, ``db``."""
 
+# lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
+
 from imagenetx.cli.base import CommandGroup
 
 TITLE = "App, plugin and database"

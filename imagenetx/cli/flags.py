@@ -1,6 +1,8 @@
 """The flags several commands share, each defined once, and the readers
 that turn them into the library's keywords."""
 
+# lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
+
 from imagenetx.options import REAL_MODES, WHICH
 
 

@@ -1,5 +1,7 @@
 """Commands that build or change datasets: ``demo``, ``tag``, ``load``, ``edit``."""
 
+# lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
+
 from imagenetx.cli.base import CommandGroup
 from imagenetx.cli.flags import add_gt_field
 from imagenetx.options import V2_VARIANTS
@@ -122,7 +124,7 @@ def _opened(dataset, summary) -> int:
 
 
 def run_demo(args) -> int:
-    from imagenetx.benchmarks.imagenet_x.demo import build_demo
+    from imagenetx.analysis.demo import build_demo
 
     s = build_demo(args.name, args.overwrite, args.imagenet_dir)
     print(f"\nDataset '{s.dataset}': {s.samples:,} samples "

@@ -2,6 +2,8 @@
 ``probe-results``, ``corruption-errors``, ``corruption-accuracy``,
 ``import-predictions``."""
 
+# lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
+
 from imagenetx.cli.base import CommandGroup, print_result
 from imagenetx.cli.flags import add_gt_field, add_output
 from imagenetx.options import AMPS, DECODERS, ROW_ORDERS

@@ -1,6 +1,8 @@
 """Commands that place models among the authors' published tables:
 ``context``, ``spillover``, ``suite``, ``biases``."""
 
+# lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
+
 import json
 import sys
 

@@ -1,5 +1,7 @@
 """The ``report`` command: an HTML report of a dataset's prediction fields."""
 
+# lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
+
 from imagenetx.cli.base import CommandGroup
 from imagenetx.cli.flags import add_analysis, add_gt_field, settings
 

@@ -211,10 +211,10 @@ def import_predictions(
     # the file first: a bad one is refused without loading FiftyOne
     predictions = read_predictions(path, row_order)
 
-    from imagenetx.store.bulk import chunked, write_raw
-    from imagenetx.store.datasets import get_dataset
-    from imagenetx.store.schema import eval_key_of
-    from imagenetx.store.classifications import write_classifications
+    from imagenetx.store.bulk import chunked, write_raw  # lazy: start-up
+    from imagenetx.store.datasets import get_dataset  # lazy: start-up
+    from imagenetx.store.schema import eval_key_of  # lazy: start-up
+    from imagenetx.store.classifications import write_classifications  # lazy: start-up
 
     samples = get_dataset(samples)
     dataset = samples._dataset
@@ -287,7 +287,7 @@ def _basename(path: str) -> str:
 
 def _check_field(dataset, field: str, overwrite: bool, gt_field: str) -> bool:
     """Checks the target field; returns whether an existing one is replaced."""
-    from imagenetx.store.schema import check_prediction_field
+    from imagenetx.store.schema import check_prediction_field  # lazy: start-up
 
     if not check_prediction_field(dataset, field, gt_field):
         return False
@@ -302,7 +302,7 @@ def _check_field(dataset, field: str, overwrite: bool, gt_field: str) -> bool:
 
 def _agreement(predictions: Predictions, written: set):
     """Fraction of written val predictions equal to ImageNet's label."""
-    from imagenetx.benchmarks.imagenet_x import annotations as anno
+    from imagenetx.benchmarks.imagenet_x import annotations as anno  # lazy: start-up
 
     rows = [
         (row, anno.val_number(name))
@@ -588,8 +588,8 @@ def _val_order(row_order: str) -> tuple:
     if row_order == "val":
         return tuple(f"ILSVRC2012_val_{k:08d}.JPEG" for k in range(1, NUM_VAL + 1))
     # the toolkit pairs logits rows with the rows of this file
-    from imagenetx.benchmarks.imagenet_x.annotations import filename_labels
-    from imagenetx.classes.imagenet import REINSTALL_HINT
+    from imagenetx.benchmarks.imagenet_x.annotations import filename_labels  # lazy: start-up
+    from imagenetx.classes.imagenet import REINSTALL_HINT  # lazy: start-up
 
     csv_path = annotation_file("filename_label.csv")
     names = filename_labels()[0]
@@ -639,7 +639,7 @@ def import_prediction_files(samples, paths, field: str = None, overwrite: bool =
         ImageNetXError: for several files that are not responses, a missing
             ``field``, or anything the import itself refuses
     """
-    from imagenetx.benchmarks.cue_conflict.responses import (
+    from imagenetx.benchmarks.cue_conflict.responses import (  # lazy: start-up
         import_responses,
         is_responses_csv,
     )

@@ -24,7 +24,7 @@ __all__ = ["SCHEMES", "SPEC_HELP", "Preprocessing", "LoadedModel", "ModelRequest
 
 def __getattr__(name):  # the classifier class, without importing torch here
     if name == "LoadedModel":
-        from imagenetx.models.classifier import Classifier
+        from imagenetx.models.classifier import Classifier  # lazy: start-up
 
         return Classifier
     raise AttributeError(name)
@@ -63,7 +63,7 @@ def load_model(
     Returns:
         a :class:`~imagenetx.models.classifier.Classifier`
     """
-    from imagenetx.models.sources import load_model as load
+    from imagenetx.models.sources import load_model as load  # lazy: start-up
 
     return load(spec, ModelRequest(arch=arch, pretrained=pretrained,
                                    remap_by_position=remap_by_position,

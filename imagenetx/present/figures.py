@@ -389,7 +389,7 @@ def context_chart(result: dict) -> tuple:
         its point's plotly ``ids`` (and ``customdata[0]``) is the factor, so
         a click tells which model and factor it was
     """
-    from imagenetx.metrics.trends import expit, logit
+    from imagenetx.metrics.trends import expit, logit  # lazy: start-up
 
     factors = result["factors"]
     ref = result["reference"]

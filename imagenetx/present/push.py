@@ -16,6 +16,12 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from imagenetx.errors import ImageNetXError
+from imagenetx.analysis import compute_ratios
+from imagenetx.present.figures import error_ratio_chart
+from imagenetx.present.formatting import ratios_rows
+from imagenetx.store.datasets import get_dataset
+from imagenetx.store.hub import _hub_error, _token, check_repo_id
+from imagenetx.store.schema import prediction_fields
 
 CARD_SECTION = "## ImageNet-X results"
 
@@ -75,10 +81,6 @@ def push_results(
     import fiftyone as fo
     import fiftyone.utils.huggingface as fouh
     import huggingface_hub as hfh
-
-    from imagenetx.store.datasets import get_dataset
-    from imagenetx.store.hub import _hub_error, _token, check_repo_id
-    from imagenetx.store.schema import prediction_fields
 
     dataset = get_dataset(dataset)
     check_repo_id(repo_id)
@@ -150,9 +152,6 @@ def _chart_png(dataset, fields: list, path: str) -> Optional[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from imagenetx.analysis import compute_ratios
-    from imagenetx.present.figures import error_ratio_chart
-
     traces, layout = error_ratio_chart(compute_ratios(dataset, fields).to_dict())
     fig, ax = plt.subplots(figsize=(10, 4.5))
     width = 0.8 / len(traces)
@@ -195,8 +194,6 @@ def _card_section(dataset, repo_id, fields, evaluations, source, stand_ins,
                   chart: bool) -> str:
     """The card's ImageNet-X part: fields and their producers, evaluations,
     the per-factor error-ratio table, the chart and the media note."""
-    from imagenetx.analysis import compute_ratios
-    from imagenetx.present.formatting import ratios_rows
 
     lines = [CARD_SECTION, ""]
     lines += ["| prediction field | model | how it was made |", "|---|---|---|"]

@@ -20,14 +20,29 @@ import io
 import os
 from dataclasses import dataclass
 
+from imagenetx.analysis import Settings, compute_ratios, discover_slices, slice_prevalence
+from imagenetx.analysis.context import reference_cloud
+from imagenetx.analysis.paired import paired_scores
+from imagenetx.analysis.published import compare_with_published
+from imagenetx.analysis.shape_bias import shape_bias
+from imagenetx.benchmarks import get_benchmark
 from imagenetx.errors import ImageNetXError
-from imagenetx.present.figures import error_ratio_chart, shape_bias_chart
+from imagenetx.present.figures import (
+    context_chart,
+    error_ratio_chart,
+    paired_chart,
+    published_scatter,
+    shape_bias_chart,
+)
 from imagenetx.present.formatting import (
+    context_rows,
     describe_settings,
     discovery_rows,
+    paired_rows,
     ratios_rows,
     shape_bias_csv,
 )
+from imagenetx.store.datasets import get_dataset
 
 #: factors listed per meta-class as robust / susceptible in Table 4
 TABLE4_K = 3
@@ -73,10 +88,6 @@ def write_report(samples, pred_fields, out: str, settings=None,
         a :class:`ReportSummary`
     """
     import plotly.graph_objects as go
-
-    from imagenetx.analysis import Settings, compute_ratios, slice_prevalence
-    from imagenetx.benchmarks import get_benchmark
-    from imagenetx.store.datasets import get_dataset
 
     if not out.lower().endswith((".html", ".htm")):
         raise ImageNetXError(
@@ -169,10 +180,6 @@ def write_report(samples, pred_fields, out: str, settings=None,
     if context_groups:
         from dataclasses import replace
 
-        from imagenetx.analysis.context import reference_cloud
-        from imagenetx.present.figures import context_chart
-        from imagenetx.present.formatting import context_rows
-
         context = reference_cloud(samples, pred_fields, context_groups,
                                   replace(settings, by=None),
                                   results_dir=results_dir).to_dict()
@@ -189,8 +196,6 @@ def write_report(samples, pred_fields, out: str, settings=None,
               f"spread; factors with |z| &ge; {context['unusual_z']:g}:</p>"
             + (_html_table(unusual) if unusual else "<p>none</p>")))
     if discover:
-        from imagenetx.analysis import discover_slices
-
         found = [
             {"model": field, "rank": rank, **row}
             for field in ratios["models"]
@@ -215,8 +220,6 @@ def _shape_bias_section(samples, pred_fields, stem: str, csvs: list) -> tuple:
     added to ``csvs``."""
     import plotly.graph_objects as go
 
-    from imagenetx.analysis.shape_bias import shape_bias
-
     result_obj = shape_bias(samples, pred_fields)
     result = result_obj.to_dict()
     traces, layout = shape_bias_chart(result)
@@ -237,10 +240,6 @@ def _paired_section(samples, pred_fields, stem: str, csvs: list, gt_field: str) 
     source images carry ImageNet-X factors, a heatmap of the drop per factor
     and slice for each field; its CSV is added to ``csvs``."""
     import plotly.graph_objects as go
-
-    from imagenetx.analysis.paired import paired_scores
-    from imagenetx.present.figures import paired_chart
-    from imagenetx.present.formatting import paired_rows
 
     by_factor = samples.has_field("imagenetx.factors")
     result = paired_scores(samples, pred_fields, by_factor=by_factor,
@@ -277,9 +276,6 @@ def _published_section(result) -> str:
     70 published models, the fields as vertical lines; a note instead when
     their tables cannot be read (offline, no override folder)."""
     import plotly.graph_objects as go
-
-    from imagenetx.analysis.published import compare_with_published
-    from imagenetx.present.figures import published_scatter
 
     try:
         comparison = compare_with_published(result).to_dict()

@@ -2,6 +2,6 @@
 (band-pass filters, common corruptions, band-limited noise), one level at a
 time, with the predictions stored per level (:mod:`imagenetx.probes.run`)."""
 
-from imagenetx.probes.base import Probe, get_probe, probe_names
+from imagenetx.probes.base import Probe, get_probe, probe_names, register_probe
 
-__all__ = ["Probe", "get_probe", "probe_names"]
+__all__ = ["Probe", "get_probe", "probe_names", "register_probe"]

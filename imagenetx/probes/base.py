@@ -34,8 +34,9 @@ from imagenetx.errors import ImageNetXError
 #: the level every probe may have: the image unchanged
 CLEAN = "clean"
 
-#: probe name -> "module:Class"; the class is built with keyword options
-PROBES: Dict[str, str] = {
+#: probe name -> "module:Class" (or the class, for a probe added with
+#: :func:`register_probe`); the class is built with keyword options
+PROBES: Dict[str, object] = {
     "spectral": "imagenetx.probes.spectral:Spectral",
     "corruption": "imagenetx.probes.corruption:Corruptions",
     "critical_band": "imagenetx.probes.critical_band:CriticalBand",
@@ -59,6 +60,17 @@ class Probe:
         return [list(levels)]
 
 
+def register_probe(name: str, probe) -> None:
+    """Adds a probe: ``probe`` is its class (built with the options
+    :func:`get_probe` is given) or ``"module:Class"``, imported on first
+    use."""
+    if not name or "-" in name:
+        raise ImageNetXError(
+            f"Cannot register probe '{name}': name it with letters, digits and "
+            "underscores")
+    PROBES[name] = probe
+
+
 def probe_names() -> List[str]:
     """The names :func:`get_probe` knows."""
     return list(PROBES)
@@ -75,9 +87,13 @@ def get_probe(name: str, **options):
     if key not in PROBES:
         raise ImageNetXError(
             f"Unknown probe '{name}': use one of {', '.join(PROBES)}")
-    module, _, cls = PROBES[key].partition(":")
+    entry = PROBES[key]
     try:
-        probe_class = getattr(importlib.import_module(module), cls)
+        if isinstance(entry, str):
+            module, _, cls = entry.partition(":")
+            probe_class = getattr(importlib.import_module(module), cls)
+        else:
+            probe_class = entry
     except (ImportError, AttributeError) as e:
         raise ImageNetXError(
             f"Probe '{name}' is not available in this installation ({e})") from e

@@ -37,6 +37,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterator, List, Optional, Tuple
 
+import imagenetx
 from imagenetx.errors import ImageNetXError
 
 #: turns off starting the service automatically (``0``, ``false``, ``off``)
@@ -371,8 +372,6 @@ def _start_locked(folder: str, say: Callable[[str], None], announce: bool = True
     """Starts the keeper (the lock held); returns the running service;
     ``announce``: say that it started."""
     import select
-
-    import imagenetx
 
     mongod_command(folder)  # fails early when mongod is missing
     log = os.path.join(folder, "log", "imagenetx-db.log")

@@ -9,28 +9,17 @@ mean softmax probability over its ImageNet indices, the best one wins.
 """
 
 from imagenetx.benchmarks.base import Benchmark
+from imagenetx.benchmarks.cue_conflict.contract import (  # noqa: F401 (re-exported)
+    CONTRACT_FIELDS, require_contract)
+from imagenetx.benchmarks.cue_conflict.views import save_texture_view
 from imagenetx.classes.cue_conflict import categories, mean_matrix
 from imagenetx.classes.decisions import Decisions
 from imagenetx.classes.spaces import ExactClass
-from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.slicing import Slicing
 
-#: the fields every cue-conflict dataset carries (see ``loaders``)
-CONTRACT_FIELDS = ("shape", "texture", "texture_index", "cue_conflict")
 NOT_16 = ("it is not a 16-class decision: predict on this dataset with "
           "`imagenetx predict` (it maps the 1000 ImageNet classes onto the 16 "
           "categories) or import published responses")
-
-
-def require_contract(samples, gt_field: str = "ground_truth") -> None:
-    """Raises ImageNetXError unless ``samples`` hold the cue-conflict
-    fields."""
-    for path in (*CONTRACT_FIELDS, f"{gt_field}.class_index"):
-        if not samples.has_field(path):
-            raise ImageNetXError(
-                f"Dataset '{samples._dataset.name}' has no field '{path}' of "
-                "the cue-conflict contract: load it with `imagenetx load "
-                "cue-conflict`")
 
 
 class CueConflict(Benchmark):
@@ -41,12 +30,6 @@ class CueConflict(Benchmark):
     default_slicing = "shape"
     default_label_space = "shape"
     group_slicing = "shape"
-
-    def charts(self) -> tuple:
-        from imagenetx.benchmarks.cue_conflict.charts import SHAPE_BIAS
-        from imagenetx.present.charts import ERROR_RATIOS
-
-        return (SHAPE_BIAS, ERROR_RATIOS)
 
     def matches(self, samples, settings=None) -> bool:
         return all(samples.has_field(f) for f in CONTRACT_FIELDS)
@@ -75,8 +58,6 @@ class CueConflict(Benchmark):
 
     def predictions_written(self, dataset, field: str) -> None:
         """Saves the view of the field's texture-driven decisions."""
-        from imagenetx.benchmarks.cue_conflict.views import save_texture_view
-
         save_texture_view(dataset, field)
 
     def decisions(self) -> Decisions:

@@ -1,48 +1,5 @@
-"""The cue-conflict benchmark's chart in the App's panel: Geirhos et al.'s
-shape-bias plot, a click showing a category's texture-driven decisions."""
+"""Moved to :mod:`imagenetx.present.charts.cue_conflict`; this alias goes in imagenetx 0.2."""
 
-from imagenetx.present.charts import Chart, Drill, fmt
+from imagenetx.deprecation import moved_to
 
-
-def _compute(view, fields, settings):
-    from imagenetx.analysis.shape_bias import shape_bias
-
-    return shape_bias(view, fields).to_dict()
-
-
-def _figure(result):
-    from imagenetx.present.figures import shape_bias_chart
-
-    return shape_bias_chart(result)
-
-
-def shape_bias_summary(result: dict) -> str:
-    """Per field: shape bias and its decisions; the pooled humans."""
-    lines = [f"- **{field}**: shape bias {fmt(m['shape_bias'])} ({m['shape']:,} "
-             f"shape / {m['texture']:,} texture decisions of {m['n']:,} images)"
-             for field, m in result["models"].items()]
-    if result.get("humans"):
-        lines.append(f"- **humans** (pooled, {len(result['humans']['fields'])} "
-                     f"observers): {fmt(result['humans']['shape_bias'])}")
-    return "\n".join(lines)
-
-
-def _texture_decisions(view, field, category, settings) -> Drill:
-    from imagenetx.benchmarks.cue_conflict.views import texture_decisions_view
-
-    shown = texture_decisions_view(view, field, category)
-    return Drill(shown, len(shown), what="decides by texture")
-
-
-SHAPE_BIAS = Chart(
-    name="shape bias",
-    compute=_compute,
-    figure=_figure,
-    summary=shape_bias_summary,
-    click=_texture_decisions,
-    hint="Click a marker to show the images of that category that the model "
-         "decided by their texture.",
-    slice_title="shape category",
-    click_key="y",
-    uses_settings=False,
-)
+__getattr__ = moved_to(__name__, "imagenetx.present.charts.cue_conflict")

@@ -27,6 +27,15 @@ from bson import ObjectId
 
 from imagenetx.classes.cue_conflict import categories
 from imagenetx.errors import ImageNetXError
+from imagenetx.benchmarks.cue_conflict.benchmark import CueConflict, require_contract
+from imagenetx.store.bulk import chunked, write_raw
+from imagenetx.store.classifications import write_classifications
+from imagenetx.store.datasets import get_dataset
+from imagenetx.store.schema import (
+    check_prediction_field,
+    declare_classification,
+    eval_key_of,
+)
 
 RESPONSE_COLUMNS = ("subj", "session", "trial", "rt", "object_response",
                     "category", "condition", "imagename")
@@ -167,15 +176,6 @@ def import_responses(samples, paths: Sequence, field: Optional[str] = None,
             the dataset does not have, a category that disagrees with the
             image's shape, or an existing field without ``overwrite``
     """
-    from imagenetx.benchmarks.cue_conflict.benchmark import CueConflict, require_contract
-    from imagenetx.store.bulk import chunked, write_raw
-    from imagenetx.store.classifications import write_classifications
-    from imagenetx.store.datasets import get_dataset
-    from imagenetx.store.schema import (
-        check_prediction_field,
-        declare_classification,
-        eval_key_of,
-    )
 
     subjects = [r for p in paths for r in read_responses(p)]
     if field is not None and len(subjects) != 1:

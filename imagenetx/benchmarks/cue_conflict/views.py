@@ -9,6 +9,7 @@ from typing import Optional
 
 from fiftyone import ViewField as F
 
+from imagenetx.benchmarks.cue_conflict.contract import require_contract
 from imagenetx.classes.cue_conflict import category_index
 from imagenetx.store.datasets import get_dataset
 
@@ -21,8 +22,6 @@ def texture_decisions_view(samples, pred_field: str, category: Optional[str] = N
     The same test as the ``texture`` label space: the decision's
     ``class_index`` equals the image's ``texture_index``.
     """
-    from imagenetx.benchmarks.cue_conflict.benchmark import require_contract
-
     samples = get_dataset(samples)
     require_contract(samples)
     expr = F("cue_conflict") & (F(f"{pred_field}.class_index") == F("texture_index"))

@@ -66,6 +66,7 @@ from imagenetx.store.bulk import chunked, write_raw
 from imagenetx.store.datasets import check_new_dataset_name, get_dataset, mark_benchmark
 from imagenetx.store.ingest import insert_samples, new_dataset
 from imagenetx.store.schema import declare_classification, raw_classification
+from imagenetx.store import hub
 
 BENCHMARK = "imagenet_d"
 DEFAULT_NAME = "imagenet-d"
@@ -578,7 +579,6 @@ def load_imagenet_d_hub(
         ImageNetXError: for Hub errors, a repo in neither form, or a copy
             that does not say each image's class (nothing is kept then)
     """
-    from imagenetx.store import hub
 
     hub.check_repo_id(repo_id)
     name = name or repo_id

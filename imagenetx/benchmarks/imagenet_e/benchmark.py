@@ -36,12 +36,6 @@ class ImageNetE(ImageNetX):
     group_slicing = "edit"
     discovery_slicings = ("slice", "factors", "class")
 
-    def charts(self) -> tuple:
-        from imagenetx.benchmarks.imagenet_e.charts import PAIRED
-        from imagenetx.present.charts import ERROR_RATIOS
-
-        return (PAIRED, ERROR_RATIOS)
-
     def matches(self, samples, settings=None) -> bool:
         return samples.media_type == "group" and samples.has_field(EDIT_FIELD)
 

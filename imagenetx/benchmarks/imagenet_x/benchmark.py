@@ -23,12 +23,6 @@ class ImageNetX(Benchmark):
     group_slicing = "metaclass"
     discovery_slicings = ("factors", "metaclass", "class")
 
-    def charts(self) -> tuple:
-        from imagenetx.benchmarks.imagenet_x.charts import PUBLISHED
-        from imagenetx.present.charts import ERROR_RATIOS
-
-        return (ERROR_RATIOS, PUBLISHED)
-
     def matches(self, samples, settings=None) -> bool:
         field_name = settings.field_name if settings else "imagenetx"
         return samples.has_field(f"{field_name}.top_factor")

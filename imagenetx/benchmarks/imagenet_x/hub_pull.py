@@ -425,7 +425,7 @@ def pull_imagenet(
         ImageNetXError: for a split without shards, a refused token, an
             existing name, or a shard that does not hold ImageNet
     """
-    from imagenetx.benchmarks.imagenet_x.sources import build_imagenet_dataset
+    from imagenetx.benchmarks.imagenet_x.build import build_imagenet_dataset
     from imagenetx.store.datasets import check_new_dataset_name
 
     name = name or f"imagenet-x-{split}"

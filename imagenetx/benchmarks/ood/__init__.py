@@ -20,7 +20,7 @@ def __getattr__(name):
     # the loaders import FiftyOne: only when asked for, so reading LAYOUTS
     # (the command line's options) stays light
     if name in ("OODSummary", "load_ood_dir"):
-        from imagenetx.benchmarks.ood import loaders
+        from imagenetx.benchmarks.ood import loaders  # lazy: start-up
 
         return getattr(loaders, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -115,8 +115,8 @@ class Layout:
     @property
     def classes(self) -> Tuple[int, ...]:
         """The ImageNet-1k indices of its classes."""
-        from imagenetx.classes.imagenet import NUM_CLASSES
-        from imagenetx.classes.ood import subset_indices
+        from imagenetx.classes.imagenet import NUM_CLASSES  # lazy: start-up
+        from imagenetx.classes.ood import subset_indices  # lazy: start-up
 
         return subset_indices(self.subset) if self.subset else tuple(range(NUM_CLASSES))
 
@@ -189,14 +189,14 @@ def v2_variant(name: str) -> Optional[str]:
 
 
 def _wnid_index() -> Dict[str, int]:
-    from imagenetx.classes.imagenet import class_table
+    from imagenetx.classes.imagenet import class_table  # lazy: start-up
 
     return {w: i for i, w in enumerate(class_table().wnids)}
 
 
 def _class_index_of(name: str) -> Optional[int]:
     """The class index a folder name ``0``..``999`` says, else None."""
-    from imagenetx.classes.imagenet import NUM_CLASSES
+    from imagenetx.classes.imagenet import NUM_CLASSES  # lazy: start-up
 
     if name.isdigit() and str(int(name)) == name and int(name) < NUM_CLASSES:
         return int(name)

@@ -20,6 +20,8 @@ Specs:
 -   ``zoo:NAME``: a FiftyOne zoo image classifier
 """
 
+# lazy imports: start-up (a spec is checked without importing torch or the model's library)
+
 from __future__ import annotations
 
 import importlib
@@ -28,7 +30,8 @@ from typing import Optional
 
 from imagenetx.errors import ImageNetXError
 
-#: scheme -> the module that loads it
+#: scheme -> the module that loads it (its dotted name, or the module
+#: itself for a source added with :func:`register_source`)
 SOURCES = {
     "timm": "imagenetx.models.sources.timm",
     "torchvision": "imagenetx.models.sources.torchvision",
@@ -85,9 +88,22 @@ class ModelRequest:
         return replace(self, classes=classes)
 
 
+def register_source(scheme: str, module) -> None:
+    """Adds a model source: specs ``scheme:REST`` then load through
+    ``module`` (a module, or its dotted name, imported on first use), which
+    defines ``SYNTAX``, ``ZERO_SHOT``, ``parse(rest, request)`` and
+    ``load(rest, request)`` as the built-in sources do."""
+    if not scheme or not scheme.replace("_", "").isalnum():
+        raise ImageNetXError(
+            f"Cannot register model source '{scheme}': a scheme is letters, digits "
+            "and underscores")
+    SOURCES[scheme] = module
+
+
 def source_of(scheme: str):
     """The source module of ``scheme`` (imported on first use)."""
-    return importlib.import_module(SOURCES[scheme])
+    module = SOURCES[scheme]
+    return importlib.import_module(module) if isinstance(module, str) else module
 
 
 def split_spec(spec: str) -> tuple:

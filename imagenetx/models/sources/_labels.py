@@ -10,6 +10,8 @@ own position when that is one of them, else the one left over (in a
 reordered head two outputs both named ``crane`` cannot be told apart).
 """
 
+# lazy imports: start-up (a spec is checked without importing torch or the model's library)
+
 from __future__ import annotations
 
 import functools

@@ -4,6 +4,8 @@
 architecture's, unless ``remap_by_position`` maps tensors that line up one
 to one in order and shape."""
 
+# lazy imports: start-up (a spec is checked without importing torch or the model's library)
+
 from __future__ import annotations
 
 import os

@@ -19,6 +19,8 @@ Two kinds, told apart by the model's config:
 ``pretrained=False`` builds the model from its config with random weights.
 """
 
+# lazy imports: start-up (a spec is checked without importing torch or the model's library)
+
 from __future__ import annotations
 
 import functools

@@ -9,6 +9,8 @@ preprocessing is the model's own ``preprocess`` transform. Without
 ``pretrained=False``; otherwise its first pretrained tag is used.
 """
 
+# lazy imports: start-up (a spec is checked without importing torch or the model's library)
+
 from __future__ import annotations
 
 from typing import Optional

@@ -2,6 +2,8 @@
 ``timm:resnet50`` or ``timm:vit_base_patch16_224.augreg_in1k``; pretrained
 weights are fetched by timm (Hugging Face Hub, with its cache)."""
 
+# lazy imports: start-up (a spec is checked without importing torch or the model's library)
+
 from __future__ import annotations
 
 from imagenetx.classes.outputs import imagenet_outputs

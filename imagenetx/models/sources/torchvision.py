@@ -2,6 +2,8 @@
 its weights enum entry (``DEFAULT`` when omitted), e.g.
 ``torchvision:resnet50:IMAGENET1K_V2``."""
 
+# lazy imports: start-up (a spec is checked without importing torch or the model's library)
+
 from __future__ import annotations
 
 import os

@@ -31,6 +31,8 @@ module, batched by our pipeline (FiftyOne's own ``predict_all`` on zoo
 torchvision models resizes each image with PIL and runs one per batch).
 """
 
+# lazy imports: start-up (a spec is checked without importing torch or the model's library)
+
 from __future__ import annotations
 
 from imagenetx.errors import ImageNetXError

@@ -1,4 +1,5 @@
-"""Charts the App's panel offers, each declared by its benchmark or task.
+"""Charts the App's panel offers, and the registry of which dataset has
+which.
 
 A :class:`Chart` says everything the panel needs: how to compute its result
 over a view, the plotly figure and the markdown summary of that result, and
@@ -8,20 +9,23 @@ the one the user picked.
 
 -   every benchmark offers :data:`ERROR_RATIOS` (the ImageNet-X paper's
     Figure 1 over its slicings);
--   a benchmark adds its own through :meth:`Benchmark.charts
-    <imagenetx.benchmarks.base.Benchmark.charts>` (the cue-conflict shape
-    bias, ImageNet-X's published models, ImageNet-E's paired edits), the
-    first of them the default;
--   a task adds one when the dataset holds its fields (:data:`TASK_CHARTS`:
-    the attack's success per slice, once an adversarial field exists).
+-   a benchmark adds its own with :func:`register_chart` (the cue-conflict
+    shape bias, ImageNet-X's published models, ImageNet-E's paired edits,
+    in this package's modules named after them), the first the default;
+-   a task adds one that is offered when the dataset holds its fields
+    (:func:`register_chart` without a benchmark: the attack's success per
+    slice, once an adversarial field exists).
+
+Charts are registered as ``"module:NAME"`` (imported when a dataset is
+looked at) or as :class:`Chart` objects.
 """
 
 from dataclasses import dataclass
 from importlib import import_module
-from typing import Callable, List, Optional
+from typing import Callable, Dict, List, Optional, Union
 
-#: charts of tasks, as ``"module:NAME"``, imported when a dataset is looked at
-TASK_CHARTS = ("imagenetx.attacks.charts:ATTACK_SUCCESS",)
+from imagenetx.analysis import compute_ratios, mistakes_view
+from imagenetx.present.figures import error_ratio_chart
 
 
 @dataclass(frozen=True)
@@ -87,16 +91,45 @@ class Chart:
         return traces, layout, self.summary(result), title
 
 
+def _resolve(entry: Union[str, "Chart"]) -> "Chart":
+    if isinstance(entry, Chart):
+        return entry
+    module, name = entry.split(":")
+    return getattr(import_module(module), name)
+
+
 def charts_for(samples, benchmark) -> List[Chart]:
     """The charts the panel offers on ``samples`` (the first the default):
-    the benchmark's, then those of the tasks whose fields it holds."""
-    charts = list(benchmark.charts())
+    the benchmark's (:data:`BENCHMARK_CHARTS`, the error ratios alone for a
+    benchmark not named there), then those of the tasks whose fields it
+    holds."""
+    charts = [_resolve(e) for e in BENCHMARK_CHARTS.get(benchmark.name, (ERROR_RATIOS,))]
     for entry in TASK_CHARTS:
-        module, name = entry.split(":")
-        chart = getattr(import_module(module), name)
+        chart = _resolve(entry)
         if chart.offered is None or chart.offered(samples):
             charts.append(chart)
     return charts
+
+
+def register_chart(chart: Union[str, Chart], benchmark: Optional[str] = None,
+                   default: bool = False) -> None:
+    """Offers a chart on the panel.
+
+    Args:
+        chart: a :class:`Chart`, or ``"module:NAME"`` of one (imported when
+            a dataset is looked at)
+        benchmark (None): the name of the benchmark whose datasets get it;
+            None: a task's chart, offered on any dataset where its
+            ``offered`` says so
+        default (False): whether it is the benchmark's first chart (the one
+            the panel opens with) rather than its last
+    """
+    if benchmark is None:
+        if chart not in TASK_CHARTS:
+            TASK_CHARTS.append(chart)
+        return
+    charts = [c for c in BENCHMARK_CHARTS.get(benchmark, (ERROR_RATIOS,)) if c != chart]
+    BENCHMARK_CHARTS[benchmark] = tuple([chart, *charts] if default else [*charts, chart])
 
 
 def fmt(value) -> str:
@@ -105,15 +138,7 @@ def fmt(value) -> str:
 
 
 def _ratios(view, fields, settings):
-    from imagenetx.analysis import compute_ratios
-
     return compute_ratios(view, fields, **settings).to_dict()
-
-
-def _ratios_figure(result):
-    from imagenetx.present.figures import error_ratio_chart
-
-    return error_ratio_chart(result)
 
 
 def error_ratio_summary(ratios: dict) -> str:
@@ -132,8 +157,6 @@ def error_ratio_summary(ratios: dict) -> str:
 
 def mistakes_drill(view, field, value, settings) -> Drill:
     """The samples of slice ``value`` that ``field`` gets wrong."""
-    from imagenetx.analysis import mistakes_view
-
     shown = mistakes_view(view, field, value, **settings)
     return Drill(shown, len(shown))
 
@@ -142,8 +165,20 @@ def mistakes_drill(view, field, value, settings) -> Drill:
 ERROR_RATIOS = Chart(
     name="error ratios",
     compute=_ratios,
-    figure=_ratios_figure,
+    figure=error_ratio_chart,
     summary=error_ratio_summary,
     click=mistakes_drill,
     hint="Click a bar to show that model's mistakes in that {slice}.",
 )
+
+#: benchmark name -> its charts (:class:`Chart` or ``"module:NAME"``), the
+#: first the default; a benchmark not named here has the error ratios alone
+BENCHMARK_CHARTS: Dict[str, tuple] = {
+    "imagenet_x": (ERROR_RATIOS, "imagenetx.present.charts.imagenet_x:PUBLISHED"),
+    "cue_conflict": ("imagenetx.present.charts.cue_conflict:SHAPE_BIAS", ERROR_RATIOS),
+    "imagenet_e": ("imagenetx.present.charts.imagenet_e:PAIRED", ERROR_RATIOS),
+}
+
+#: charts of tasks (:class:`Chart` or ``"module:NAME"``), offered where
+#: their ``offered`` says the dataset holds the task's fields
+TASK_CHARTS: List[Union[str, Chart]] = ["imagenetx.present.charts.attacks:ATTACK_SUCCESS"]

@@ -1,0 +1,117 @@
+"""The house runs one way: no import circle, no upward import in imagenetx/.
+
+The imports are read with ``ast`` by ``scripts/layers.py`` (``make layers``
+prints the counts); docs/architecture.md draws the layers.
+"""
+
+import importlib
+import importlib.util
+import sys
+import textwrap
+import warnings
+
+import pytest
+
+from conftest import REPO
+
+_spec = importlib.util.spec_from_file_location("layers", REPO / "scripts" / "layers.py")
+layers = importlib.util.module_from_spec(_spec)
+sys.modules["layers"] = layers
+_spec.loader.exec_module(layers)
+
+
+@pytest.fixture(scope="module")
+def arrows():
+    return layers.read_arrows(str(REPO))
+
+
+def test_every_file_of_imagenetx_has_a_layer(arrows):
+    for path in layers.module_files(str(REPO)).values():
+        layers.layer_of(path)  # a new top-level package must be put in LAYERS
+
+
+def test_no_circle_between_files(arrows):
+    # imports inside functions count too: none of them can be dodging a circle
+    found = layers.circles(arrows)
+    assert not found, "import circles:\n" + "\n".join(
+        f"{a.source}:{a.line} imports {a.target}"
+        for component in found for a in layers.ties(component, arrows))
+
+
+def test_no_import_runs_up_the_layers(arrows):
+    up = layers.upward(arrows)
+    assert not up, "upward imports (docs/architecture.md: what each layer may import):\n" + \
+        "\n".join(f"{a.source}:{a.line} imports {a.target}" for a in up)
+
+
+def _tree(root, files):
+    for path, text in files.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(textwrap.dedent(text))
+
+
+def test_the_reader_finds_circles_upward_and_hidden_imports(tmp_path):
+    _tree(tmp_path, {
+        "imagenetx/__init__.py": "",
+        "imagenetx/metrics/__init__.py": "",
+        "imagenetx/metrics/a.py": """
+            def f():
+                from imagenetx.present import b
+            """,
+        "imagenetx/present/__init__.py": "",
+        "imagenetx/present/b.py": """
+            from ..metrics.a import f
+            import importlib
+            ENTRY = "imagenetx.cli.c:MAIN"
+            def g():
+                from imagenetx.metrics import a  # lazy: start-up
+                importlib.import_module("imagenetx.cli.c")
+            """,
+        "imagenetx/cli/c.py": "MAIN = 1\n",
+        "imagenetx/cli/__init__.py": "",
+        "imagenetx/cli/d.py": """
+            # lazy imports: start-up
+            def h():
+                from imagenetx.metrics import a
+            """,
+        "imagenetx/store/old.py": """
+            from imagenetx.deprecation import moved_to
+            __getattr__ = moved_to(__name__, "imagenetx.cli.c")
+            """,
+    })
+    found = layers.read_arrows(str(tmp_path))
+    by = {(a.source.split("/", 1)[1], a.target.split("/", 1)[1], a.kind) for a in found}
+    assert ("present/b.py", "metrics/a.py", "import") in by  # relative, resolved
+    assert ("present/b.py", "cli/c.py", "registry") in by
+    assert ("present/b.py", "cli/c.py", "import_module") in by
+    assert ("store/old.py", "cli/c.py", "moved") in by
+
+    assert layers.circles(found) == [["imagenetx/metrics/a.py", "imagenetx/present/b.py"]]
+    up = {(a.source, a.target) for a in layers.upward(found)}
+    assert up == {("imagenetx/metrics/a.py", "imagenetx/present/b.py"),
+                  ("imagenetx/present/b.py", "imagenetx/cli/c.py")}  # import_module counts
+    hidden = layers.hidden(found)
+    assert [(a.source, a.line) for a in hidden] == [("imagenetx/metrics/a.py", 3)]
+    assert len(layers.inside_functions(found)) == 3  # one marked lazy, one in a lazy module
+
+
+@pytest.mark.parametrize("old, new, name", [
+    ("imagenetx.benchmarks.imagenet_x.charts", "imagenetx.present.charts.imagenet_x",
+     "PUBLISHED"),
+    ("imagenetx.benchmarks.cue_conflict.charts", "imagenetx.present.charts.cue_conflict",
+     "SHAPE_BIAS"),
+    ("imagenetx.benchmarks.imagenet_e.charts", "imagenetx.present.charts.imagenet_e",
+     "PAIRED"),
+    ("imagenetx.attacks.charts", "imagenetx.present.charts.attacks", "ATTACK_SUCCESS"),
+    ("imagenetx.benchmarks.imagenet_x.demo", "imagenetx.analysis.demo", "build_demo"),
+])
+def test_a_moved_name_is_still_imported_from_its_old_place_with_a_warning(old, new, name):
+    module = importlib.import_module(old)
+    with pytest.warns(DeprecationWarning, match=f"{old} moved to {new}"):
+        value = getattr(module, name)
+    assert value is getattr(importlib.import_module(new), name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(AttributeError):
+            module.__wrapped__  # dunder lookups (inspect, copy) warn nothing
