@@ -19,12 +19,25 @@ CONFIG_FILES = ("fiftyone.yml", "fiftyone.yaml")
 
 
 def check_repo_id(repo_id: str) -> None:
-    """Raises ImageNetXError unless ``repo_id`` has the form ``ORG/NAME``."""
+    """Raises ImageNetXError unless ``repo_id`` has the form ``ORG/NAME``
+    and passes huggingface_hub's own local check (``validate_repo_id``:
+    letters, digits, ``-``, ``_``, ``.``), before any network call."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
     if not repo_id or repo_id.count("/") != 1 or "" in repo_id.split("/"):
         raise ImageNetXError(
             f"'{repo_id}' is not a Hugging Face Hub repo id: use the form "
             "ORG/NAME, as in https://huggingface.co/datasets/ORG/NAME"
         )
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as e:
+        raise ImageNetXError(
+            f"'{repo_id}' is not a Hugging Face Hub repo id "
+            f"({str(e).strip().splitlines()[0].rstrip('.')}): use ORG/NAME with letters, "
+            "digits, '-', '_' and '.' only"
+        ) from None
 
 
 def repo_url(repo_id: str) -> str:
