@@ -17,14 +17,20 @@ import pytest
 
 from conftest import HUB_PORT, TRAIN_FILE, UNANNOTATED_VAL, VAL_FILES, save_photo
 from hub_server import serve_repo
-from imagenetx.benchmarks.imagenet_x.hub_pull import images_folder
+from imagenetx.benchmarks.imagenet_x.hub_pull import images_folder as _images_folder
 from imagenetx.benchmarks.imagenet_x.sources import load_hub_dataset, load_imagenet_dir
 from imagenetx.classes.imagenet import class_table
 from imagenetx.errors import ImageNetXError
+from imagenetx.store.hub import repo_snapshot
 
 #: file name -> class index of the served val images
 VAL = dict(VAL_FILES, **{UNANNOTATED_VAL: 757})
 TRAIN_NAME = TRAIN_FILE[1]
+
+
+def images_folder(repo: str, split: str) -> str:
+    """Where a pull of the repo's current revision writes its split."""
+    return _images_folder(repo_snapshot(repo), split)
 
 
 def _wnid(klass: int) -> str:
@@ -142,7 +148,11 @@ def test_pull_builds_what_the_folder_loader_builds(repos, jpegs, repo, layout):
     assert f"is a {layout} ImageNet repo" in seen[0].label
     assert seen[-1].complete and "2 of 2 shards, 4 images" in seen[-1].label
     assert s.layout == layout and s.images_written == 4 and s.shards == 2
-    assert f"'{repo}' is a {layout} ImageNet repo" in str(s)
+    assert f"'{repo}' at revision {s.revision[:12]} is a {layout} ImageNet repo" in str(s)
+    assert s.folder == images_folder(repo, "val") and s.revision in s.folder
+    assert ds.info["imagenetx"]["source"] == {
+        "hub": repo, "revision": s.revision, "endpoint": os.environ["HF_ENDPOINT"],
+        "split": "val", "layout": layout}
     assert sorted(zip(ds.values("filepath"), ds.values("ground_truth.class_index"))) == \
         sorted((os.path.join(images_folder(repo, "val"), n), k) for n, k in VAL.items())
     assert ds.count_sample_tags() == {"x:background": 2, "x:color": 1}
