@@ -28,14 +28,14 @@ _OPTIONS = {}
 _REVISIONS = {}
 #: oid -> bytes, for the files of repos served with history
 _BLOBS = {}
-#: (local path, size, mtime) -> oid
+#: (local path, inode, size, mtime, ctime) -> oid
 _OIDS = {}
 _LOCK = threading.Lock()
 
 
 def _oid(path: str) -> str:
     st = os.stat(path)
-    key = (path, st.st_size, st.st_mtime_ns)
+    key = (path, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     if key not in _OIDS:
         with open(path, "rb") as f:
             _OIDS[key] = hashlib.sha1(f.read()).hexdigest()

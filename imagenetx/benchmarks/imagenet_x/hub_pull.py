@@ -377,7 +377,8 @@ class _Fetch:
         """Per shard, in shard order: ImageNet file name -> ``(path, class
         index)`` (the first ``max_samples`` images in all)."""
         self.writer.start()
-        self._report(f"'{self.repo_id}' is {sh.LAYOUT_TITLES[self.layout]}: "
+        self._report(f"'{self.repo_id}' at revision {self.snapshot.revision[:12]} is "
+                     f"{sh.LAYOUT_TITLES[self.layout]}: "
                      f"{len(self.shard_files):,} {self.split} shards")
         results, given, left = {}, 0, self.max_samples
         pool = ThreadPoolExecutor(max_workers=self.workers)
