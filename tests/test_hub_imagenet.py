@@ -449,6 +449,27 @@ def test_a_repo_changed_upstream_is_pulled_at_its_new_revision(jpegs, tmp_path, 
     finally:
         server.shutdown()
 
+    # the pulls on disk, with the datasets that use them; once the second
+    # commit's dataset is gone, `cache clear` removes its images and shards
+    from huggingface_hub import scan_cache_dir
+
+    assert main(["cache", "list", "--json"]) == 0
+    pulls = {p["revision"]: p for p in json.loads(capsys.readouterr().out)["pulls"]
+             if p["repo"] == repo}
+    assert sorted(pulls[first]["used_by"]) == ["hub-rev-old", "hub-rev-pinned"]
+    assert pulls[second]["used_by"] == ["hub-rev-new"] and pulls[second]["images"] == 4
+    fo.delete_dataset("hub-rev-new")
+    assert main(["cache", "list"]) == 0
+    assert "no dataset uses it" in capsys.readouterr().out
+    assert main(["cache", "clear"]) == 0
+    out = capsys.readouterr().out
+    assert f"removed {repo} @ {second[:12]}" in out and f"{first[:12]}" not in out
+    assert not os.path.exists(pulls[second]["folder"])
+    assert _pulled(old) == before
+    cached = {r.commit_hash for c in scan_cache_dir().repos if c.repo_id == repo
+              for r in c.revisions}
+    assert first in cached and second not in cached
+
 
 # --- shards that are broken, members that are not images --------------------
 
