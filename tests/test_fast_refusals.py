@@ -11,7 +11,6 @@ import sys
 import time
 
 import fiftyone as fo
-import pytest
 
 from conftest import REPO, _TMP, _free_port, save_photo, scaled
 
