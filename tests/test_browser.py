@@ -236,18 +236,44 @@ def _timed_change(page, label, action):
     print(f"panel change '{label}': {seconds:.2f} s from click to drawn chart")
 
 
+def _stable_chart(page):
+    """Waits until the chart is drawn and the same at two polls half a
+    second apart (the App may still redraw it with newer panel data)."""
+    page.wait_for_function(
+        f"""() => {{ const now = ({CHART_STATE})();
+           const same = now !== null && now === window.__imagenetx_chart;
+           window.__imagenetx_chart = now; return same; }}""",
+        polling=500, timeout=T(60_000))
+
+
+def _drill(page, trace, x):
+    """Clicks the bar at ``x`` of trace number ``trace()`` once the chart is
+    stable; returns the panel's drill line ("Showing the ..."). A click the
+    chart lost while redrawing (a busy machine) is made again."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    line = page.locator("p", has_text="Showing the")
+    for attempt in range(4):
+        _stable_chart(page)
+        i = trace()
+        xs = page.evaluate("(i) => document.querySelector('.js-plotly-plot').data[i].x", i)
+        bar = page.locator(".js-plotly-plot .trace.bars").nth(i).locator(".point path")
+        # plotly's drag layer takes the pointer: click where the bar is drawn
+        box = bar.nth(xs.index(x)).bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        try:
+            line.wait_for(timeout=T(20_000))
+            return line
+        except PlaywrightTimeout:
+            if attempt == 3:
+                raise
+
+
 def _click_bar(page, field, x) -> int:
     """Clicks the bar of a field's trace at ``x``; returns the number of
     mistakes the panel's drill line then says it shows."""
-    i = _traces(page).index(field)
-    xs = page.evaluate("(i) => document.querySelector('.js-plotly-plot').data[i].x", i)
-    bar = page.locator(".js-plotly-plot .trace.bars").nth(i).locator(".point path")
-    # plotly's drag layer takes the pointer: click where the bar is drawn
-    box = bar.nth(xs.index(x)).bounding_box()
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    line = page.locator("p", has_text="Showing the")
-    line.wait_for(timeout=T(60_000))
-    text = line.inner_text()
+
+    text = _drill(page, lambda: _traces(page).index(field), x).inner_text()
     assert f" of factor {x} that {field} gets wrong" in text, text
     return int(re.search(r"Showing the ([\d,]+) samples", text)[1].replace(",", ""))
 
@@ -997,11 +1023,7 @@ def test_attack_success_chart_shows_the_images_the_attack_broke(app_url, page):
         t: r["success_rate"] for t, r in expected.items()}
     _shot(page, "panel-attack-success-photos")
 
-    box = page.locator(".js-plotly-plot .trace.bars").first.locator(".point path").nth(
-        drawn["x"].index("indoor")).bounding_box()
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    line = page.locator("p", has_text="Showing the")
-    line.wait_for(timeout=T(60_000))
+    line = _drill(page, lambda: 0, "indoor")
     assert "that adv gets right before the attack and wrong after it" in line.inner_text()
     broken = len(broken_view(ds, "adv", "indoor", slicing="tags"))
     assert broken == expected["indoor"]["broken"]

@@ -373,6 +373,9 @@ def test_app_operator_pulls_imagenet_shards(repos):
     result = foo.execute_operator(uri, ctx={"params": params})
     assert result.error is None, result.error
     assert len(fo.load_dataset("hub-op")) == 4
+    revision = repo_snapshot("test-org/imagenet-1k-wds").revision
+    assert result.result["revision"] == revision  # the form's result shows the commit
+    assert f"at revision {revision[:12]}" in result.result["summary"]
 
     progress = []
     ctx = ExecutionContext(
