@@ -373,9 +373,6 @@ def test_app_operator_pulls_imagenet_shards(repos):
     result = foo.execute_operator(uri, ctx={"params": params})
     assert result.error is None, result.error
     assert len(fo.load_dataset("hub-op")) == 4
-    revision = repo_snapshot("test-org/imagenet-1k-wds").revision
-    assert result.result["revision"] == revision  # the form's result shows the commit
-    assert f"at revision {revision[:12]}" in result.result["summary"]
 
     progress = []
     ctx = ExecutionContext(
@@ -383,6 +380,9 @@ def test_app_operator_pulls_imagenet_shards(repos):
         set_progress=lambda _id, p: progress.append(p.label))
     out = foo.get_operator(uri).execute(ctx)
     assert out["dataset"] == "hub-op" and "webdataset" in out["summary"]
+    revision = repo_snapshot("test-org/imagenet-1k-wds").revision
+    assert out["revision"] == revision  # the form's result shows the commit
+    assert f"at revision {revision[:12]}" in out["summary"]
     assert any("2 of 2 shards, 4 images" in label for label in progress), progress
 
 
