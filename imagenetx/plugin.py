@@ -7,6 +7,7 @@ import sys
 import fiftyone as fo
 
 from imagenetx.errors import ImageNetXError
+from imagenetx.ports import check_app_port
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -288,6 +289,10 @@ def launch_app(dataset, port: int = None, address: str = None,
     Returns:
         the ``fo.Session``, with the worker's ``Popen`` (or None) as
         ``session.worker``
+
+    Raises:
+        ImageNetXError: for a port another program holds (a FiftyOne App
+            already serving it is connected to, as FiftyOne does)
     """
     import logging
 
@@ -300,11 +305,14 @@ def launch_app(dataset, port: int = None, address: str = None,
     # operator and panel request (about 0.2 s each); FiftyOne still reloads
     # a plugin whose folder changes
     os.environ.setdefault("FIFTYONE_PLUGINS_CACHE_ENABLED", "true")
+    address = app_address(address)
+    # a port another program holds: one line now, not the App server's
+    # minute of waiting and its tracebacks
+    check_app_port(address, port or fo.config.default_app_port)
     proc = None
     if worker:
         enable_delegation()
         proc = start_worker()
-    address = app_address(address)
     os.environ[APP_ADDRESS_ENV] = address  # the App's server process inherits it
     if not is_local_address(address):
         import sys

@@ -39,6 +39,10 @@ class LoadFromHub(foo.Operator):
                    description="optional: val (default) or train for ImageNet shards")
         inputs.int("max_samples", label="Max samples",
                    description="optional: load at most this many")
+        inputs.str("revision", label="Revision",
+                   description="optional: a branch, tag or commit (empty: the main branch, "
+                               "resolved to its commit when the pull starts; the result "
+                               "and the dataset's info say which)")
         add_new_dataset_inputs(inputs, description="optional: imagenet-x-<split> for "
                                                    "ImageNet shards, else the repo id")
         return types.Property(inputs, view=types.View(label="Load from the Hub"))
@@ -53,20 +57,25 @@ class LoadFromHub(foo.Operator):
                 max_samples=ctx.params.get("max_samples"),  # 0 is refused, not "all"
                 token=ctx.secrets.get("HF_TOKEN"),
                 progress=progress,
+                revision=(ctx.params.get("revision") or "").strip() or None,
                 **new_dataset_params(ctx),
             )
 
         def finish(result):
             dataset, summary = result
+            info = dataset.info.get("imagenetx") or {}
+            pulled = info.get("source") or info.get("pulled_from") or {}
             # an ImageNet-D repo gives an ImageNetDSummary, without "annotated"
             return built_dataset_result(dataset, summary,
-                                        annotated=getattr(summary, "annotated", 0))
+                                        annotated=getattr(summary, "annotated", 0),
+                                        revision=pulled.get("revision"))
 
         return run_with_progress(ctx, job, finish)
 
     def resolve_output(self, ctx):
         outputs = types.Object()
         outputs.str("summary", label="Result")
+        outputs.str("revision", label="Revision (commit) pulled")
         return types.Property(outputs)
 
 

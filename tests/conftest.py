@@ -41,6 +41,15 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+
+#: multiplies the tests' waits and time bounds: a slow or busy machine can
+#: give more (IMAGENETX_TEST_TIMEOUT_SCALE=3) without editing a test
+TIMEOUT_SCALE = max(1.0, float(os.environ.get("IMAGENETX_TEST_TIMEOUT_SCALE") or 1))
+
+
+def scaled(value: float) -> float:
+    """A wait or bound (seconds or milliseconds) times :data:`TIMEOUT_SCALE`."""
+    return value * TIMEOUT_SCALE
 SHARED_DATA = REPO.parent / "shared" / "data" / "imagenetx"
 
 

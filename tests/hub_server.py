@@ -1,6 +1,13 @@
 """A loopback stand-in for the Hugging Face Hub, serving folders as dataset
 repos through the routes that huggingface_hub really calls. Repos served on
-the same port share one server."""
+the same port share one server.
+
+As on the Hub, a repo's commit sha follows its files: it is a hash of every
+path and its bytes, so changing a file in a served folder makes a new
+revision; a file's ETag and tree oid are the hash of its bytes. The folder
+is read again on every request. Older revisions stay servable for repos
+served with ``history=True`` (their bytes are kept in memory).
+"""
 
 import base64
 import hashlib
@@ -9,17 +16,64 @@ import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import unquote, urlparse
-
-COMMIT = "0123456789abcdef0123456789abcdef01234567"
+from urllib.parse import parse_qs, unquote, urlparse
 
 
-#: port -> (server, {repo id: {relative path: local path}})
+#: port -> (server, {repo id: folder})
 _SERVERS = {}
 #: repo id -> how it serves: ``tokens`` (a gated repo: the tokens with
-#: access), ``delay`` (seconds before each file's body)
+#: access), ``delay`` (seconds before each file's body), ``history``
 _OPTIONS = {}
+#: repo id -> {commit: {path: (oid, size, local path)}}
+_REVISIONS = {}
+#: oid -> bytes, for the files of repos served with history
+_BLOBS = {}
+#: (local path, inode, size, mtime, ctime) -> oid
+_OIDS = {}
 _LOCK = threading.Lock()
+
+
+def _oid(path: str) -> str:
+    st = os.stat(path)
+    key = (path, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if key not in _OIDS:
+        with open(path, "rb") as f:
+            _OIDS[key] = hashlib.sha1(f.read()).hexdigest()
+    return _OIDS[key]
+
+
+def repo_state(repo_id: str, folder: str):
+    """``(commit, {path: (oid, size, local path)})`` of a folder now."""
+    files = {}
+    for root, _, names in os.walk(folder):
+        for name in names:
+            local = os.path.join(root, name)
+            rel = os.path.relpath(local, folder).replace(os.sep, "/")
+            files[rel] = (_oid(local), os.path.getsize(local), local)
+    commit = hashlib.sha1("\n".join(
+        f"{p} {files[p][0]}" for p in sorted(files)).encode()).hexdigest()
+    with _LOCK:
+        known = _REVISIONS.setdefault(repo_id, {})
+        if commit not in known:
+            known[commit] = files
+            if _OPTIONS.get(repo_id, {}).get("history"):
+                for oid, _, local in files.values():
+                    if oid not in _BLOBS:
+                        with open(local, "rb") as f:
+                            _BLOBS[oid] = f.read()
+    return commit, files
+
+
+def _file_bytes(entry):
+    """The bytes of a revision's file: from disk while unchanged, else kept."""
+    oid, _, local = entry
+    try:
+        if _oid(local) == oid:
+            with open(local, "rb") as f:
+                return f.read()
+    except FileNotFoundError:
+        pass
+    return _BLOBS.get(oid)
 
 
 class _Repo:
@@ -40,7 +94,7 @@ class _Repo:
 
 
 def serve_repo(port: int, repo_id: str, folder: str, tokens=None,
-               delay: float = 0.0) -> _Repo:
+               delay: float = 0.0, history: bool = False) -> _Repo:
     """Serves ``folder`` as dataset repo ``repo_id``; returns its handle.
 
     Args:
@@ -48,17 +102,15 @@ def serve_repo(port: int, repo_id: str, folder: str, tokens=None,
             files, but a download without a token gets a 401 and one with a
             token not in ``tokens`` a 403 (``X-Error-Code: GatedRepo``)
         delay (0.0): seconds to wait before sending each file
+        history (False): keep every revision's bytes, so a revision pinned
+            before the folder changed can still be downloaded
     """
-    _OPTIONS[repo_id] = {"tokens": tokens, "delay": delay}
-    files = {}
-    for root, _, names in os.walk(folder):
-        for name in names:
-            path = os.path.join(root, name)
-            files[os.path.relpath(path, folder).replace(os.sep, "/")] = path
+    _OPTIONS[repo_id] = {"tokens": tokens, "delay": delay, "history": history}
     with _LOCK:
         if port not in _SERVERS:
             _SERVERS[port] = (_start(port), {})
-        _SERVERS[port][1][repo_id] = files
+        _SERVERS[port][1][repo_id] = folder
+    repo_state(repo_id, folder)  # the first revision
     return _Repo(port, repo_id)
 
 
@@ -119,17 +171,15 @@ def _start(port: int) -> ThreadingHTTPServer:
                 if repo_id in repos():
                     return self._send(409, b"exists", {"X-Error-Message": "already created"})
                 os.makedirs(os.path.join(folder, repo_id), exist_ok=True)
-                repos()[repo_id] = {}
+                repos()[repo_id] = os.path.join(folder, repo_id)
                 return self._json({"url": f"http://127.0.0.1:{port}/datasets/{repo_id}"})
-            for repo_id, files in list(repos().items()):
+            for repo_id, repo_folder in list(repos().items()):
                 api = f"/api/datasets/{repo_id}"
                 if path.startswith(f"{api}/paths-info/"):
-                    from urllib.parse import parse_qs
-
+                    _, files = repo_state(repo_id, repo_folder)
                     asked = parse_qs(body.decode()).get("paths", [])
                     return self._json([
-                        {"type": "file", "path": p, "size": os.path.getsize(files[p]),
-                         "oid": hashlib.sha1(p.encode()).hexdigest()}
+                        {"type": "file", "path": p, "size": files[p][1], "oid": files[p][0]}
                         for p in asked if p in files])
                 if path.startswith(f"{api}/preupload/"):
                     spec = json.loads(body)
@@ -142,14 +192,14 @@ def _start(port: int) -> ThreadingHTTPServer:
                         if item["key"] != "file":
                             continue
                         rel = item["value"]["path"]
-                        local = os.path.join(folder, repo_id, rel)
+                        local = os.path.join(repo_folder, rel)
                         os.makedirs(os.path.dirname(local), exist_ok=True)
                         with open(local, "wb") as f:
                             f.write(base64.b64decode(item["value"]["content"]))
-                        files[rel] = local
+                    commit, _ = repo_state(repo_id, repo_folder)
                     return self._json({
-                        "commitUrl": f"http://127.0.0.1:{port}/datasets/{repo_id}/commit/{COMMIT}",
-                        "commitOid": COMMIT, "pullRequestUrl": None})
+                        "commitUrl": f"http://127.0.0.1:{port}/datasets/{repo_id}/commit/{commit}",
+                        "commitOid": commit, "pullRequestUrl": None})
             self._send(404, b"unknown route")
 
         def do_GET(self):
@@ -158,8 +208,8 @@ def _start(port: int) -> ThreadingHTTPServer:
                 return self._json({"type": "user", "name": _UPLOADS[port][1], "orgs": [],
                                    "auth": {"type": "access_token",
                                             "accessToken": {"role": "write"}}})
-            for repo_id, files in list(repos().items()):
-                if self._serve(path, repo_id, files):
+            for repo_id, repo_folder in list(repos().items()):
+                if self._serve(path, repo_id, repo_folder):
                     return
             if path.startswith(("/api/datasets/", "/datasets/")):
                 # an unknown repo, as the Hub answers it: 401 without a token
@@ -169,22 +219,41 @@ def _start(port: int) -> ThreadingHTTPServer:
                     "X-Error-Message": "Repository not found"})
             self._send(404, b"unknown route")
 
-        def _serve(self, path, repo_id, files) -> bool:
+        def _revision(self, repo_id, folder, revision):
+            """``(commit, files)`` of a revision ("main" or a commit), or
+            None after answering 404."""
+            commit, files = repo_state(repo_id, folder)
+            if revision not in ("main", commit):
+                commit, files = revision, _REVISIONS.get(repo_id, {}).get(revision)
+            if files is None:
+                self._send(404, b"revision not found", {
+                    "X-Error-Code": "RevisionNotFound",
+                    "X-Error-Message": f"Invalid rev id: {revision}"})
+                return None
+            return commit, files
+
+        def _serve(self, path, repo_id, folder) -> bool:
             api = f"/api/datasets/{repo_id}"
-            if path == f"{api}/revision/main" or path == api:
-                self._json({"id": repo_id, "sha": COMMIT})
+            if path == api or path.startswith(f"{api}/revision/"):
+                found = self._revision(repo_id, folder, path[len(f"{api}/revision/"):]
+                                       if path != api else "main")
+                if found:
+                    commit, files = found
+                    self._json({"id": repo_id, "sha": commit, "siblings": [
+                        {"rfilename": p, "size": size, "blobId": oid}
+                        for p, (oid, size, _) in sorted(files.items())]})
                 return True
             if path.startswith(f"{api}/tree/"):
-                self._json([
-                    {"type": "file", "oid": hashlib.sha1(p.encode()).hexdigest(),
-                     "size": os.path.getsize(f), "path": p}
-                    for p, f in sorted(files.items())
-                ])
+                found = self._revision(repo_id, folder,
+                                       path[len(f"{api}/tree/"):].split("/", 1)[0])
+                if found:
+                    self._json([{"type": "file", "oid": oid, "size": size, "path": p}
+                                for p, (oid, size, _) in sorted(found[1].items())])
                 return True
             prefix = f"/datasets/{repo_id}/resolve/"
             if not path.startswith(prefix):
                 return False
-            rel = path[len(prefix):].split("/", 1)[1]
+            revision, _, rel = path[len(prefix):].partition("/")
             options = _OPTIONS.get(repo_id, {})
             if options.get("tokens") is not None:
                 auth = self.headers.get("Authorization", "")
@@ -196,16 +265,19 @@ def _start(port: int) -> ThreadingHTTPServer:
                         "X-Error-Message": f"Access to dataset {repo_id} is restricted",
                     })
                     return True
-            if rel not in files:
+            found = self._revision(repo_id, folder, revision)
+            if not found:
+                return True
+            commit, files = found
+            body = _file_bytes(files[rel]) if rel in files else None
+            if body is None:
                 self._send(404, b"not found", {"X-Error-Code": "EntryNotFound"})
                 return True
-            with open(files[rel], "rb") as f:
-                body = f.read()
             if options.get("delay") and self.command == "GET":
                 time.sleep(options["delay"])
             self._send(200, body, {
-                "X-Repo-Commit": COMMIT,
-                "ETag": '"%s"' % hashlib.md5(body).hexdigest(),
+                "X-Repo-Commit": commit,
+                "ETag": '"%s"' % files[rel][0],
                 "Content-Type": "application/octet-stream",
             })
             return True

@@ -348,6 +348,62 @@ def test_robustbench_protocol_attacks_its_subset_whatever_settings_change(
         settings_from(step_size="abc")
 
 
+@pytest.mark.parametrize("eps, message", [
+    ("300/255", "--eps 300/255 (1.17647) is beyond the [0, 1] pixel range of an L∞ attack: "
+                "give a budget of at most 1, e.g. 4/255"),
+    ("1e999", "--eps '1e999' is not a finite number: give a budget in [0, 1] pixel units, "
+              "e.g. 0.5/255 or 0.002"),
+    ("nan", "--eps 'nan' is not a number or a fraction: e.g. 0.5/255 or 0.002"),
+])
+def test_a_budget_out_of_range_is_one_line_at_the_command_line(photos, capsys, eps, message):
+    """An L∞ budget beyond the [0, 1] image range, or not finite, is refused
+    in one line (exit 2) before the dataset is touched."""
+    from imagenetx.cli import main
+
+    ds = _dataset("attack-bad-eps", photos)
+    before = ds.get_field_schema()
+    assert main(["attack", "--dataset", ds.name, "--model", SPEC, "--arch",
+                 "efficientnet_lite0", "--remap-by-position", "--field", "adv",
+                 "--eps", eps]) == 2
+    err = capsys.readouterr().err
+    assert err == f"imagenetx attack: error: {message}\n"
+    assert ds.get_field_schema() == before
+    # an L2 budget above 1 is an ordinary one
+    assert AttackSettings(norm="l2", eps=3.0).check().eps == 3.0
+
+
+def test_samples_without_ground_truth_are_not_called_unreadable(photos):
+    """An attack leaves out samples without ground truth and says so in
+    those words: they are not unreadable images."""
+    ds = _dataset("attack-some-truth", photos)
+    ds.set_values("ground_truth", [None, ds.first().ground_truth])
+    summary = run_attack(ds, SPEC, "adv", AttackSettings(eps=0, steps=1), LITE0,
+                         RunOptions(num_workers=0))
+    text = str(summary)
+    assert summary.no_truth == 1 and summary.predicted == 1
+    assert "0 unreadable, 1 with no ground truth (not attacked; recorded in 'adv_error')" \
+        in text, text
+    assert "Unreadable images" not in text
+
+
+def test_a_random_weight_model_whose_normalization_zeroes_grey_passes_the_gradient_check():
+    """tf_efficientnet_lite0 normalizes with mean 0.5: a flat grey probe
+    becomes exact zeros, and its random-weight ReLU6 layers then pass no
+    gradient at all, though the model is differentiable. The check probes
+    with random [0, 1] input."""
+    from imagenetx.attacks.library import check_gradients
+    from imagenetx.models.engine import Engine
+    from imagenetx.models.sources import load_model
+
+    classifier = load_model("timm:tf_efficientnet_lite0", ModelRequest(pretrained=False))
+    engine = Engine(classifier, torch.device("cpu"))
+    grey = torch.full((1, *classifier.preprocessing.input_size), 0.5, requires_grad=True)
+    with torch.enable_grad():
+        engine.logits(grey).sum().backward()
+    assert grey.grad.abs().sum() == 0  # what the old grey probe saw
+    check_gradients(engine, "timm:tf_efficientnet_lite0")  # no error
+
+
 def test_parse_eps_reads_fractions():
     assert parse_eps("0.5/255") == pytest.approx(0.5 / 255)
     assert parse_eps("4/255") == pytest.approx(4 / 255) and parse_eps(0.002) == 0.002

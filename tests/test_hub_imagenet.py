@@ -17,14 +17,20 @@ import pytest
 
 from conftest import HUB_PORT, TRAIN_FILE, UNANNOTATED_VAL, VAL_FILES, save_photo
 from hub_server import serve_repo
-from imagenetx.benchmarks.imagenet_x.hub_pull import images_folder
+from imagenetx.benchmarks.imagenet_x.hub_pull import images_folder as _images_folder
 from imagenetx.benchmarks.imagenet_x.sources import load_hub_dataset, load_imagenet_dir
 from imagenetx.classes.imagenet import class_table
 from imagenetx.errors import ImageNetXError
+from imagenetx.store.hub import repo_snapshot
 
 #: file name -> class index of the served val images
 VAL = dict(VAL_FILES, **{UNANNOTATED_VAL: 757})
 TRAIN_NAME = TRAIN_FILE[1]
+
+
+def images_folder(repo: str, split: str) -> str:
+    """Where a pull of the repo's current revision writes its split."""
+    return _images_folder(repo_snapshot(repo), split)
 
 
 def _wnid(klass: int) -> str:
@@ -142,7 +148,11 @@ def test_pull_builds_what_the_folder_loader_builds(repos, jpegs, repo, layout):
     assert f"is a {layout} ImageNet repo" in seen[0].label
     assert seen[-1].complete and "2 of 2 shards, 4 images" in seen[-1].label
     assert s.layout == layout and s.images_written == 4 and s.shards == 2
-    assert f"'{repo}' is a {layout} ImageNet repo" in str(s)
+    assert f"'{repo}' at revision {s.revision[:12]} is a {layout} ImageNet repo" in str(s)
+    assert s.folder == images_folder(repo, "val") and s.revision in s.folder
+    assert ds.info["imagenetx"]["source"] == {
+        "hub": repo, "revision": s.revision, "endpoint": os.environ["HF_ENDPOINT"],
+        "split": "val", "layout": layout}
     assert sorted(zip(ds.values("filepath"), ds.values("ground_truth.class_index"))) == \
         sorted((os.path.join(images_folder(repo, "val"), n), k) for n, k in VAL.items())
     assert ds.count_sample_tags() == {"x:background": 2, "x:color": 1}
@@ -370,4 +380,194 @@ def test_app_operator_pulls_imagenet_shards(repos):
         set_progress=lambda _id, p: progress.append(p.label))
     out = foo.get_operator(uri).execute(ctx)
     assert out["dataset"] == "hub-op" and "webdataset" in out["summary"]
+    revision = repo_snapshot("test-org/imagenet-1k-wds").revision
+    assert out["revision"] == revision  # the form's result shows the commit
+    assert f"at revision {revision[:12]}" in out["summary"]
     assert any("2 of 2 shards, 4 images" in label for label in progress), progress
+
+
+# --- revisions: a repo that changes upstream --------------------------------
+
+
+def _pulled(ds) -> list:
+    """``(file name, class index, bytes)`` of every sample, by file name."""
+    rows = []
+    for path, klass in zip(*ds.values(["filepath", "ground_truth.class_index"])):
+        with open(path, "rb") as f:
+            rows.append((os.path.basename(path), klass, f.read()))
+    return sorted(rows)
+
+
+def test_a_repo_changed_upstream_is_pulled_at_its_new_revision(jpegs, tmp_path, capsys):
+    """A pull, then the repo regenerated upstream (every label shifted by
+    one, other bytes, a text member fixed into the real JPEG), then a pull
+    into a new name: the new labels and bytes, in a new folder; the first
+    dataset and its files unchanged; --revision pins the old commit."""
+    from imagenetx.cli import main
+
+    repo, root = "test-org/changing", tmp_path / "changing"
+    val = sorted(VAL)
+    broken = dict(jpegs, **{val[3]: b"this is not a JPEG\n"})
+    for i in (0, 2):  # two shards of two
+        _tar(root / f"imagenet1k-validation-{i // 2:02d}.tar", [
+            (n[:-5], broken[n], VAL[n], f"{_wnid(VAL[n])}/{n}") for n in val[i:i + 2]])
+    server = serve_repo(HUB_PORT, repo, str(root), history=True)
+    try:
+        assert main(["load", "--hub", repo, "--name", "hub-rev-old"]) == 0
+        out = capsys.readouterr().out
+        assert (f"1 unusable member skipped (imagenet1k-validation-01.tar: sample "
+                f"'{val[3][:-5]}' is not an image (its bytes begin b'this is not ')") in out
+        old = fo.load_dataset("hub-rev-old")
+        first = old.info["imagenetx"]["source"]["revision"]
+        before = _pulled(old)
+        assert [(n, k) for n, k, _ in before] == [(n, VAL[n]) for n in val[:3]]
+
+        shifted = {n: (VAL[n] + 1) % 1000 for n in val}
+        photos = dict(zip(val, [jpegs[n] for n in val[1:] + val[:1]]))  # other bytes
+        for i in (0, 2):
+            _tar(root / f"imagenet1k-validation-{i // 2:02d}.tar", [
+                (n[:-5], photos[n], shifted[n], f"{_wnid(shifted[n])}/{n}")
+                for n in val[i:i + 2]])
+        assert main(["load", "--hub", repo, "--name", "hub-rev-new"]) == 0
+        out = capsys.readouterr().out
+        new = fo.load_dataset("hub-rev-new")
+        second = new.info["imagenetx"]["source"]["revision"]
+        assert second != first and f"at revision {second[:12]}" in out
+        assert "(0 finished by an earlier pull), 4 images written" in out
+        assert _pulled(new) == sorted((n, shifted[n], photos[n]) for n in val)
+        assert not set(old.values("filepath")) & set(new.values("filepath"))
+        assert _pulled(old) == before  # the first pull's dataset and files unchanged
+
+        # --revision pins the first commit: its labels, from its own folder
+        assert main(["load", "--hub", repo, "--revision", first, "--name",
+                     "hub-rev-pinned"]) == 0
+        out = capsys.readouterr().out
+        assert "(2 finished by an earlier pull), 0 images written" in out
+        assert _pulled(fo.load_dataset("hub-rev-pinned")) == before
+        assert main(["load", "--hub", repo, "--revision", "nope", "--name",
+                     "hub-rev-bad"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "'test-org/changing' has no revision 'nope'" in err[0], err
+        assert not fo.dataset_exists("hub-rev-bad")
+    finally:
+        server.shutdown()
+
+    # the pulls on disk, with the datasets that use them; once the second
+    # commit's dataset is gone, `cache clear` removes its images and shards
+    from huggingface_hub import scan_cache_dir
+
+    assert main(["cache", "list", "--json"]) == 0
+    pulls = {p["revision"]: p for p in json.loads(capsys.readouterr().out)["pulls"]
+             if p["repo"] == repo}
+    assert sorted(pulls[first]["used_by"]) == ["hub-rev-old", "hub-rev-pinned"]
+    assert pulls[second]["used_by"] == ["hub-rev-new"] and pulls[second]["images"] == 4
+    fo.delete_dataset("hub-rev-new")
+    assert main(["cache", "list"]) == 0
+    assert "no dataset uses it" in capsys.readouterr().out
+    assert main(["cache", "clear"]) == 0
+    out = capsys.readouterr().out
+    assert f"removed {repo} @ {second[:12]}" in out and f"{first[:12]}" not in out
+    assert not os.path.exists(pulls[second]["folder"])
+    assert _pulled(old) == before
+    cached = {r.commit_hash for c in scan_cache_dir().repos if c.repo_id == repo
+              for r in c.revisions}
+    assert first in cached and second not in cached
+
+
+# --- shards that are broken, members that are not images --------------------
+
+
+def _truncated(path, keep: float = 0.5) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[:int(len(data) * keep)])
+
+
+def _cut_inside_second_image(path) -> None:
+    """Cuts a tar inside its second sample's JPEG: the first sample reads."""
+    with tarfile.open(path) as tar:
+        second = [m for m in tar.getmembers() if m.name.endswith(".jpg")][1]
+    _truncated(path, (second.offset_data + second.size // 2) / path.stat().st_size)
+
+
+def _bad_repo(kind, root, jpegs) -> None:
+    val = sorted(VAL)
+    if kind in ("truncated parquet", "random bytes as parquet"):
+        shard = root / "data" / "validation-00000-of-00001.parquet"
+        _parquet(shard, [(n, jpegs[n], VAL[n]) for n in val])
+        if kind == "truncated parquet":
+            _truncated(shard)
+        else:
+            shard.write_bytes(os.urandom(4096))
+        return
+    samples = [(n[:-5], jpegs[n], VAL[n], f"{_wnid(VAL[n])}/{n}") for n in val]
+    if kind == "text member":
+        samples[1] = samples[1][:1] + (b"hello, not an image",) + samples[1][2:]
+    if kind == "PNG member":
+        from PIL import Image
+
+        png = io.BytesIO()
+        Image.open(io.BytesIO(jpegs[val[1]])).save(png, "PNG")
+        samples[1] = samples[1][:1] + (png.getvalue(),) + samples[1][2:]
+    shard = root / "imagenet1k-validation-00.tar"
+    _tar(shard, samples)
+    if kind == "member with no label":
+        with tarfile.open(shard) as tar:
+            members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]
+        with tarfile.open(shard, "w") as tar:
+            for m, data in members:
+                if m.name != f"{val[1][:-5]}.cls":
+                    tar.addfile(m, io.BytesIO(data))
+    if kind == "truncated tar":
+        _cut_inside_second_image(shard)
+
+
+@pytest.mark.parametrize("kind, code, message", [
+    ("truncated parquet", 2, "imagenetx load: error: Shard 'data/validation-00000-of-00001."
+                             "parquet' cannot be read as parquet (ArrowInvalid: "),
+    ("random bytes as parquet", 2, "imagenetx load: error: Shard 'data/validation-00000-of-"
+                                   "00001.parquet' cannot be read as parquet (ArrowInvalid: "),
+    ("truncated tar", 2, "imagenetx load: error: Shard 'imagenet1k-validation-00.tar' "
+                         "cannot be read as a tar archive (ReadError: unexpected end of data"),
+    ("text member", 0, "1 unusable member skipped (imagenet1k-validation-00.tar: sample "
+                       "'ILSVRC2012_val_00000002' is not an image (its bytes begin "
+                       "b'hello, not a'))"),
+    ("member with no label", 0, "1 unusable member skipped (imagenet1k-validation-00.tar: "
+                                "sample 'ILSVRC2012_val_00000002' has no label)"),
+    ("PNG member", 0, "4 images written"),
+])
+def test_a_bad_shard_is_refused_and_a_bad_member_skipped_by_name(
+        jpegs, tmp_path, capsys, kind, code, message):
+    """A shard its library cannot read refuses the pull in one line, with no
+    dataset and no file of it written (a truncated tar's first, readable
+    member neither); a member that is not an image or has no label is
+    skipped, named in the summary, and costs only itself; a PNG is an image
+    (ImageNet's own train split holds one under a .JPEG name)."""
+    from imagenetx.cli import main
+
+    repo = "test-org/bad-" + kind.replace(" ", "-")
+    _bad_repo(kind, tmp_path / "repo", jpegs)
+    server = serve_repo(HUB_PORT, repo, str(tmp_path / "repo"))
+    name = "hub-" + kind.replace(" ", "-")
+    try:
+        assert main(["load", "--hub", repo, "--name", name]) == code
+        out, err = capsys.readouterr()
+        folder = images_folder(repo, "val")
+    finally:
+        server.shutdown()
+    written = sorted(f for f in os.listdir(folder) if not f.startswith("."))
+    assert os.listdir(os.path.join(folder, ".partial")) == []
+    if code == 2:
+        assert err.startswith(message) and len(err.strip().splitlines()) == 1, err
+        assert "nothing of it was written and no dataset was made" in err
+        assert not fo.dataset_exists(name) and written == []
+        return
+    assert message in out, out
+    ds = fo.load_dataset(name)
+    kept = sorted(VAL) if kind == "PNG member" else [n for n in sorted(VAL)
+                                                     if n != "ILSVRC2012_val_00000002.JPEG"]
+    assert sorted(os.path.basename(p) for p in ds.values("filepath")) == kept == written
+    if kind == "PNG member":
+        from PIL import Image
+
+        with Image.open(os.path.join(folder, "ILSVRC2012_val_00000002.JPEG")) as image:
+            assert image.format == "PNG"

@@ -373,7 +373,8 @@ def test_pretrained_weights_unreachable_gives_one_clear_line(tmp_env, images):
     r = run(env, "predict", "--dataset", "inf-offline", "--model",
             "timm:resnet18", "--field", "r18")
     assert r.returncode == 2
-    assert "Cannot get the pretrained weights of timm model 'resnet18'" in r.stderr
+    assert ("No network for the pretrained weights of timm model 'resnet18'" in r.stderr
+            and "(HF_HUB_OFFLINE is set)" in r.stderr)
     assert "--model checkpoint:PATH --arch resnet18" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
     assert not fo.load_dataset("inf-offline").has_field("r18")

@@ -269,7 +269,11 @@ def test_attack_operator_attacks_two_photos_and_refuses_bad_budgets(tmp_path):
 
     before = _snapshot("plugin-attack")
     for eps, message in [("-1", "Epsilon must be 0 or more, not -1"),
-                         ("abc", "Epsilon 'abc' is not a number or a fraction")]:
+                         ("abc", "Epsilon 'abc' is not a number or a fraction"),
+                         ("300/255", "Epsilon 300/255 (1.17647) is beyond the [0, 1] pixel "
+                                     "range of an L∞ attack"),
+                         ("1e999", "Epsilon '1e999' is not a finite number"),
+                         ("nan", "Epsilon 'nan' is not a number or a fraction")]:
         bad = dict(params, eps=eps)
         errors = _form_errors(ATTACK, "plugin-attack", bad)
         assert any(message in e for e in errors), errors

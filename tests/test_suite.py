@@ -57,6 +57,12 @@ def test_suite_runs_what_is_loaded_and_places_the_model(photos_dir, published, c
                  "--published-dir", published]) == 0
     out, _ = capsys.readouterr()
     assert "0 predicted" in out and "Kendall's tau" in out
+    # the tau table's header: every measure apart, none run into the next
+    lines = out.splitlines()
+    header = lines[lines.index(next(x for x in lines if x.startswith("Kendall's tau"))) + 1]
+    from imagenetx.analysis.suite import SUITE_MEASURES
+    assert header.split() == list(SUITE_MEASURES), header
+    assert "  top1_acc/imagenet-cbar" in header
     assert fo.load_dataset("suite-val").count("lite0_pgd") == 2  # at most --attack-n in all
 
 

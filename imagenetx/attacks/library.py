@@ -92,9 +92,15 @@ class InputsInUnitRange(torch.nn.Module):
 
 def check_gradients(engine, what: str) -> None:
     """Raises ImageNetXError unless gradients reach the classifier's
-    inputs (an attack needs them)."""
+    inputs (an attack needs them).
+
+    The probe is random in ``[0, 1]`` (seeded): a flat image can become
+    exact zeros under a model's normalization, and a randomly initialised
+    network then gives zero gradients though it is differentiable.
+    """
     size = engine.classifier.preprocessing.input_size
-    x = torch.full((1, *size), 0.5, device=engine.device, requires_grad=True)
+    generator = torch.Generator().manual_seed(0)
+    x = torch.rand((1, *size), generator=generator).to(engine.device).requires_grad_(True)
     try:
         with torch.enable_grad():
             engine.logits(x).sum().backward()

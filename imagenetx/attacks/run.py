@@ -29,9 +29,12 @@ import torch
 from imagenetx.attacks.library import InputsInUnitRange, check_gradients, make_attack
 from imagenetx.attacks.settings import AttackSettings
 from imagenetx.errors import ImageNetXError
-from imagenetx.models.inference import PredictSummary, run_predict
+from imagenetx.models.inference import PredictSummary, error_field, run_predict
 from imagenetx.models.options import RunOptions
 from imagenetx.models.sources import ModelRequest
+
+#: the error recorded for a sample that has no ground truth to attack away from
+NO_TRUTH = "no ground truth to attack"
 
 #: the attributes an attack adds to each adversarial prediction
 ATTRIBUTES = {"flipped": fo.BooleanField, "clean_class_index": fo.IntField}
@@ -44,9 +47,21 @@ class AttackSummary(PredictSummary):
 
     attack: str = ""
     flipped: int = 0
+    #: samples left out because they have no ground truth (counted in
+    #: ``failed`` with the unreadable images, but said apart)
+    no_truth: int = 0
 
     def __str__(self):
-        lines = [f"Attack: {self.attack}", super().__str__()]
+        # the images that could not be read, without the samples that have no truth
+        unreadable = dataclasses.replace(
+            self, failed=self.failed - self.no_truth,
+            failures=[f for f in self.failures if f[1] != NO_TRUTH])
+        body = PredictSummary.__str__(unreadable)
+        if self.no_truth:
+            first, _, rest = body.partition("\n")
+            body = (f"{first}, {self.no_truth:,} with no ground truth (not attacked; "
+                    f"recorded in '{error_field(self.field)}')" + (f"\n{rest}" if rest else ""))
+        lines = [f"Attack: {self.attack}", body]
         if self.accuracy is not None:
             lines.append(f"Robust accuracy {self.accuracy:.4f} over {self.evaluated:,} "
                          f"samples; {self.flipped:,} of this run's predictions flipped")
@@ -160,8 +175,9 @@ class _Attack:
         truth = [self.truth[p] for p in positions.tolist()]
         if any(t is None for t in truth):  # no class to move away from
             keep = [k for k, t in enumerate(truth) if t is not None]
-            failed = failed + [(int(positions[k]), "no ground truth to attack")
-                               for k, t in enumerate(truth) if t is None]
+            missing = [(int(positions[k]), NO_TRUTH) for k, t in enumerate(truth) if t is None]
+            self.summary.no_truth += len(missing)
+            failed = failed + missing
             positions, images = positions[keep], images[keep]
             truth = [truth[k] for k in keep]
             if not keep:

@@ -9,6 +9,7 @@ protocol: AutoAttack ``standard`` at L∞ ε = 4/255 on its 5,000 images.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
@@ -59,14 +60,19 @@ class AttackSettings:
                 f"Unknown --attack '{self.attack}': use one of {', '.join(attack_names())}")
         if self.norm not in NORMS:
             raise ImageNetXError(f"Unknown --norm '{self.norm}': use linf or l2")
+        if not math.isfinite(self.eps):
+            raise ImageNetXError(f"--eps must be a finite number, not {self.eps}: e.g. 0.5/255")
         if not self.eps >= 0:
             raise ImageNetXError(f"--eps must be 0 or more, not {self.eps}")
         if self.steps < 1:
             raise ImageNetXError(f"--steps must be at least 1, not {self.steps}")
-        if not self.step_size > 0:
-            raise ImageNetXError(f"--step-size must be more than 0, not {self.step_size}")
-        if self.attack == "autoattack" and self.norm == "linf" and self.eps > 1:
-            raise ImageNetXError(f"--eps {self.eps} is beyond the [0, 1] pixel range")
+        if not (self.step_size > 0 and math.isfinite(self.step_size)):
+            raise ImageNetXError(
+                f"--step-size must be a finite number more than 0, not {self.step_size}")
+        if self.norm == "linf" and self.eps > 1:  # every pixel may move anywhere already
+            raise ImageNetXError(
+                f"--eps {_as_255(self.eps)} ({self.eps:g}) is beyond the [0, 1] pixel range "
+                "of an L∞ attack: give a budget of at most 1, e.g. 4/255")
         return self
 
     def to_dict(self) -> dict:
@@ -122,7 +128,8 @@ def parse_eps(text: Union[str, float], option: str = "--eps") -> float:
     """A budget from ``0.5/255``, ``4/255``, ``0.002`` or a number.
 
     Raises:
-        ImageNetXError: for anything else, or a negative budget
+        ImageNetXError: for anything else, a budget that is not finite
+            (``1e999``, ``nan``), or a negative one
     """
     if isinstance(text, (int, float)):
         value = float(text)
@@ -138,11 +145,17 @@ def parse_eps(text: Union[str, float], option: str = "--eps") -> float:
             raise ImageNetXError(
                 f"{option} '{text}' is not a number or a fraction: e.g. 0.5/255 or 0.002"
             ) from None
+    if not math.isfinite(value):
+        raise ImageNetXError(
+            f"{option} '{text}' is not a finite number: give a budget in [0, 1] pixel "
+            "units, e.g. 0.5/255 or 0.002")
     if not value >= 0:
         raise ImageNetXError(f"{option} must be 0 or more, not {text}")
     return value
 
 
 def _as_255(value: float) -> str:
+    if not math.isfinite(value):
+        return f"{value:g}"
     frac = Fraction(value * 255).limit_denominator(100)
     return f"{float(frac):g}/255" if abs(float(frac) - value * 255) < 1e-9 else f"{value:g}"

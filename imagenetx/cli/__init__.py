@@ -16,11 +16,11 @@ import textwrap
 from typing import List, Optional
 
 from imagenetx import __version__
-from imagenetx.cli import analysis, app, load, predict, published, report
+from imagenetx.cli import analysis, app, cache, load, predict, published, report
 from imagenetx.cli.base import CommandGroup
 
 #: the command groups, in the order ``imagenetx`` lists them
-GROUPS = (load, predict, analysis, published, report, app)
+GROUPS = (load, predict, analysis, published, report, app, cache)
 
 DESCRIPTION = "ImageNet-X factors of variation on FiftyOne datasets."
 

@@ -52,6 +52,9 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--workers", type=int, help="Hub ImageNet shards: shards downloaded at "
                                                "once (default: 4; at most one per CPU core "
                                                "is read at a time)")
+    p.add_argument("--revision", metavar="REV",
+                   help="--hub: the branch, tag or commit to pull (default: the main "
+                        "branch, resolved to its commit when the pull starts)")
     p.add_argument("--media-from", metavar="REPO_ID",
                    help="--hub of a pushed copy without its gated images: pull them from "
                         "this ImageNet repo (ILSVRC/imagenet-1k) and re-attach them by "
@@ -162,8 +165,8 @@ def run_load(args) -> int:
             "--imagenet-d-dir DIR, --imagenet-e-dir DIR or an OOD release folder "
             "(--imagenet-a-dir, --imagenet-r-dir, --imagenet-sketch-dir, --imagenetv2-dir, "
             "--imagenet-c-dir, --imagenet-cbar-dir)")
-    if (args.workers is not None or args.media_from) and not args.hub:
-        raise ImageNetXError("--workers and --media-from apply to --hub only")
+    if (args.workers is not None or args.media_from or args.revision) and not args.hub:
+        raise ImageNetXError("--workers, --revision and --media-from apply to --hub only")
     if args.dir and not args.benchmark:
         raise ImageNetXError("--dir applies to `load cue-conflict` only")
     if args.variant and not (ood and ood[0] == "v2"):
@@ -216,7 +219,7 @@ def run_load(args) -> int:
     dataset, summary = sources.load_hub_dataset(
         args.hub, split=args.split, max_samples=args.max_samples,
         name=args.name, overwrite=args.overwrite, gt_field=args.gt_field,
-        workers=args.workers, progress=_print_progress())
+        workers=args.workers, progress=_print_progress(), revision=args.revision)
     if args.media_from:
         from imagenetx.benchmarks.imagenet_x.hub_pull import reattach_media
 

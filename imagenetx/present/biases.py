@@ -86,13 +86,15 @@ def format_biases(result: dict) -> str:
     measures = list(result["measures"])
     taus = {(p["bias"], p["measure"]): p["tau"] for p in result["pairs"]}
     width = max(len(b) for b in result["biases"]) + 2
+    # each column at least two spaces wider than its name, so names never run together
+    cols = [max(12, len(m) + 2) for m in measures]
     lines = [f"Kendall's tau over {len(result['models'])} published models "
              f"({result['population_title']}):",
-             " " * width + "".join(f"{m:>18}" for m in measures)]
+             " " * width + "".join(f"{m:>{w}}" for m, w in zip(measures, cols))]
     for b in result["biases"]:
         lines.append(f"{b:<{width}}" + "".join(
-            f"{'n/a' if taus[(b, m)] is None else format(taus[(b, m)], '+.3f'):>18}"
-            for m in measures))
+            f"{'n/a' if taus[(b, m)] is None else format(taus[(b, m)], '+.3f'):>{w}}"
+            for m, w in zip(measures, cols)))
     for label, values in result["users"].items():
         lines.append(f"\n{label} (rank among the published models, 1 = highest):")
         for name, v in values.items():

@@ -7,7 +7,8 @@ variable.
 """
 
 import os
-from typing import List, Optional
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
 
 import fiftyone as fo
 
@@ -19,12 +20,25 @@ CONFIG_FILES = ("fiftyone.yml", "fiftyone.yaml")
 
 
 def check_repo_id(repo_id: str) -> None:
-    """Raises ImageNetXError unless ``repo_id`` has the form ``ORG/NAME``."""
+    """Raises ImageNetXError unless ``repo_id`` has the form ``ORG/NAME``
+    and passes huggingface_hub's own local check (``validate_repo_id``:
+    letters, digits, ``-``, ``_``, ``.``), before any network call."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
     if not repo_id or repo_id.count("/") != 1 or "" in repo_id.split("/"):
         raise ImageNetXError(
             f"'{repo_id}' is not a Hugging Face Hub repo id: use the form "
             "ORG/NAME, as in https://huggingface.co/datasets/ORG/NAME"
         )
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as e:
+        raise ImageNetXError(
+            f"'{repo_id}' is not a Hugging Face Hub repo id "
+            f"({str(e).strip().splitlines()[0].rstrip('.')}): use ORG/NAME with letters, "
+            "digits, '-', '_' and '.' only"
+        ) from None
 
 
 def repo_url(repo_id: str) -> str:
@@ -34,16 +48,70 @@ def repo_url(repo_id: str) -> str:
     return f"{constants.ENDPOINT}/datasets/{repo_id}"
 
 
+@dataclass(frozen=True)
+class RepoSnapshot:
+    """One revision of a dataset repo, as the Hub names it at the start of a
+    pull: every later download asks for this commit, so a repo that changes
+    upstream meanwhile cannot mix two revisions into one pull.
+
+    Attributes:
+        repo_id: ``ORG/NAME``
+        revision: the commit sha
+        endpoint: the Hub's address (``HF_ENDPOINT``)
+        files: path -> ``(size, oid)``; the oid is the file's ETag (git
+            blob id, or sha256 for LFS files)
+    """
+
+    repo_id: str
+    revision: str
+    endpoint: str
+    files: Dict[str, Tuple[Optional[int], Optional[str]]] = field(repr=False)
+
+    @property
+    def paths(self) -> List[str]:
+        return sorted(self.files)
+
+
+def repo_snapshot(repo_id: str, revision: Optional[str] = None,
+                  token: Optional[str] = None) -> RepoSnapshot:
+    """Resolves a dataset repo's revision (a branch, tag or commit; default
+    its main branch) to its commit, with every file's size and oid, in one
+    request (huggingface_hub's ``dataset_info``).
+
+    Raises:
+        ImageNetXError: for a bad repo id, a revision it does not have, or
+            any Hub error
+    """
+    from huggingface_hub import HfApi, constants
+
+    check_repo_id(repo_id)
+    try:
+        info = HfApi().dataset_info(repo_id, revision=revision, files_metadata=True,
+                                    token=_token(token))
+    except Exception as e:
+        raise _hub_error(repo_id, e, token, revision=revision) from e
+    files = {s.rfilename: (s.lfs.size if s.lfs else s.size,
+                           s.lfs.sha256 if s.lfs else s.blob_id)
+             for s in info.siblings or ()}
+    return RepoSnapshot(repo_id, info.sha, constants.ENDPOINT, files)
+
+
 def _status(e: Exception) -> Optional[int]:
     response = getattr(e, "response", None)
     return getattr(response, "status_code", None)
 
 
 def _hub_error(repo_id: str, e: Exception, token: Optional[str] = None,
-               action: str = "load") -> ImageNetXError:
-    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+               action: str = "load", revision: Optional[str] = None) -> ImageNetXError:
+    from huggingface_hub.errors import (
+        GatedRepoError, RepositoryNotFoundError, RevisionNotFoundError)
 
     status = _status(e)
+    if isinstance(e, RevisionNotFoundError):
+        return ImageNetXError(
+            f"'{repo_id}' has no revision '{revision}' (HTTP {status}): pass --revision "
+            f"a branch, tag or commit of the repo (see {repo_url(repo_id)}/commits/main), "
+            "or leave it out for the main branch")
     if isinstance(e, RepositoryNotFoundError) and not isinstance(e, GatedRepoError):
         # the Hub answers 401 for a repo that does not exist when asked without a token
         return ImageNetXError(
@@ -80,6 +148,7 @@ def pull_from_hub(
     name: Optional[str] = None,
     overwrite: bool = False,
     token: Optional[str] = None,
+    revision: Optional[str] = None,
 ) -> fo.Dataset:
     """Loads a FiftyOne-format repo as a persistent dataset.
 
@@ -90,6 +159,7 @@ def pull_from_hub(
         name (None): the dataset name (FiftyOne's default: the repo id)
         overwrite (False): whether to replace an existing dataset
         token (None): a Hugging Face token
+        revision (None): the commit (branch, tag) to load; default main
 
     Raises:
         ImageNetXError: for a bad repo id, an existing name, or any Hub error
@@ -108,11 +178,12 @@ def pull_from_hub(
             overwrite=overwrite,
             persistent=True,
             token=_token(token),
+            revision=revision,
         )
     except ImageNetXError:
         raise
     except Exception as e:  # the Hub's errors are many and unrelated
-        raise _hub_error(repo_id, e, token) from e
+        raise _hub_error(repo_id, e, token, revision=revision) from e
 
 
 def repo_files(repo_id: str, token: Optional[str] = None) -> List[str]:
@@ -155,14 +226,17 @@ def download_files(
         raise _hub_error(repo_id, e, token) from e
 
 
-def download_file(repo_id: str, path: str, token: Optional[str] = None) -> str:
-    """Downloads one file of a dataset repo into the huggingface_hub cache
-    (resumed where an earlier download stopped; a cached file is not
-    downloaded again); returns its local path."""
+def download_file(repo_id: str, path: str, token: Optional[str] = None,
+                  revision: Optional[str] = None) -> str:
+    """Downloads one file of a dataset repo, at ``revision`` (a commit, from
+    :func:`repo_snapshot`; default the main branch), into the
+    huggingface_hub cache (kept per commit and ETag; resumed where an
+    earlier download stopped; a cached file is not downloaded again);
+    returns its local path."""
     from huggingface_hub import hf_hub_download
 
     try:
-        return hf_hub_download(repo_id, path, repo_type="dataset",
+        return hf_hub_download(repo_id, path, repo_type="dataset", revision=revision,
                                token=_token(token))
     except Exception as e:
-        raise _hub_error(repo_id, e, token) from e
+        raise _hub_error(repo_id, e, token, revision=revision) from e

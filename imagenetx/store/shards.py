@@ -11,9 +11,11 @@ Two public copies of ImageNet-1k are gated repos of shards:
     ``jpg``, ``cls`` and ``json`` (``filename``: ``n01630670/ILSVRC2012_val_00009670.JPEG``)
 
 :func:`repo_layout` tells these (and FiftyOne-format repos) apart by their
-file names; :func:`read_shard` yields every image of a shard as
-``(ImageNet file name, class index, original JPEG bytes)``. Nothing here
-knows FiftyOne.
+file names; :func:`read_shard` yields every member of a shard as
+``(ImageNet file name, class index, original image bytes, where)``, and
+:func:`member_problem` says what makes one unusable (no label, bytes that
+are not an image). A shard its library cannot read at all is refused in one
+line. Nothing here knows FiftyOne.
 """
 
 import json
@@ -106,13 +108,49 @@ def _synset_of(path: str) -> Optional[str]:
     return m.group(2) if m else None
 
 
-Image = Tuple[str, int, bytes]
+#: ``(file name, class index, image bytes, where in the shard)``: name,
+#: label or bytes may be None where the shard lacks them
+Member = Tuple[Optional[str], Optional[int], Optional[bytes], str]
+
+#: how image files begin: JPEG, PNG (ImageNet's train split holds a PNG
+#: under a .JPEG name), GIF, BMP, WebP (after RIFF....)
+_MAGIC = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF8", b"BM")
+
+
+def image_problem(data: bytes) -> Optional[str]:
+    """What is wrong with bytes meant to be an image (None: they are one):
+    the magic number of a common format, else PIL must know the header."""
+    if data.startswith(_MAGIC) or (data[:4] == b"RIFF" and data[8:12] == b"WEBP"):
+        return None
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)):
+            return None
+    except (UnidentifiedImageError, OSError, ValueError):
+        return f"is not an image (its bytes begin {data[:12]!r})"
+
+
+def member_problem(member: Member) -> Optional[str]:
+    """What makes a shard's member unusable (None: nothing): no file name,
+    no image, no label, or bytes that are not an image."""
+    name, label, data, _ = member
+    if name is None:
+        return "has no file name (image.path)"
+    if data is None:
+        return "has no image"
+    if label is None:
+        return "has no label"
+    return image_problem(data)
 
 
 def read_shard(path: str, layout: str, source: str,
-               wnid_index: Optional[dict] = None) -> Iterator[Image]:
-    """Yields ``(file name, class index, JPEG bytes)`` for each image of a
-    downloaded shard, in the shard's order.
+               wnid_index: Optional[dict] = None) -> Iterator[Member]:
+    """Yields every member of a downloaded shard, in the shard's order, as
+    ``(file name, class index, image bytes, where)``; whether a member is
+    usable is :func:`member_problem`'s to say.
 
     Args:
         path: the local shard file
@@ -122,7 +160,8 @@ def read_shard(path: str, layout: str, source: str,
             labels are the file names' WordNet id suffixes)
 
     Raises:
-        ImageNetXError: for a shard without the expected columns or members
+        ImageNetXError: for a shard its library cannot read (truncated,
+            not parquet or tar at all) or without the expected columns
     """
     if layout == PARQUET:
         return _read_parquet(path, source)
@@ -139,61 +178,83 @@ def _bad_shard(source: str, what: str) -> ImageNetXError:
     )
 
 
-def _read_parquet(path: str, source: str) -> Iterator[Image]:
+def _unreadable(source: str, kind: str, e: BaseException) -> ImageNetXError:
+    text = (str(e).strip().splitlines() or [""])[0][:200]
+    return ImageNetXError(
+        f"Shard '{source}' cannot be read as {kind} ({type(e).__name__}: {text}): the "
+        "repo holds a damaged file; nothing of it was written and no dataset was made; "
+        "tell the repo's owners, or pull a --revision where it is whole")
+
+
+def _read_parquet(path: str, source: str) -> Iterator[Member]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    shard = pq.ParquetFile(path)
-    names = shard.schema_arrow.names
+    try:
+        shard = pq.ParquetFile(path)
+        names = shard.schema_arrow.names
+    except (pa.ArrowException, OSError) as e:
+        raise _unreadable(source, "parquet", e) from None
     if "image" not in names or "label" not in names:
         raise _bad_shard(source, f"has columns {names}, not 'image' and 'label'")
-    for batch in shard.iter_batches(batch_size=1024, columns=["image", "label"]):
-        images = batch.column("image")
-        paths = images.field("path").to_pylist()
-        labels = batch.column("label").to_pylist()
-        blobs = images.field("bytes").to_pylist()
-        for i, (image_path, label) in enumerate(zip(paths, labels)):
-            name = imagenet_name(image_path)
-            if name is None:
-                raise _bad_shard(source, f"row {i} has no image.path")
-            yield name, int(label), blobs[i]
+    row = 0
+    try:
+        for batch in shard.iter_batches(batch_size=1024, columns=["image", "label"]):
+            images = batch.column("image")
+            paths = images.field("path").to_pylist()
+            labels = batch.column("label").to_pylist()
+            blobs = images.field("bytes").to_pylist()
+            for image_path, label, blob in zip(paths, labels, blobs):
+                yield (imagenet_name(image_path), None if label is None else int(label),
+                       blob, f"row {row}" + (f" ({image_path})" if image_path else ""))
+                row += 1
+    except (pa.ArrowException, OSError) as e:
+        raise _unreadable(source, "parquet", e) from None
 
 
-def _read_webdataset(path: str, source: str) -> Iterator[Image]:
+def _tar_members(path: str, source: str) -> Iterator[Tuple[str, bytes]]:
+    """``(member name, bytes)`` of each file of a tar, read as a stream."""
+    import zlib
+
+    try:
+        with tarfile.open(path, "r|*") as tar:
+            for member in tar:
+                if member.isfile():
+                    yield member.name, tar.extractfile(member).read()
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
+        raise _unreadable(source, "a tar archive", e) from None
+
+
+def _read_webdataset(path: str, source: str) -> Iterator[Member]:
     key, parts = None, {}
-    with tarfile.open(path, "r|*") as tar:
-        for member in tar:
-            if not member.isfile():
-                continue
-            base = member.name.rsplit("/", 1)[-1]
-            folder = member.name[: len(member.name) - len(base)]
-            this_key, _, ext = base.partition(".")
-            this_key = folder + this_key
-            if this_key != key:
-                if key is not None:
-                    yield _wds_sample(key, parts, source)
-                key, parts = this_key, {}
-            parts[ext.lower()] = tar.extractfile(member).read()
+    for name, data in _tar_members(path, source):
+        base = name.rsplit("/", 1)[-1]
+        folder = name[: len(name) - len(base)]
+        this_key, _, ext = base.partition(".")
+        this_key = folder + this_key
+        if this_key != key:
+            if key is not None:
+                yield _wds_sample(key, parts)
+            key, parts = this_key, {}
+        parts[ext.lower()] = data
     if key is not None:
-        yield _wds_sample(key, parts, source)
+        yield _wds_sample(key, parts)
 
 
-def _wds_sample(key: str, parts: dict, source: str) -> Image:
-    image = parts.get("jpg", parts.get("jpeg"))
-    if image is None or "cls" not in parts:
-        raise _bad_shard(source, f"sample '{key}' has no jpg or cls")
-    meta = json.loads(parts["json"]) if "json" in parts else {}
+def _wds_sample(key: str, parts: dict) -> Member:
+    image = parts.get("jpg", parts.get("jpeg", parts.get("png")))
+    try:
+        label = int(parts["cls"].decode().strip()) if "cls" in parts else None
+        meta = json.loads(parts["json"]) if "json" in parts else {}
+    except (ValueError, UnicodeDecodeError):
+        label, meta = None, {}
     name = imagenet_name(meta.get("filename") or key.rsplit("/", 1)[-1] + ".JPEG")
-    return name, int(parts["cls"].decode().strip()), image
+    return name, label, image, f"sample '{key}'"
 
 
-def _read_archive(path: str, source: str, wnid_index: dict) -> Iterator[Image]:
-    with tarfile.open(path, "r|*") as tar:
-        for member in tar:
-            if not member.isfile() or not member.name.upper().endswith(".JPEG"):
-                continue
-            synset = _synset_of(member.name)
-            if synset not in wnid_index:
-                raise _bad_shard(source, f"member '{member.name}' names no "
-                                 "WordNet id (NAME_nXXXXXXXX.JPEG)")
-            yield (imagenet_name(member.name), wnid_index[synset],
-                   tar.extractfile(member).read())
+def _read_archive(path: str, source: str, wnid_index: dict) -> Iterator[Member]:
+    for name, data in _tar_members(path, source):
+        if not name.upper().endswith(".JPEG"):
+            continue
+        synset = _synset_of(name)
+        yield (imagenet_name(name), wnid_index.get(synset), data, f"member '{name}'")

@@ -1,31 +1,52 @@
 """Pull ImageNet itself from the Hugging Face Hub (parquet or webdataset
 shards, see :mod:`imagenetx.store.shards`) into a tagged dataset.
 
-Shards download through ``huggingface_hub`` (its cache, resumed downloads,
-the ``HF_TOKEN`` token), several at once, and are read as they arrive, as
-many at once as the process has CPU cores (reading and writing is CPU-bound:
-more readers than cores only contend). Each image's
-original JPEG bytes are written once, under its ImageNet file name, to
-``<FiftyOne dataset dir>/imagenet/<ORG>/<NAME>/<split>/`` (training images
-in WordNet id folders), through a temporary name and ``os.replace``, so a
-file under its final name is always whole. A shard whose images are all
-written gets a marker; an interrupted pull starts again at the shards
-without one and writes only the images that are missing. The dataset is
-built as ``imagenetx load --imagenet-dir`` builds it, with the ground truth
-from the shards' labels, each shard's images inserted (sorted by file name)
-as soon as the shards before it are done; it appears under its name only
-once every shard is in.
+A pull first resolves the repo's revision to its commit
+(:func:`imagenetx.store.hub.repo_snapshot`) and downloads that commit's
+shards only, through ``huggingface_hub`` (its cache, kept per commit and
+ETag; resumed downloads; the ``HF_TOKEN`` token), several at once; they
+are read as they arrive, as many at once as the process has CPU cores
+(reading and writing is CPU-bound: more readers than cores only contend).
+
+Each image's original bytes are written once, under its ImageNet file
+name, to ``<FiftyOne dataset dir>/imagenet/<Hub host>/<ORG>/<NAME>/<commit>/<split>/``
+(training images in WordNet id folders): a folder per endpoint, repo and
+commit, so a repo that changes upstream is pulled into a new folder and the
+files of one revision never stand in for another's, nor change under a
+dataset built from them. Every member of a shard is checked as it is read
+and staged in the pull's own folder; only once the whole shard has been
+read are its images moved into place (``os.replace``, so a file under its
+final name is always whole). Then:
+
+-   a shard its library cannot read (truncated, not parquet or tar) refuses
+    the pull in one line: nothing of that shard is written and no dataset
+    is made (shards finished before it stay, for the next pull)
+-   a member that is unusable (bytes that are not an image, no label, no
+    file name) is skipped: the summary counts the skipped members and
+    names the first ones with what is wrong (a bad image costs only that
+    image); a PNG under a .JPEG name is an image, as in ImageNet's own
+    train split, and is kept
+
+A finished shard gets a marker named by its path, oid (ETag) and size; an
+interrupted pull starts again at the shards without one and writes only the
+images that are missing. The dataset is built as ``imagenetx load
+--imagenet-dir`` builds it, with the ground truth from the shards' labels,
+each shard's images inserted (sorted by file name) as soon as the shards
+before it are done; it appears under its name only once every shard is in,
+and its info records the repo, commit and endpoint it came from.
 """
 
 import json
 import os
+import re
 import shutil
 import threading
 import time
 import uuid
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, List, Optional
+from typing import Callable, Iterator, Optional
+from urllib.parse import urlparse
 
 import fiftyone as fo
 
@@ -36,11 +57,14 @@ from imagenetx.benchmarks.imagenet_x.tagging import (
 )
 from imagenetx.errors import ImageNetXError
 from imagenetx.store import shards as sh
+from imagenetx.store.hub import RepoSnapshot
 
 #: shards downloaded at once (downloads overlap with reading)
 DEFAULT_WORKERS = 4
+#: skipped members named in a pull's summary
+SKIPPED_SHOWN = 3
 
-_MARKERS = ".shards"  # one json per finished shard: [[name, label], ...]
+_MARKERS = ".shards"  # one json per finished shard: entries and skipped members
 _PARTIAL = ".partial"  # files being written, one folder per pull
 
 
@@ -86,12 +110,14 @@ class PullSummary:
     repo_id: str
     layout: str
     split: str
+    revision: str
     shards: int
     shards_resumed: int
     images_written: int
     images_present: int
     seconds: float
     folder: str
+    skipped: list
     tagging: TagSummary = field(repr=False)
 
     @property
@@ -100,12 +126,25 @@ class PullSummary:
 
     def __str__(self):
         return (
-            f"'{self.repo_id}' is {sh.LAYOUT_TITLES[self.layout]}: "
+            f"'{self.repo_id}' at revision {self.revision[:12]} is "
+            f"{sh.LAYOUT_TITLES[self.layout]}: "
             f"{self.shards:,} {self.split} shards ({self.shards_resumed:,} "
             f"finished by an earlier pull), {self.images_written:,} images "
-            f"written and {self.images_present:,} already there in {self.folder}, "
-            f"{self.seconds:.1f} s; {self.tagging}"
+            f"written and {self.images_present:,} already there in {self.folder}"
+            f"{skipped_words(self.skipped)}, {self.seconds:.1f} s; {self.tagging}"
         )
+
+
+def skipped_words(skipped: list) -> str:
+    """``, 2 members skipped (shard x: sample 'k' is not an image; ...)``,
+    or ``""`` when none was."""
+    if not skipped:
+        return ""
+    shown = "; ".join(f"{shard}: {where} {problem}"
+                      for shard, where, problem in skipped[:SKIPPED_SHOWN])
+    more = f"; {len(skipped) - SKIPPED_SHOWN:,} more" if len(skipped) > SKIPPED_SHOWN else ""
+    return (f", {len(skipped):,} unusable member{'s' if len(skipped) > 1 else ''} skipped "
+            f"({shown}{more})")
 
 
 def reader_slots() -> int:
@@ -116,10 +155,23 @@ def reader_slots() -> int:
         return os.cpu_count() or 1
 
 
-def images_folder(repo_id: str, split: str) -> str:
-    """Where a pull writes the images of a repo's split."""
-    org, name = repo_id.split("/")
-    return os.path.join(fo.config.default_dataset_dir, "imagenet", org, name, split)
+def pulls_root() -> str:
+    """The folder that holds every pull's images."""
+    return os.path.join(fo.config.default_dataset_dir, "imagenet")
+
+
+def endpoint_folder(endpoint: str) -> str:
+    """A Hub endpoint as a folder name: ``huggingface.co``, ``127.0.0.1_8080``."""
+    parts = urlparse(endpoint)
+    return re.sub(r"[^A-Za-z0-9._-]", "_", (parts.netloc or endpoint) + parts.path.rstrip("/"))
+
+
+def images_folder(snapshot: RepoSnapshot, split: str) -> str:
+    """Where a pull writes the images of one split of one revision of a
+    repo on one endpoint."""
+    org, name = snapshot.repo_id.split("/")
+    return os.path.join(pulls_root(), endpoint_folder(snapshot.endpoint), org, name,
+                        snapshot.revision, split)
 
 
 def image_path(folder: str, file_name: str) -> str:
@@ -163,56 +215,77 @@ class _Writer:
     def stop(self) -> None:
         shutil.rmtree(self.partial, ignore_errors=True)
 
-    def marker(self, shard: str) -> str:
-        return os.path.join(self.markers, shard.replace("/", "--") + ".json")
+    def marker(self, shard: str, oid: Optional[str], size: Optional[int]) -> str:
+        return os.path.join(self.markers, f"{shard.replace('/', '--')}.{oid or 'none'}."
+                                          f"{size if size is not None else 'none'}.json")
 
-    def finished(self, shard: str) -> Optional[list]:
-        """The ``(name, label)`` entries of a shard an earlier pull wrote,
-        where its images are all still there; else None."""
+    def finished(self, shard: str, oid: Optional[str], size: Optional[int]):
+        """``(entries, skipped)`` of a shard an earlier pull of this revision
+        wrote, where its images are all still there; else None."""
         try:
-            with open(self.marker(shard)) as f:
-                entries = json.load(f)
+            with open(self.marker(shard, oid, size)) as f:
+                done = json.load(f)
         except FileNotFoundError:
             return None
+        entries = done["entries"]
         if all(os.path.exists(image_path(self.folder, n)) for n, _ in entries):
-            return entries
+            return entries, [tuple(x) for x in done["skipped"]]
         return None
 
-    def write_shard(self, images, shard: str, count: Callable[[int], None]) -> list:
-        entries = []
-        tmp_prefix = os.path.join(self.partial, f"{threading.get_ident()}-")
-        for name, label, data in images:
-            if self.abort.is_set():
-                raise _Stopped()
-            if not 0 <= label < 1000:
-                raise ImageNetXError(
-                    f"Shard '{shard}' labels '{name}' {label}, not an ImageNet-1k "
-                    "class index (0-999): the repo is not ImageNet-1k")
-            path = image_path(self.folder, name)
-            if os.path.exists(path):
-                with self.lock:
-                    self.present += 1
-            else:
+    def write_shard(self, members, shard: str, oid: Optional[str], size: Optional[int],
+                    count: Callable[[int], None]):
+        """Reads a whole shard, staging its new images in this pull's own
+        folder, then moves them into place and marks the shard; returns
+        ``(entries, skipped)``. A shard that cannot be read is refused with
+        nothing of it in place."""
+        entries, skipped, staged, seen = [], [], [], set()
+        stage = os.path.join(self.partial, f"{threading.get_ident()}-{uuid.uuid4().hex[:8]}")
+        os.makedirs(stage)
+        try:
+            for member in members:
+                if self.abort.is_set():
+                    raise _Stopped()
+                problem = sh.member_problem(member)
+                name, label, data, where = member
+                if problem is None and name in seen:
+                    problem = f"repeats file name {name}"
+                if problem is not None:
+                    skipped.append((shard, where, problem))
+                    continue
+                if not 0 <= label < 1000:
+                    raise ImageNetXError(
+                        f"Shard '{shard}' labels '{name}' {label}, not an ImageNet-1k "
+                        "class index (0-999): the repo is not ImageNet-1k")
+                seen.add(name)
+                path = image_path(self.folder, name)
+                if not os.path.exists(path):
+                    tmp = os.path.join(stage, name)
+                    with open(tmp, "wb") as f:
+                        f.write(data)
+                    staged.append((tmp, path))
+                entries.append((name, label))
+                count(1)
+            # the whole shard was read: its images go into place
+            for tmp, path in staged:
                 parent = os.path.dirname(path)
                 if parent not in self.dirs:
                     os.makedirs(parent, exist_ok=True)
                     self.dirs.add(parent)
-                tmp = tmp_prefix + name
-                with open(tmp, "wb") as f:
-                    f.write(data)
                 os.replace(tmp, path)
-                with self.lock:
-                    self.written += 1
-            entries.append((name, label))
-            count(1)
-        self._mark(shard, entries)
-        return entries
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+        with self.lock:
+            self.written += len(staged)
+            self.present += len(entries) - len(staged)
+        self._mark(shard, oid, size, entries, skipped)
+        return entries, skipped
 
-    def _mark(self, shard: str, entries: list) -> None:
-        tmp = os.path.join(self.partial, os.path.basename(self.marker(shard)))
+    def _mark(self, shard: str, oid, size, entries: list, skipped: list) -> None:
+        marker = self.marker(shard, oid, size)
+        tmp = os.path.join(self.partial, os.path.basename(marker))
         with open(tmp, "w") as f:
-            json.dump(entries, f)
-        os.replace(tmp, self.marker(shard))
+            json.dump({"entries": entries, "skipped": skipped}, f)
+        os.replace(tmp, marker)
 
 
 def check_pull_limits(max_samples: Optional[int], workers: Optional[int]) -> None:
@@ -243,26 +316,29 @@ class _Fetch:
     each shard's images in shard order as soon as that shard is done, so a
     caller can insert them while later shards download and are read."""
 
-    def __init__(self, repo_id, files, layout, split, max_samples, token, workers,
+    def __init__(self, snapshot: RepoSnapshot, layout, split, max_samples, token, workers,
                  progress):
         from imagenetx.classes.imagenet import class_table
 
+        repo_id = snapshot.repo_id
         if split not in ("val", "train"):
             raise ImageNetXError(f"Unknown split '{split}': use --split val or --split train")
-        self.shard_files = sh.split_shards(files, layout, split)
+        self.shard_files = sh.split_shards(snapshot.paths, layout, split)
         if not self.shard_files:
             raise ImageNetXError(
                 f"'{repo_id}' ({sh.LAYOUT_TITLES[layout]}) has no {split} shards: "
                 f"use --split {'train' if split == 'val' else 'val'}")
         check_pull_limits(max_samples, workers)
+        self.snapshot = snapshot
         self.repo_id, self.layout, self.split, self.token = repo_id, layout, split, token
         self.max_samples = max_samples
         # with max_samples, shards are read in order, one at a time
         self.workers = 1 if max_samples is not None else (workers or DEFAULT_WORKERS)
         self.progress = progress
         self.started = time.perf_counter()
-        self.folder = images_folder(repo_id, split)
+        self.folder = images_folder(snapshot, split)
         self.writer = _Writer(self.folder)
+        self.skipped = []
         self.wnids = {w: i for i, w in enumerate(class_table().wnids)}
         self.counted = 0
         self.count_lock = threading.Lock()
@@ -284,23 +360,25 @@ class _Fetch:
         from imagenetx.store.hub import download_file
 
         writer = self.writer
-        entries = writer.finished(shard)
-        if entries is not None:
-            self._count(len(entries))
+        size, oid = self.snapshot.files.get(shard, (None, None))
+        done = writer.finished(shard, oid, size)
+        if done is not None:
+            self._count(len(done[0]))
             with writer.lock:
-                writer.present += len(entries)
+                writer.present += len(done[0])
                 self.resumed += 1
-            return entries
-        local = download_file(self.repo_id, shard, self.token)
+            return done
+        local = download_file(self.repo_id, shard, self.token, self.snapshot.revision)
         with self.reading:
             return writer.write_shard(sh.read_shard(local, self.layout, shard, self.wnids),
-                                      shard, self._count)
+                                      shard, oid, size, self._count)
 
     def batches(self) -> Iterator[dict]:
         """Per shard, in shard order: ImageNet file name -> ``(path, class
         index)`` (the first ``max_samples`` images in all)."""
         self.writer.start()
-        self._report(f"'{self.repo_id}' is {sh.LAYOUT_TITLES[self.layout]}: "
+        self._report(f"'{self.repo_id}' at revision {self.snapshot.revision[:12]} is "
+                     f"{sh.LAYOUT_TITLES[self.layout]}: "
                      f"{len(self.shard_files):,} {self.split} shards")
         results, given, left = {}, 0, self.max_samples
         pool = ThreadPoolExecutor(max_workers=self.workers)
@@ -314,7 +392,8 @@ class _Fetch:
                     pending.add(future)
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
-                    results[future.shard] = future.result()
+                    results[future.shard], skipped = future.result()
+                    self.skipped += skipped
                 self.done += len(finished)
                 if self.max_samples is not None and self.counted >= self.max_samples:
                     queue = []
@@ -326,6 +405,10 @@ class _Fetch:
                     if left is not None:
                         entries, left = entries[:left], left - len(entries[:left])
                     yield {n: (image_path(self.folder, n), label) for n, label in entries}
+            if self.counted == 0:
+                raise ImageNetXError(
+                    f"'{self.repo_id}' holds no usable {self.split} image in its "
+                    f"{self.done:,} shards{skipped_words(self.skipped)}: no dataset was made")
             stopped = False
         finally:
             if stopped:  # an error, an interrupt, or the consumer gave up
@@ -336,15 +419,15 @@ class _Fetch:
 
     @property
     def stats(self) -> tuple:
-        """``(shards, shards resumed, images written, images present,
-        seconds, folder)``."""
-        return (self.done, self.resumed, self.writer.written, self.writer.present,
-                time.perf_counter() - self.started, self.folder)
+        """``(revision, shards, shards resumed, images written, images
+        present, seconds, folder, skipped members)``."""
+        return (self.snapshot.revision, self.done, self.resumed, self.writer.written,
+                self.writer.present, time.perf_counter() - self.started, self.folder,
+                self.skipped)
 
 
 def fetch_images(
-    repo_id: str,
-    files: List[str],
+    snapshot: RepoSnapshot,
     layout: str,
     split: str = "val",
     max_samples: Optional[int] = None,
@@ -355,8 +438,8 @@ def fetch_images(
     """Downloads one split's shards and writes their images once each.
 
     Args:
-        repo_id: ``ORG/NAME``
-        files: the repo's files (:func:`imagenetx.store.hub.repo_files`)
+        snapshot: the repo's revision and files
+            (:func:`imagenetx.store.hub.repo_snapshot`)
         layout: ``"parquet"``, ``"webdataset"`` or ``"archive"``
         split ("val"): ``"val"`` or ``"train"``
         max_samples (None): stop after the shards that hold this many
@@ -369,14 +452,13 @@ def fetch_images(
 
     Returns:
         ``(images, stats)``: ImageNet file name -> ``(path, class index)``,
-        and ``(shards, shards resumed, images written, images present,
-        seconds, folder)``
+        and :attr:`_Fetch.stats`
 
     Raises:
         ImageNetXError: for a split without shards, a refused token, or a
             shard that does not hold ImageNet
     """
-    fetch = _Fetch(repo_id, files, layout, split, max_samples, token, workers, progress)
+    fetch = _Fetch(snapshot, layout, split, max_samples, token, workers, progress)
     images = {}
     for batch in fetch.batches():
         images.update(batch)
@@ -384,8 +466,7 @@ def fetch_images(
 
 
 def pull_imagenet(
-    repo_id: str,
-    files: List[str],
+    snapshot: RepoSnapshot,
     layout: str,
     split: str = "val",
     max_samples: Optional[int] = None,
@@ -404,8 +485,8 @@ def pull_imagenet(
     non-persistent one FiftyOne deletes).
 
     Args:
-        repo_id: ``ORG/NAME``
-        files: the repo's files (:func:`imagenetx.store.hub.repo_files`)
+        snapshot: the repo's revision and files
+            (:func:`imagenetx.store.hub.repo_snapshot`)
         layout: ``"parquet"``, ``"webdataset"`` or ``"archive"``
         split ("val"): ``"val"`` or ``"train"``
         max_samples (None): stop after the shards that hold this many
@@ -433,31 +514,38 @@ def pull_imagenet(
     if split in ("val", "train"):  # read the annotations while shards download
         warm = threading.Thread(target=warm_annotations, args=(split,), daemon=True)
         warm.start()
-    fetch = _Fetch(repo_id, files, layout, split, max_samples, token, workers, progress)
+    fetch = _Fetch(snapshot, layout, split, max_samples, token, workers, progress)
     dataset, tagging = build_imagenet_dataset(
         name, fetch.batches(), split=split, overwrite=overwrite, gt_field=gt_field)
     info = dict(dataset.info.get("imagenetx") or {})
-    info["source"] = {"hub": repo_id, "split": split, "layout": layout}
+    info["source"] = source_info(snapshot, split, layout)
     dataset.info["imagenetx"] = info
     dataset.save()
-    return dataset, PullSummary(repo_id, layout, split, *fetch.stats, tagging)
+    return dataset, PullSummary(snapshot.repo_id, layout, split, *fetch.stats, tagging)
 
 
-def media_repo(repo_id: str, token: Optional[str] = None) -> tuple:
-    """``(files, layout)`` of the ImageNet repo ``--media-from`` names.
+def source_info(snapshot: RepoSnapshot, split: Optional[str], layout: str) -> dict:
+    """What a pulled dataset's ``info["imagenetx"]["source"]`` records."""
+    return {"hub": snapshot.repo_id, "revision": snapshot.revision,
+            "endpoint": snapshot.endpoint, "split": split, "layout": layout}
+
+
+def media_repo(repo_id: str, token: Optional[str] = None,
+               revision: Optional[str] = None) -> tuple:
+    """``(snapshot, layout)`` of the ImageNet repo ``--media-from`` names.
 
     Raises:
         ImageNetXError: for a repo that cannot be read (a token it needs,
             an id not found) or that is not an ImageNet repo
     """
-    from imagenetx.store.hub import repo_files
+    from imagenetx.store.hub import repo_snapshot
 
-    files = repo_files(repo_id, token)
-    layout = sh.repo_layout(repo_id, files)
+    snapshot = repo_snapshot(repo_id, revision, token)
+    layout = sh.repo_layout(repo_id, snapshot.paths)
     if layout == sh.FIFTYONE:
         raise ImageNetXError(f"--media-from needs an ImageNet repo, and '{repo_id}' is "
                              f"{sh.LAYOUT_TITLES[layout]}")
-    return files, layout
+    return snapshot, layout
 
 
 def reattach_media(dataset, repo_id: str, token: Optional[str] = None,
@@ -479,11 +567,10 @@ def reattach_media(dataset, repo_id: str, token: Optional[str] = None,
         raise ImageNetXError(
             f"Dataset '{dataset.name}' has no ImageNet file names "
             f"(ILSVRC2012_val_00000001.JPEG) to match with '{repo_id}'")
-    files, layout = media_repo(repo_id, token)
+    snapshot, layout = media_repo(repo_id, token)
     found = {}
     for split in splits:
-        images, _ = fetch_images(repo_id, files, layout, split, None, token,
-                                 workers, progress)
+        images, _ = fetch_images(snapshot, layout, split, None, token, workers, progress)
         found.update(images)
     matched = sum(n in found for n in names)
     if not matched:  # nothing to re-attach: change nothing

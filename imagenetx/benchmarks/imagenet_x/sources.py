@@ -183,6 +183,7 @@ def load_hub_dataset(
     token: str = None,
     workers: int = None,
     progress=None,
+    revision: str = None,
 ):
     """Pulls a dataset from the Hugging Face Hub and tags it by file name.
 
@@ -214,6 +215,9 @@ def load_hub_dataset(
         progress (None): called with a
             :class:`~imagenetx.benchmarks.imagenet_x.hub_pull.PullProgress`:
             first what the repo is, then as ImageNet shards finish
+        revision (None): the branch, tag or commit to pull (default: the
+            main branch); it is resolved to its commit once, at the start,
+            and the dataset's info records it
 
     Returns:
         ``(dataset, TagSummary)``, ``(dataset, PullSummary)`` for ImageNet
@@ -226,30 +230,41 @@ def load_hub_dataset(
     from imagenetx.benchmarks.imagenet_d import loaders as imagenet_d
     from imagenetx.benchmarks.imagenet_x.hub_pull import (
         PullProgress, check_pull_limits, pull_imagenet)
+    from imagenetx.benchmarks.imagenet_x.hub_pull import source_info
     from imagenetx.store import shards
-    from imagenetx.store.hub import check_repo_id, pull_from_hub, repo_files
+    from imagenetx.store.hub import check_repo_id, pull_from_hub, repo_snapshot
 
     check_repo_id(repo_id)
     check_pull_limits(max_samples, workers)  # for every layout: 0 saved an empty dataset
     if imagenet_d.is_imagenet_d_repo(repo_id):
+        if revision is not None:
+            raise ImageNetXError("--revision applies to ImageNet and FiftyOne-format repos, "
+                                 f"not to the ImageNet-D repo '{repo_id}'")
         return imagenet_d.load_imagenet_d_hub(
             repo_id, split=split, max_samples=max_samples, name=name,
             overwrite=overwrite, gt_field=gt_field, token=token,
         )
-    files = repo_files(repo_id, token)
-    layout = shards.repo_layout(repo_id, files)
+    snapshot = repo_snapshot(repo_id, revision, token)  # one commit for the whole pull
+    layout = shards.repo_layout(repo_id, snapshot.paths)
     if layout != shards.FIFTYONE:
         return pull_imagenet(
-            repo_id, files, layout, split=split or "val", max_samples=max_samples,
+            snapshot, layout, split=split or "val", max_samples=max_samples,
             name=name, overwrite=overwrite, gt_field=gt_field, token=token,
             workers=workers, progress=progress)
     if progress is not None:
-        progress(PullProgress(0, 1, 0, 0.0, f"'{repo_id}' is "
-                              f"{shards.LAYOUT_TITLES[layout]}"))
+        progress(PullProgress(0, 1, 0, 0.0, f"'{repo_id}' at revision "
+                              f"{snapshot.revision[:12]} is {shards.LAYOUT_TITLES[layout]}"))
     dataset = pull_from_hub(
         repo_id, split=split, max_samples=max_samples, name=name,
-        overwrite=overwrite, token=token,
+        overwrite=overwrite, token=token, revision=snapshot.revision,
     )
     if imagenet_d.looks_like_imagenet_d(dataset):
-        return dataset, imagenet_d.convert_pulled(dataset, repo_id, gt_field)
-    return dataset, tag_dataset(dataset, gt_field=gt_field)
+        summary = imagenet_d.convert_pulled(dataset, repo_id, gt_field)
+    else:
+        summary = tag_dataset(dataset, gt_field=gt_field)
+    info = dict(dataset.info.get("imagenetx") or {})
+    # not "source": that marks images pulled from a gated ImageNet repo
+    info["pulled_from"] = source_info(snapshot, split, layout)
+    dataset.info["imagenetx"] = info
+    dataset.save()
+    return dataset, summary

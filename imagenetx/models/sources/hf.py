@@ -29,6 +29,13 @@ from typing import List, Optional
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.sources._common import first_line
+from imagenetx.models.sources._network import (
+    hub_cache,
+    hub_name,
+    hub_unreachable,
+    missing_weights,
+    quiet_hub,
+)
 
 SYNTAX = "hf:ORG/NAME or hf:/path/to/saved_model"
 ZERO_SHOT = True
@@ -62,6 +69,12 @@ def parse(rest: str, request) -> None:
 
 def load(rest: str, request):
     source = os.path.expanduser(rest) if is_local(rest) else rest
+    # an unreachable Hub: cached files only, at once, no retries on the screen
+    with quiet_hub(offline=not is_local(rest) and hub_unreachable() is not None):
+        return _load(source, rest, request)
+
+
+def _load(source: str, rest: str, request):
     config = hub_config(source, f"hf:{rest}")
     # a CLIP / SigLIP fine-tuned as a classifier has the same model type
     classifier = any(a.endswith("ForImageClassification")
@@ -112,10 +125,9 @@ def _check_reachable(repo: str, spec: str) -> None:
     from huggingface_hub import constants
     from huggingface_hub.utils import build_hf_headers, get_session
 
-    if constants.HF_HUB_OFFLINE:
-        raise ImageNetXError(
-            f"Hugging Face model '{spec}' is not in the local cache and "
-            f"HF_HUB_OFFLINE is set: {_FIX}")
+    reason = hub_unreachable()
+    if reason is not None:
+        raise _missing(spec, repo, reason)
     url = f"{constants.ENDPOINT}/{repo}/resolve/main/config.json"
     try:
         response = get_session().head(url, headers=build_hf_headers(), timeout=10,
@@ -135,6 +147,12 @@ def _check_reachable(repo: str, spec: str) -> None:
             f"for its config.json): {_FIX}")
 
 
+def _missing(spec: str, repo: str, reason: str) -> ImageNetXError:
+    return missing_weights(f"Hugging Face model '{spec}'", repo, hub_cache(), hub_name(),
+                           reason, "pass a folder saved with save_pretrained as "
+                                   "hf:/path/to/saved_model")
+
+
 def _from_pretrained(cls, source: str, config, spec: str, pretrained: bool):
     """``cls`` from its weights, or from its config with random weights."""
     try:
@@ -142,6 +160,9 @@ def _from_pretrained(cls, source: str, config, spec: str, pretrained: bool):
             return cls.from_config(config)
         return cls.from_pretrained(source)
     except Exception as e:  # hub, cache and weight errors, in many types
+        reason = None if is_local(source) else hub_unreachable()
+        if reason is not None:
+            raise _missing(spec, source, reason) from None
         raise ImageNetXError(
             f"Cannot load the weights of Hugging Face model '{spec}' "
             f"({type(e).__name__}: {first_line(e)}): {_FIX}") from e

@@ -17,6 +17,14 @@ from typing import Optional
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.sources._common import first_line, suggest
+from imagenetx.models.sources._network import (
+    check_url_weights,
+    hub_cache,
+    hub_name,
+    hub_unreachable,
+    missing_weights,
+    quiet_hub,
+)
 
 SYNTAX = "open_clip:ARCH[/PRETRAINED]"
 ZERO_SHOT = True
@@ -50,18 +58,32 @@ def load(rest: str, request):
                 f"open_clip architecture '{arch}' has no pretrained weights: pick "
                 "one from open_clip.list_pretrained()")
         tag = tags[0]
+    offline = _offline_reason(arch, tag) if request.pretrained else None
+    what = f"open_clip model '{arch}/{tag}'"
     try:
-        model, _, preprocess = open_clip.create_model_and_transforms(
-            arch, pretrained=tag if request.pretrained else None)
+        with quiet_hub(offline=offline is not None):
+            model, _, preprocess = open_clip.create_model_and_transforms(
+                arch, pretrained=tag if request.pretrained else None)
     except Exception as e:  # download and cache errors, in many types
+        if offline is not None:
+            raise missing_weights(what, offline[0], hub_cache(), hub_name(),
+                                  offline[1]) from None
         raise ImageNetXError(
             f"Cannot get the pretrained weights '{tag}' of open_clip model '{arch}' "
             f"({type(e).__name__}: {first_line(e)}): connect to the internet (and "
             "unset HF_HUB_OFFLINE)") from e
     spec = f"open_clip:{arch}/{tag}" if tag else f"open_clip:{arch}"
+    offline = offline or (None if request.pretrained else _hub_down())
     try:  # SigLIP and others load a Hugging Face tokenizer: the Hub, sentencepiece
-        tokenizer = open_clip.get_tokenizer(arch)
+        with quiet_hub(offline=offline is not None):
+            tokenizer = open_clip.get_tokenizer(arch)
     except Exception as e:  # download, cache and missing-package errors
+        if offline is not None and not isinstance(e, ImportError):
+            raise ImageNetXError(
+                f"No network for the tokenizer of open_clip model '{spec}': it is not in "
+                f"{hub_cache()} and {hub_name()} cannot be reached ({offline[1]}); "
+                f"connect to the internet and run again, or copy {hub_cache()} from a "
+                "machine that has it") from None
         raise ImageNetXError(
             f"Cannot load the tokenizer of open_clip model '{spec}' "
             f"({type(e).__name__}: {first_line(e)}): connect to the internet (and unset "
@@ -69,6 +91,33 @@ def load(rest: str, request):
             "sentencepiece)") from e
     return zero_shot_classifier(model, tokenizer, preprocess, spec,
                                 request, tag=tag if request.pretrained else None)
+
+
+def _hub_down():
+    """``("", why)`` when the Hub cannot be reached now, else None."""
+    reason = hub_unreachable()
+    return None if reason is None else ("", reason)
+
+
+def _offline_reason(arch: str, tag: str):
+    """``(Hub repo, why the Hub cannot be reached)`` when the weights come
+    from the Hub and it cannot be reached now (they may still be in its
+    cache), else None; weights from another address that are not cached
+    and cannot be fetched are refused here in one line."""
+    import open_clip
+
+    cfg = open_clip.get_pretrained_cfg(arch, tag) or {}
+    if cfg.get("hf_hub"):
+        reason = hub_unreachable()
+        return None if reason is None else (cfg["hf_hub"].rstrip("/"), reason)
+    if cfg.get("url"):
+        import os
+
+        url = cfg["url"]
+        cache = os.path.expanduser("~/.cache/clip")  # open_clip's download folder
+        check_url_weights(url, f"open_clip model '{arch}/{tag}'",
+                          path=os.path.join(cache, os.path.basename(url)))
+    return None
 
 
 def zero_shot_classifier(model, tokenizer, preprocess, spec: str, request,

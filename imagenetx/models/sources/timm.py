@@ -9,6 +9,14 @@ from __future__ import annotations
 from imagenetx.classes.outputs import imagenet_outputs
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.sources._common import first_line, suggest
+from imagenetx.models.sources._network import (
+    check_url_weights,
+    hub_cache,
+    hub_name,
+    hub_unreachable,
+    missing_weights,
+    quiet_hub,
+)
 
 SYNTAX = "timm:NAME"
 ZERO_SHOT = False
@@ -51,9 +59,16 @@ def timm_model(name: str, pretrained: bool, what: str = None):
             f"Unknown pretrained tag '{tag}' of {what}: use one of "
             f"{', '.join(tags) or 'none (no pretrained weights)'}"
         )
+    offline = _offline_reason(name, what) if pretrained else None
     try:
-        model = timm.create_model(name, pretrained=pretrained)
+        with quiet_hub(offline=offline is not None):
+            model = timm.create_model(name, pretrained=pretrained)
     except Exception as e:  # network, hub or cache errors, in many types
+        if offline is not None:
+            raise missing_weights(
+                what, offline[0], hub_cache(), hub_name(), offline[1],
+                f"load a local state dict with --model checkpoint:PATH --arch {name}"
+            ) from None
         raise ImageNetXError(
             f"Cannot get the pretrained weights of {what} "
             f"({type(e).__name__}: {first_line(e)}): connect to the "
@@ -62,3 +77,20 @@ def timm_model(name: str, pretrained: bool, what: str = None):
         ) from e
     cfg = resolve_data_config({}, model=model)
     return model, from_timm_config(cfg)
+
+
+def _offline_reason(name: str, what: str):
+    """``(Hub repo, why the Hub cannot be reached)`` when the weights of
+    ``name`` come from the Hub and it cannot be reached now (they may still
+    be in its cache), else None; weights from another address that are not
+    cached and cannot be fetched are refused here in one line."""
+    from timm.models import get_pretrained_cfg
+
+    cfg = get_pretrained_cfg(name)
+    if cfg is not None and cfg.hf_hub_id:
+        reason = hub_unreachable()
+        return None if reason is None else (cfg.hf_hub_id, reason)
+    if cfg is not None and cfg.url:
+        check_url_weights(cfg.url, what, f"load a local state dict with --model "
+                                         f"checkpoint:PATH --arch {name}")
+    return None

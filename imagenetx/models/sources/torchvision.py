@@ -12,6 +12,7 @@ from typing import Optional
 from imagenetx.classes.outputs import imagenet_outputs
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.sources._common import first_line, suggest
+from imagenetx.models.sources._network import check_url_weights
 
 SYNTAX = "torchvision:NAME[:WEIGHTS]"
 ZERO_SHOT = False
@@ -58,6 +59,10 @@ def torchvision_model(name: str, weights_name: Optional[str], pretrained: bool):
             f"Unknown weights '{weights_name}' of torchvision model '{name}':"
             f" use one of DEFAULT, {', '.join(w.name for w in enum)}"
         ) from None
+    if pretrained:
+        check_url_weights(weights.url, f"torchvision model '{name}'",
+                          f"load a local state dict with --model checkpoint:PATH --arch "
+                          f"torchvision:{name}")
     try:
         model = tvm.get_model(name, weights=weights if pretrained else None)
     except Exception as e:  # download errors

@@ -36,7 +36,16 @@ torchvision models resizes each image with PIL and runs one per batch).
 from __future__ import annotations
 
 from imagenetx.errors import ImageNetXError
+import os
+from urllib.parse import urlparse
+
 from imagenetx.models.sources._common import first_line, suggest
+from imagenetx.models.sources._network import (
+    hub_unreachable,
+    missing_weights,
+    quiet_hub,
+    unreachable,
+)
 
 SYNTAX = "zoo:NAME"
 ZERO_SHOT = False
@@ -62,8 +71,10 @@ def load(rest: str, request):
         raise ImageNetXError(
             f"FiftyOne zoo model '{rest}' loads its pretrained weights only: leave "
             "pretrained=False out, or use timm:NAME for random weights")
+    offline = _check_download(rest)
     try:
-        model = foz.load_zoo_model(rest)
+        with quiet_hub(offline=offline):
+            model = foz.load_zoo_model(rest)
     except Exception as e:  # downloads, requirements, in many types
         raise ImageNetXError(
             f"Cannot load FiftyOne zoo model '{rest}' ({type(e).__name__}: "
@@ -71,6 +82,33 @@ def load(rest: str, request):
             "weights on first use) and install its requirements "
             f"(fiftyone zoo models requirements --install {rest})") from e
     return classifier_from_fiftyone_model(model, f"zoo:{rest}")
+
+
+def _check_download(name: str) -> bool:
+    """Raises ImageNetXError when the zoo model is not downloaded and the
+    address it downloads from cannot be reached; returns whether the Hub,
+    which models without an address of their own load from, cannot be
+    reached (they then load from its cache only)."""
+    import fiftyone as fo
+    import fiftyone.zoo as foz
+
+    if foz.is_zoo_model_downloaded(name):
+        return False
+    manager = foz.get_zoo_model(name).manager
+    config = manager.config if manager is not None else None
+    url = getattr(config, "url", None)
+    if url is None and getattr(config, "google_drive_id", None):
+        url = "https://drive.google.com"
+    if not url:  # the Hub (transformers and remote models)
+        return hub_unreachable() is not None
+    reason = unreachable(url)
+    if reason is not None:
+        raise missing_weights(
+            f"FiftyOne zoo model '{name}'", os.path.basename(urlparse(url).path) or name,
+            fo.config.model_zoo_dir, urlparse(url).netloc, reason,
+            f"download it on a machine with network (fiftyone zoo models download {name})",
+            random_weights=False)
+    return False
 
 
 def classifier_from_fiftyone_model(model, spec: str):

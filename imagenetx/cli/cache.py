@@ -1,0 +1,58 @@
+"""``cache``: the images Hub pulls left on disk, and removing those no
+dataset uses."""
+
+from imagenetx.cli.base import CommandGroup, print_result
+
+TITLE = "downloads"
+
+
+def register(group: CommandGroup) -> None:
+    """Adds this module's commands."""
+    p = group.add("cache", run_cache, "Hub pulls on disk (one folder per endpoint, repo and "
+                                      "commit): list them with the datasets that use them, "
+                                      "or clear those no dataset uses")
+    p.add_argument("action", choices=["list", "clear"])
+    p.add_argument("--keep-shards", action="store_true",
+                   help="clear: keep the commit's shards in the huggingface_hub cache")
+    p.add_argument("--json", action="store_true", help="list: print JSON")
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} TB"
+
+
+def _line(pull) -> str:
+    use = ("used by " + ", ".join(pull.used_by) if pull.used_by else
+           "a pull is writing it" if pull.pulling else "no dataset uses it")
+    return (f"{pull.repo_id} @ {pull.revision[:12]} ({pull.endpoint}): "
+            f"{'/'.join(pull.splits) or 'no split'}, {pull.images:,} images, "
+            f"{_size(pull.size)}; {use}\n  {pull.folder}")
+
+
+def run_cache(args) -> int:
+    from imagenetx.benchmarks.imagenet_x import pull_cache
+
+    if args.action == "list":
+        pulls = pull_cache.cached_pulls()
+
+        def text(result):
+            if not pulls:
+                return "No Hub pull on disk"
+            unused = [p for p in pulls if p.unused]
+            return "\n".join([_line(p) for p in pulls] + [
+                f"{len(pulls)} pulls, {_size(sum(p.size for p in pulls))}; "
+                f"{len(unused)} no dataset uses ({_size(sum(p.size for p in unused))}): "
+                "`imagenetx cache clear` removes them"])
+
+        return print_result(args, {"pulls": [p.to_dict() for p in pulls]}, text)
+    removed = pull_cache.clear_pulls(keep_shards=args.keep_shards)
+    for pull in removed:
+        print(f"removed {_line(pull)}")
+    print(f"{len(removed)} pulls no dataset used removed, {_size(sum(p.size for p in removed))} "
+          "freed" + ("" if args.keep_shards or not removed
+                     else " (and their shards in the huggingface_hub cache)"))
+    return 0
