@@ -59,6 +59,8 @@ class Protocol:
         metric: the published column's arithmetic, in words
         benchmarks: the benchmarks whose own protocol this is (their
             datasets get it by default)
+        benchmark_geometry: benchmark name -> the geometry the authors used
+            on that benchmark's images instead of :attr:`geometry`
         references: pin -> the authors' line it comes from
     """
 
@@ -77,13 +79,15 @@ class Protocol:
     batch_size: Optional[int] = None
     metric: str = ""
     benchmarks: Tuple[str, ...] = ()
+    benchmark_geometry: Dict[str, str] = field(default_factory=dict)
     references: Dict[str, str] = field(default_factory=dict)
 
     def pins(self) -> Dict[str, object]:
         """Every pinned value, by parameter name (a field's run record keeps
         them)."""
-        out: Dict[str, object] = {"decoder": self.decoder, "geometry": self.geometry,
-                                  "normalization": self.normalization}
+        out: Dict[str, object] = {"decoder": self.decoder, "geometry": self.geometry}
+        out.update({f"geometry.{b}": g for b, g in self.benchmark_geometry.items()})
+        out["normalization"] = self.normalization
         for name in ("classes", "prompt", "logit_scale", "subset", "n", "amp",
                      "batch_size"):
             value = getattr(self, name)
@@ -95,8 +99,16 @@ class Protocol:
             out["metric"] = self.metric
         return out
 
+    def geometry_for(self, benchmark: str) -> str:
+        """The geometry on ``benchmark``'s images."""
+        return self.benchmark_geometry.get(benchmark, self.geometry)
+
     def describe(self) -> Dict[str, str]:
         """Each pin in words, with its reference (``imagenetx protocols``)."""
         words = {"geometry": GEOMETRIES[self.geometry],
-                 "normalization": NORMALIZATIONS[self.normalization]}
-        return {k: f"{words.get(k, v)}" for k, v in self.pins().items()}
+                 "normalization": NORMALIZATIONS[self.normalization],
+                 **{f"geometry.{b}": GEOMETRIES[g] for b, g in self.benchmark_geometry.items()}}
+        for k in ("attack.eps", "attack.step_size"):
+            if self.attack and k[7:] in self.attack:
+                words[k] = f"{self.attack[k[7:]] * 255:g}/255"
+        return {k: str(words.get(k, v)) for k, v in self.pins().items()}

@@ -59,7 +59,11 @@ GAVRIKOV = register_protocol(Protocol(
     amp="off",
     batch_size=128,
     metric="PGD-40 columns: 1 - perturbed / (391 x 128), i.e. (robust + 48) / 50048",
+    benchmark_geometry={"cue_conflict": "model-vs-human"},
     references={
+        "geometry.cue_conflict": "code/eval_model_vs_human.py: model-vs-human's own loader "
+                                 "(load_dataset(dataset_name).loader), x = (x * d_std + "
+                                 "d_mean) before the NormalizedModel",
         "decoder": "code/utils.py: torchvision.datasets.ImageNet(path, split=\"val\", "
                    "transform=TEST_TRANSFORMS) (torchvision's PIL loader)",
         "geometry": "code/utils.py: TEST_TRANSFORMS = Compose([Resize(256), "
