@@ -18,6 +18,7 @@ from .forms import (
 from .models import (
     add_checkpoint_inputs,
     add_model_picker,
+    add_protocol_input,
     check_field,
     check_spec,
     model_params,
@@ -51,7 +52,7 @@ class AttackModel(foo.Operator):
         )
 
     def resolve_input(self, ctx):
-        from imagenetx.attacks.settings import ATTACKS, NORMS, PROTOCOLS
+        from imagenetx.attacks.settings import ATTACKS, NORMS
 
         inputs = types.Object()
         add_model_picker(ctx, inputs)
@@ -60,14 +61,12 @@ class AttackModel(foo.Operator):
         inputs.str("field", label="Adversarial field", required=True,
                    description="the adversarial prediction field to write, e.g. r50_pgd")
         check_field(ctx, inputs, "Adversarial field")
-        inputs.enum(
-            "protocol", list(PROTOCOLS), label="Protocol", default="gavrikov",
-            view=types.RadioGroup(),
-            description=(
-                "gavrikov: PGD-40 L∞ at 0.5/255, step 2/255, as Gavrikov & Keuper; "
-                "robustbench: AutoAttack standard L∞ at 4/255 on RobustBench's "
-                "5,000 validation images of this view"),
-        )
+        add_protocol_input(inputs, default="gavrikov", description=(
+            "gavrikov: PIL Resize 256 + CenterCrop 224, PGD-40 L∞ at 0.5/255, step "
+            "2/255, as Gavrikov & Keuper; robustbench: AutoAttack standard L∞ at 4/255 "
+            "on RobustBench's 5,000 validation images (all required), its per-model "
+            "preprocessing; none: the model's own preprocessing; settings given on top "
+            "are recorded as departures"))
         inputs.enum("attack", list(ATTACKS), label="Attack", view=types.DropdownView(),
                     description="empty: the protocol's")
         inputs.str("eps", label="Epsilon",
@@ -105,7 +104,6 @@ class AttackModel(foo.Operator):
 
     def execute(self, ctx):
         from imagenetx.attacks.run import run_attack
-        from imagenetx.attacks.subsets import protocol_view
         from imagenetx.models.options import from_params
 
         p = ctx.params
@@ -113,8 +111,7 @@ class AttackModel(foo.Operator):
         def job(progress):
             settings = attack_settings(p)
             request, options = from_params(model_params(p))
-            view = protocol_view(ctx.target_view(), p.get("protocol") or None)
-            return run_attack(view, p["model"], p["field"], settings, request, options,
+            return run_attack(ctx.target_view(), p["model"], p["field"], settings, request, options,
                               gt_field=p.get("gt_field") or "ground_truth",
                               progress=progress, slices=p.get("slices") or None)
 

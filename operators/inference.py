@@ -15,6 +15,7 @@ from .forms import (
 from .models import (
     add_checkpoint_inputs,
     add_model_picker,
+    add_protocol_input,
     check_field,
     check_spec,
     model_params,
@@ -63,6 +64,7 @@ class RunModel(foo.Operator):
                     view=types.DropdownView())
         inputs.enum("amp", list(AMPS), label="Autocast", default="auto",
                     view=types.DropdownView())
+        add_protocol_input(inputs)
         inputs.enum("decoder", list(DECODERS), label="Decoder", default="auto",
                     view=types.DropdownView(),
                     description="who decodes the images (auto: the fastest the "
