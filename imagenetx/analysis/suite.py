@@ -72,18 +72,27 @@ class ColumnValue:
                 f"({self.how}); exactly {self.correct:,} / {self.n:,} = {self.exact:.4f}%")
 
 
-def pgd_column_value(robust: int, n: int, batch_size: int = 128) -> ColumnValue:
-    """The user's ``PGD-40`` value as Gavrikov & Keuper's table holds it:
-    their script counts the last partial batch as a full one, so with
-    ``robust`` of 50,000 the column is ``(robust + 48) / 50048``
-    (:mod:`imagenetx.protocols.arithmetic`)."""
+def pgd_column_value(robust: int, n: int, batch_size: int = 128,
+                     full: int = 50000) -> ColumnValue:
+    """The user's ``PGD-40`` value as Gavrikov & Keuper's table holds it.
+
+    Their script counts the last partial batch as a full one, so with
+    ``robust`` of all 50,000 images the column is ``(robust + 48) / 50048``
+    (:mod:`imagenetx.protocols.arithmetic`); that is the value compared. On
+    fewer images (``--attack-n``, a departure) their arithmetic has no
+    counterpart, and the exact ratio is compared."""
     from imagenetx.protocols.arithmetic import padded_batch_accuracy, padded_batches
 
+    exact = 100.0 * robust / n if n else float("nan")
+    if n != full:
+        return ColumnValue(PGD_LOW_COLUMN, exact, exact, robust, n,
+                           f"the exact ratio: the table's (robust + 48) / 50,048 needs all "
+                           f"{full:,} images")
     padded = padded_batches(n, batch_size)
     how = (f"their script counts the last partial batch as a full one of {batch_size}: "
            f"(robust + {padded - n}) / {padded:,}")
     return ColumnValue(PGD_LOW_COLUMN, 100.0 * padded_batch_accuracy(robust, n, batch_size),
-                       100.0 * robust / n if n else float("nan"), robust, n, how)
+                       exact, robust, n, how)
 
 
 @dataclass
