@@ -260,7 +260,7 @@ def test_gavrikovs_pgd_columns_are_padded_batches():
     scale = values.max() > 1.5 and 100.0 or 1.0  # percent or fraction
     on_50048 = values / scale * 50048
     on_50000 = values / scale * 50000
-    assert len(values) > 100
+    assert len(values) > 90  # PGD-40/low and /high of the 70 models
     assert np.abs(on_50048 - np.round(on_50048)).max() < 1e-3
     assert (np.abs(on_50000 - np.round(on_50000)) > 1e-3).all()
     comparison = compare_biases({"mine": {PGD_LOW_COLUMN: column.value}}, ["shape-bias"],
