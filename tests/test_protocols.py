@@ -190,6 +190,10 @@ def test_departures_are_recorded_and_said(photos_dir, capsys):
     info = ds.get_field("g").info["imagenetx_model"]
     assert info["protocol"] == "gavrikov" and info["departures"] == ["decoder", "n"]
     assert info["protocol_pins"]["geometry"] == "resize256-crop224"
+    from imagenetx.analysis.biases import departure_notes  # what `biases` notes
+
+    assert departure_notes(ds, ["g"]) == [
+        "g on protocol-departures (gavrikov): not the authors' setting: decoder, n"]
     assert main(args + ["--field", "own", "--protocol", "none", "--limit", "1"]) == 0
     assert "protocol" not in ds.get_field("own").info["imagenetx_model"]
     # another protocol never adds to the field
