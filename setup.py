@@ -27,6 +27,7 @@ setup(
     package_dir={PLUGIN: "."},
     package_data={
         "imagenetx.classes": ["data/*", "data/**/*"],
+        "imagenetx.protocols": ["data/*", "data/**/*"],
         PLUGIN: ["fiftyone.yml", "requirements.txt"],
     },
 )

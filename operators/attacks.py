@@ -8,6 +8,7 @@ from .forms import delegate_above, delegation, in_form_terms, invalid
 from .models import (
     add_device_inputs,
     add_model_inputs,
+    add_protocol_input,
     add_samples_inputs,
     run_model,
     target_is_large,
@@ -42,19 +43,17 @@ class AttackModel(foo.Operator):
 
     def resolve_input(self, ctx):
         from imagenetx.attacks.registry import attack_names
-        from imagenetx.attacks.settings import NORMS, PROTOCOLS
+        from imagenetx.attacks.settings import NORMS
 
         inputs = types.Object()
         add_model_inputs(ctx, inputs, "Adversarial field",
                          "the adversarial prediction field to write, e.g. r50_pgd")
-        inputs.enum(
-            "protocol", list(PROTOCOLS), label="Protocol", default="gavrikov",
-            view=types.RadioGroup(),
-            description=(
-                "gavrikov: PGD-40 L∞ at 0.5/255, step 2/255, as Gavrikov & Keuper; "
-                "robustbench: AutoAttack standard L∞ at 4/255 on RobustBench's "
-                "5,000 validation images of this view"),
-        )
+        add_protocol_input(inputs, default="gavrikov", description=(
+            "gavrikov: PIL Resize 256 + CenterCrop 224, PGD-40 L∞ at 0.5/255, step "
+            "2/255, as Gavrikov & Keuper; robustbench: AutoAttack standard L∞ at 4/255 "
+            "on RobustBench's 5,000 validation images (all required), its per-model "
+            "preprocessing; none: the model's own preprocessing; settings given on top "
+            "are recorded as departures"))
         inputs.enum("attack", list(attack_names()), label="Attack", view=types.DropdownView(),
                     description="empty: the protocol's")
         inputs.str("eps", label="Epsilon",
@@ -77,13 +76,11 @@ class AttackModel(foo.Operator):
 
     def execute(self, ctx):
         from imagenetx.attacks.run import run_attack
-        from imagenetx.attacks.subsets import protocol_view
 
         p = ctx.params
 
         def attack(view, model, field, request, options, **kw):
             settings = attack_settings(p)
-            view = protocol_view(view, p.get("protocol") or None)
             return run_attack(view, model, field, settings, request, options, **kw)
 
         return run_model(ctx, attack, lambda s: {"attack": s.attack, "flipped": s.flipped,

@@ -9,6 +9,7 @@ from .forms import delegate_above, delegation
 from .models import (
     add_device_inputs,
     add_model_inputs,
+    add_protocol_input,
     add_samples_inputs,
     run_model,
     target_is_large,
@@ -45,6 +46,7 @@ class RunModel(foo.Operator):
         add_device_inputs(inputs)
         inputs.enum("amp", list(AMPS), label="Autocast", default="auto",
                     view=types.DropdownView())
+        add_protocol_input(inputs)
         inputs.enum("decoder", list(DECODERS), label="Decoder", default="auto",
                     view=types.DropdownView(),
                     description="who decodes the images (auto: the fastest the "

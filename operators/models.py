@@ -6,6 +6,7 @@ write, the pipeline's options, and the run itself with its progress."""
 import fiftyone.operators.types as types
 
 from imagenetx.options import DEVICES
+from imagenetx.protocols import protocol_names
 
 from .forms import (
     add_delegate_input,
@@ -59,6 +60,16 @@ def model_params(params: dict) -> dict:
     elif p.get("prompt"):
         p["templates"] = None
     return p
+
+
+def add_protocol_input(inputs, default=None, description=None):
+    """The Protocol: a paper's setting by name (``--protocol``)."""
+    inputs.enum("protocol", protocol_names(), label="Protocol", default=default,
+                view=types.DropdownView(), description=description or (
+                    "a paper's setting as its authors ran it (`imagenetx protocols`); "
+                    "empty: the dataset's benchmark's own (imagenet-d on ImageNet-D, "
+                    "model-vs-human on cue conflict); none: the model's own "
+                    "preprocessing; settings given on top are recorded as departures"))
 
 
 def check_spec(ctx, inputs):

@@ -65,7 +65,8 @@ def ours(dataset, spec, args, batch_size, workers):
     summary = run_attack(
         dataset, spec, "adv", AttackSettings(steps=args.steps), ModelRequest(pretrained=False),
         RunOptions(batch_size=batch_size, num_workers=workers, device=args.device,
-                   amp=args.amp, overwrite=True), progress=False)
+                   amp=args.amp, overwrite=True, protocol="none"),  # the baseline's decoding
+        progress=False)
     assert summary.predicted == len(dataset)
 
 

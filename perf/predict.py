@@ -252,7 +252,8 @@ def predict_run(dataset, spec, args, decoder, batch_size, workers):
         dataset, spec, "pred", batch_size=batch_size, num_workers=workers,
         device=args.device, amp=args.amp, compile=args.compile, overwrite=True,
         pretrained=False, progress=False, decoder=decoder,
-        prompt=zero_shot_prompt(spec, args))
+        prompt=zero_shot_prompt(spec, args),
+        protocol="none")  # the decoder asked for, not a benchmark protocol's PIL
     assert summary.predicted == len(dataset) and summary.failed == 0
 
 

@@ -34,7 +34,7 @@ PACKAGE = "imagenetx"
 LAYERS: Tuple[Tuple[str, ...], ...] = (
     ("errors", "options", "memory", "deprecation", "ports"),
     ("metrics",),
-    ("classes",),
+    ("classes", "protocols"),
     ("store",),
     ("benchmarks",),
     ("models", "edits"),

@@ -324,28 +324,91 @@ def test_bad_settings_say_so(make, message):
         make()
 
 
-def test_robustbench_protocol_attacks_its_subset_whatever_settings_change(
-        photos, tmp_path, monkeypatch):
-    """``--protocol robustbench`` attacks RobustBench's images (matched by
-    file name) also when a setting is changed on top of it; a dataset with
-    none of them is refused; the CLI and the form read settings alike."""
-    from imagenetx.attacks.settings import settings_from
-    from imagenetx.attacks.subsets import protocol_view
+def test_autoattack_equals_pyautoattack_called_directly(photos):
+    """``--attack autoattack --eps 4/255`` on two real photos with the real
+    lite0 weights: the same adversarial predictions and robust accuracy as
+    ``pyautoattack.AutoAttack(...).run_standard_evaluation`` called directly
+    on the same batch (the authors' transform, the normalization inside the
+    model, seed 0); the departures from gavrikov are recorded."""
+    import torchvision.transforms as T
+    from PIL import Image
+    from pyautoattack import AutoAttack
 
-    ids = tmp_path / "imagenet_test_image_ids.txt"
-    ids.write_text("n02123045/chelsea.jpg\nn01440764/ILSVRC2012_val_00000293.JPEG\n")
-    monkeypatch.setenv("IMAGENETX_ROBUSTBENCH_DIR", str(tmp_path))
-    ds = _dataset("attack-robustbench", photos)
-    settings = settings_from("robustbench", steps=10)
-    assert (settings.attack, settings.eps, settings.protocol) == ("autoattack", 4 / 255, None)
-    view = protocol_view(ds, "robustbench")
-    assert [os.path.basename(p) for p in view.values("filepath")] == ["chelsea.jpg"]
-    assert len(protocol_view(ds, "gavrikov")) == len(protocol_view(ds, None)) == len(ds)
-    ids.write_text("n01440764/ILSVRC2012_val_00000293.JPEG\n")
-    with pytest.raises(ImageNetXError, match="holds none of RobustBench's 5,000"):
-        protocol_view(ds, "robustbench")
-    with pytest.raises(ImageNetXError, match="--step-size 'abc' is not a number"):
-        settings_from(step_size="abc")
+    from imagenetx.attacks.settings import settings_from
+    from imagenetx.classes.imagenet import class_table
+    from imagenetx.models.sources import load_model
+
+    ds = _dataset("attack-autoattack", photos)
+    summary = run_attack(ds, SPEC, "aa", settings_from(attack="autoattack", eps="4/255"),
+                         LITE0, RunOptions(num_workers=0))
+    info = ds.get_field("aa").info["imagenetx_model"]
+    assert info["protocol"] == "gavrikov"
+    assert info["departures"] == ["attack.attack", "attack.eps"]
+    assert "not the authors' setting: attack.attack, attack.eps" in str(summary)
+
+    classifier = load_model(SPEC, LITE0)
+    mean = torch.tensor(classifier.preprocessing.mean).view(-1, 1, 1)
+    std = torch.tensor(classifier.preprocessing.std).view(-1, 1, 1)
+
+    class Normalized(torch.nn.Module):  # Gavrikov's NormalizedModel
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, x):
+            return self.model((x - mean) / std)
+
+    reference = T.Compose([T.Resize(256), T.CenterCrop(224), T.ToTensor()])
+    paths = ds.values("filepath")
+    x = torch.stack([reference(Image.open(p).convert("RGB")) for p in paths])
+    y = torch.tensor([TRUTH[os.path.basename(p)[:-4]][1] for p in paths])
+    _, y_adv = AutoAttack(Normalized(classifier.module.eval()), norm="Linf", eps=4 / 255,
+                          version="standard", seed=0, device="cpu"
+                          ).run_standard_evaluation(x, y, batch_size=len(x))
+    labels = class_table().labels
+    assert ds.values("aa.label") == [labels[int(i)] for i in y_adv]
+    assert summary.accuracy == pytest.approx(float((y_adv == y).float().mean()))
+    assert summary.evaluated == 2
+
+
+def _val_named(folder, names, photos):
+    for k, name in enumerate(names):
+        target = folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((photos / ("chelsea.jpg", "coffee.jpg")[k % 2]).read_bytes())
+
+
+def test_robustbench_needs_all_5000_images_once_each(photos, tmp_path, capsys):
+    """``--protocol robustbench``: a dataset with 10 of the 5,000 val names
+    and one that reuses val names (ImageNet-C's folders) are refused in one
+    line each, nothing written; the command line says the same, status 2."""
+    from imagenetx.cli import main
+    from imagenetx.protocols.robustbench import robustbench_ids
+
+    names = [i.split("/")[1] for i in robustbench_ids()[:10]]
+    _val_named(tmp_path / "val", names, photos)
+    _val_named(tmp_path / "c", [f"fog/{s}/{n}" for s in (1, 2) for n in names[:3]], photos)
+    for folder, message in (("val", r"holds 10 of RobustBench's 5,000 ImageNet validation "
+                                     r"images \(4,990 missing"),
+                            ("c", r"holds 3 of RobustBench's ImageNet validation file names "
+                                  r"more than once")):
+        name = f"attack-rb-{folder}"
+        if fo.dataset_exists(name):
+            fo.delete_dataset(name)
+        ds = fo.Dataset(name)
+        ds.add_samples([fo.Sample(filepath=str(p), ground_truth=fo.Classification(
+            label="tabby")) for p in sorted((tmp_path / folder).rglob("*.JPEG"))])
+        before = ds.get_field_schema()
+        with pytest.raises(ImageNetXError, match=message):
+            run_attack(ds, SPEC, "rb", None, LITE0,
+                       RunOptions(num_workers=0, protocol="robustbench"))
+        assert ds.get_field_schema() == before
+        code = main(["attack", "--dataset", name, "--model", SPEC, "--arch",
+                     "efficientnet_lite0", "--remap-by-position", "--field", "rb",
+                     "--protocol", "robustbench"])
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1
+        assert ds.get_field_schema() == before
 
 
 @pytest.mark.parametrize("eps, message", [

@@ -146,12 +146,17 @@ def test_lite0_shape_bias_is_the_one_in_the_docs(cue, lite0):
 def test_16_class_decisions_equal_a_direct_torch_computation(cue, lite0):
     from imagenetx.models.specs import load_model
 
+    import torchvision.transforms as T
+
     loaded = load_model(f"checkpoint:{lite0}", "efficientnet_lite0", remap_by_position=True)
     table = json.loads((REPO / "imagenetx/classes/data/cue_conflict/"
                         "human_categories.json").read_text())
     names = sorted(table)
     view = cue.skip(37).limit(20)
-    transform = loaded.preprocessing.transform()
+    # model-vs-human's PytorchLoader for its 224-pixel images (the default
+    # protocol on cue conflict): no resize, ImageNet's mean / std
+    transform = T.Compose([T.ToTensor(), T.Normalize(mean=[0.485, 0.456, 0.406],
+                                                     std=[0.229, 0.224, 0.225])])
     batch = torch.stack([transform(Image.open(p).convert("RGB")) for p in view.values("filepath")])
     with torch.inference_mode():
         probs = loaded.model.eval()(batch).softmax(dim=1)

@@ -29,28 +29,33 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from imagenetx.benchmarks.cue_conflict.published import (
-    ALL,
-    DEFAULT_BIASES,
-    DEFAULT_MEASURES,
-    POPULATION_TITLES,
-    Measure,
-    PublishedModels,
-    load_published,
-)
-from imagenetx.errors import ImageNetXError
-from imagenetx.metrics.correlation import RankCorrelation, RankPosition, kendall_tau, rank_position
-from imagenetx.metrics.stats import to_json
 from imagenetx.analysis.corruption import corruption_accuracy_of
 from imagenetx.analysis.engine import compute_ratios
 from imagenetx.analysis.probes import probe_results
 from imagenetx.analysis.shape_bias import shape_bias
 from imagenetx.benchmarks import get_benchmark
-from imagenetx.benchmarks.cue_conflict.published import MEASURES
+from imagenetx.benchmarks.cue_conflict.published import (
+    ALL,
+    DEFAULT_BIASES,
+    DEFAULT_MEASURES,
+    MEASURES,
+    POPULATION_TITLES,
+    Measure,
+    PublishedModels,
+    load_published,
+)
 from imagenetx.benchmarks.ood.layouts import LAYOUTS
+from imagenetx.errors import ImageNetXError
+from imagenetx.metrics.correlation import RankCorrelation, RankPosition, kendall_tau, rank_position
+from imagenetx.metrics.stats import to_json
+from imagenetx.models.protocol_run import departure_note
 from imagenetx.probes.run import probe_info
 from imagenetx.store.datasets import get_dataset
 from imagenetx.store.schema import prediction_fields
+
+#: where a prediction field's info keeps its run record
+#: (:data:`imagenetx.models.inference.INFO_KEY`, without importing torch here)
+RUN_RECORD_KEY = "imagenetx_model"
 
 
 #: the table's column of the plain mean ImageNet-C accuracy
@@ -313,6 +318,7 @@ def gather_values(datasets: Sequence[str], fields: Sequence[str]) -> Tuple[Dict,
         here = [f for f in fields if f in prediction_fields(ds)]
         if not here:
             continue
+        notes.extend(departure_notes(ds, here))
         benchmark = get_benchmark(ds)
         if probed and benchmark.name not in _BENCHMARKS_MEASURED:
             continue  # a dataset probed, not itself one of the table's benchmarks
@@ -326,6 +332,18 @@ def gather_values(datasets: Sequence[str], fields: Sequence[str]) -> Tuple[Dict,
             f"'{', '.join(empty)}': name the prediction fields the datasets have, "
             "or the datasets that hold them")
     return values, notes
+
+
+def departure_notes(ds, fields) -> List[str]:
+    """``FIELD on DATASET: not the authors' setting: PARAM, ...`` for each
+    field whose run departed from its protocol (its run record says so)."""
+    out = []
+    for f in fields:
+        record = (ds.get_field(f).info or {}).get(RUN_RECORD_KEY) or {}
+        if record.get("departures"):
+            out.append(f"{f} on {ds.name} ({record['protocol']}): "
+                       f"{departure_note(record['departures'])}")
+    return out
 
 
 #: the benchmarks whose datasets :func:`_measure_dataset` measures

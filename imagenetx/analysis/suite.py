@@ -38,6 +38,61 @@ SUITE_MEASURES = ("imagenet", "imagenet-a", "imagenet-r", "imagenet-v2", "imagen
                   "imagenet-c", "top1_acc/imagenet-cbar", "robustness", "adversarial")
 #: the column of the low-budget PGD-40 robust accuracy
 PGD_LOW_COLUMN = "top1_acc/PGD-40/low"
+#: the protocol the suite follows unless told otherwise
+SUITE_PROTOCOL = "gavrikov"
+
+
+@dataclass(frozen=True)
+class ColumnValue:
+    """A user's value of a published column whose arithmetic is not the
+    plain ratio: the table's arithmetic (what the comparison uses) beside
+    the exact ratio.
+
+    Attributes:
+        column: the published column
+        value: the same quantity the table holds, in percent
+        exact: ``correct / n``, in percent
+        correct, n: the counts
+        how: the table's arithmetic, in words
+    """
+
+    column: str
+    value: float
+    exact: float
+    correct: int
+    n: int
+    how: str
+
+    def to_dict(self) -> dict:
+        return {"column": self.column, "value": self.value, "exact": self.exact,
+                "correct": self.correct, "n": self.n, "how": self.how}
+
+    def note(self, label: str) -> str:
+        return (f"{label}: {self.column} = {self.value:.4f}% as the table computes it "
+                f"({self.how}); exactly {self.correct:,} / {self.n:,} = {self.exact:.4f}%")
+
+
+def pgd_column_value(robust: int, n: int, batch_size: int = 128,
+                     full: int = 50000) -> ColumnValue:
+    """The user's ``PGD-40`` value as Gavrikov & Keuper's table holds it.
+
+    Their script counts the last partial batch as a full one, so with
+    ``robust`` of all 50,000 images the column is ``(robust + 48) / 50048``
+    (:mod:`imagenetx.protocols.arithmetic`); that is the value compared. On
+    fewer images (``--attack-n``, a departure) their arithmetic has no
+    counterpart, and the exact ratio is compared."""
+    from imagenetx.protocols.arithmetic import padded_batch_accuracy, padded_batches
+
+    exact = 100.0 * robust / n if n else float("nan")
+    if n != full:
+        return ColumnValue(PGD_LOW_COLUMN, exact, exact, robust, n,
+                           f"the exact ratio: the table's (robust + 48) / 50,048 needs all "
+                           f"{full:,} images")
+    padded = padded_batches(n, batch_size)
+    how = (f"their script counts the last partial batch as a full one of {batch_size}: "
+           f"(robust + {padded - n}) / {padded:,}")
+    return ColumnValue(PGD_LOW_COLUMN, 100.0 * padded_batch_accuracy(robust, n, batch_size),
+                       exact, robust, n, how)
 
 
 @dataclass
@@ -51,6 +106,9 @@ class SuiteResult:
         missing: ``[(benchmark title, how to get it)]``
         comparison: the :class:`~imagenetx.analysis.biases.BiasComparison`
         steps: one line per step run
+        protocol: the protocol every step followed (None: none)
+        columns: the values computed with a published column's own
+            arithmetic (:class:`ColumnValue`)
     """
 
     model: str
@@ -59,11 +117,14 @@ class SuiteResult:
     missing: List[tuple]
     comparison: object = None
     steps: List[str] = dc_field(default_factory=list)
+    protocol: Optional[str] = None
+    columns: List[ColumnValue] = dc_field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"model": self.model, "field": self.field, "datasets": self.datasets,
                 "missing": [{"benchmark": b, "how": h} for b, h in self.missing],
-                "steps": self.steps,
+                "steps": self.steps, "protocol": self.protocol,
+                "published_arithmetic": [c.to_dict() for c in self.columns],
                 "comparison": self.comparison.to_dict() if self.comparison else None}
 
 
@@ -121,10 +182,13 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
         datasets (None): the datasets to use (default: every dataset of a
             suite benchmark in the database)
         request, options (None): model and run options
-            (:mod:`imagenetx.models.options`)
+            (:mod:`imagenetx.models.options`); every step follows
+            ``options.protocol`` (default ``gavrikov``: their preprocessing,
+            PGD-40, float32), and what departs from it is noted
         probes (True): run the spectral and critical-band probes on
             ImageNet val
-        attack (True): run PGD-40 at 0.5/255 on ImageNet val
+        attack (True): run the protocol's attack (``gavrikov``: PGD-40 at
+            0.5/255) on ImageNet val
         attack_n (1000): attack at most this many images (None: all)
         say (print): receives a progress line per step
         published_dir (None): a local folder with Gavrikov's tables
@@ -138,9 +202,9 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
     from dataclasses import replace
 
     from imagenetx.analysis.biases import collect_values, compare_biases
-    from imagenetx.attacks.run import robust_accuracy, run_attack
-    from imagenetx.attacks.settings import AttackSettings
+    from imagenetx.attacks.run import robust_count, run_attack
     from imagenetx.benchmarks.cue_conflict.published import load_published
+    from imagenetx.models.protocol_run import departure_note
     from imagenetx.models.inference import run_predict
     from imagenetx.models.options import RunOptions
     from imagenetx.models.sources import ModelRequest, check_request
@@ -148,6 +212,7 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
 
     request = request or ModelRequest()
     options = options or RunOptions()
+    options = replace(options, protocol=options.protocol or SUITE_PROTOCOL).check()
     check_request(model, request)
     published = load_published(published_dir)  # bad tables fail before any work
     found, choices = find_datasets(datasets)
@@ -156,7 +221,8 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
         raise ImageNetXError(
             "No dataset of the suite's benchmarks is loaded: load one or more with "
             + "; ".join(f"{how} ({title})" for _, title, how in BENCHMARKS))
-    result = SuiteResult(model, field, found, missing)
+    result = SuiteResult(model, field, found, missing, protocol=options.protocol)
+    departed: List[str] = []
     for title, how in missing:
         say(f"missing {title}: {how}")
     for note in choices:
@@ -179,17 +245,23 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
             done = 0 if options.overwrite else _count(name, f"{field}_pgd")
             limit = None if attack_n is None else max(0, attack_n - done)
             run_options = replace(options, limit=limit)
-            s = run_attack(name, model, f"{field}_pgd", AttackSettings(), request,
-                           run_options, progress=False)
-            robust = robust_accuracy(name, f"{field}_pgd")
-            given[PGD_LOW_COLUMN] = 100.0 * robust
-            line = f"{head}: PGD-40 0.5/255 robust accuracy {robust:.4f} ({s.evaluated:,} images)"
+            s = run_attack(name, model, f"{field}_pgd", None, request, run_options,
+                           progress=False)
+            column = pgd_column_value(*robust_count(name, f"{field}_pgd"))
+            result.columns.append(column)
+            given[PGD_LOW_COLUMN] = column.value
+            line = (f"{head}: PGD-40 0.5/255 robust accuracy {column.exact / 100:.4f} "
+                    f"({s.evaluated:,} images)")
         else:
             s = run_probe_with(name, model, field, step, request, options, progress=False)
             line = f"{head}: {s.probed:,} probed, {s.complete:,} already complete"
+        if getattr(s, "departures", None):
+            departed.append(f"{field} ({titles[benchmark]}, {step}): "
+                            f"{departure_note(s.departures)}")
         result.steps.append(line)
         say(line)
     values, notes = collect_values({field: given}, list(found.values()), [field])
+    notes += [c.note(field) for c in result.columns] + departed
     if attack and attack_n is not None:
         notes.append(f"{field}: PGD-40 on at most {attack_n:,} ImageNet val images; the table "
                      "attacks all 50,000")

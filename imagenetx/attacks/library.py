@@ -2,10 +2,11 @@
 
 foolbox (Gavrikov & Keuper's own library, ``eval_imagenet_adv.py``) runs
 PGD and FGSM: so the numbers are those of the paper's script, not of a
-re-implementation. AutoAttack runs through its reference package
-(``autoattack``, fra31/auto-attack, as RobustBench uses it). torchattacks
-was not chosen: it pins ``requests~=2.25``, older than this project's
-documentation tools need.
+re-implementation. AutoAttack runs through Croce & Hein's own package on
+PyPI, ``pyautoattack`` (the one RobustBench depends on), version
+``standard``, as RobustBench's ``eval.py`` calls it. torchattacks was not
+chosen: it pins ``requests~=2.25``, older than this project's documentation
+tools need.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from imagenetx.attacks.registry import registered_factory
 from imagenetx.attacks.settings import AttackSettings
 from imagenetx.errors import ImageNetXError
 
-AUTOATTACK_INSTALL = "pip install git+https://github.com/fra31/auto-attack"
+AUTOATTACK_INSTALL = "pip install pyautoattack"
 
 
 def make_attack(settings: AttackSettings) -> Callable:
@@ -59,17 +60,18 @@ def make_attack(settings: AttackSettings) -> Callable:
 
 def _autoattack(settings: AttackSettings) -> Callable:
     try:
-        from autoattack import AutoAttack
+        from pyautoattack import AutoAttack
     except ImportError:
         raise ImageNetXError(
-            "--attack autoattack needs AutoAttack's reference package (not on PyPI): "
-            f"{AUTOATTACK_INSTALL}") from None
+            f"--attack autoattack needs Croce & Hein's AutoAttack: {AUTOATTACK_INSTALL}"
+        ) from None
     norm = "Linf" if settings.norm == "linf" else "L2"
 
     def run(model, x, labels):
         adversary = AutoAttack(model, norm=norm, eps=settings.eps, version="standard",
-                               seed=settings.seed, verbose=False, device=x.device)
-        return adversary.run_standard_evaluation(x, labels, bs=x.shape[0])
+                               seed=settings.seed, device=x.device)
+        x_adv, _ = adversary.run_standard_evaluation(x, labels, batch_size=x.shape[0])
+        return x_adv
 
     return run
 

@@ -27,11 +27,16 @@ import fiftyone as fo
 import torch
 
 from imagenetx.attacks.library import InputsInUnitRange, check_gradients, make_attack
-from imagenetx.attacks.settings import AttackSettings
+from imagenetx.attacks.settings import AttackSettings, protocol_settings
+from imagenetx.attacks.subsets import robustbench_view
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.inference import PredictSummary, error_field, run_predict
 from imagenetx.models.options import RunOptions
 from imagenetx.models.sources import ModelRequest
+from imagenetx.protocols import get_protocol
+
+#: the protocol an attack follows when none is named: Gavrikov & Keuper's
+DEFAULT_PROTOCOL = "gavrikov"
 
 #: the error recorded for a sample that has no ground truth to attack away from
 NO_TRUTH = "no ground truth to attack"
@@ -92,10 +97,14 @@ def run_attack(
             samples: ``--n`` is ``options.limit``)
         model: a model spec (any source: zero-shot models too)
         field: the adversarial prediction field to write
-        settings (None): the attack (default: Gavrikov's PGD-40 at 0.5/255)
+        settings (None): the attack (default: the protocol's; Gavrikov's
+            PGD-40 at 0.5/255)
         request (None): the model options
         options (None): the run options (batch size, device, autocast,
-            limit, overwrite, ...); ``amp="auto"`` attacks in float32, as
+            limit, overwrite, protocol, ...); the protocol (default
+            ``gavrikov``) pins the preprocessing and the attack, and
+            ``robustbench`` attacks its 5,000 images (all required); settings
+            given on top are recorded as departures; ``amp="auto"`` attacks in float32, as
             both references do (``bf16`` is faster on a GPU, with
             lower-precision gradients)
         gt_field ("ground_truth"): the true classes the attack moves away
@@ -110,11 +119,15 @@ def run_attack(
         ImageNetXError: before anything is written, for a bad setting, a
             dataset without ground truth, or a model gradients do not reach
     """
-    settings = (settings or AttackSettings()).check()
+    options = (options or RunOptions()).check()
+    name = options.protocol or DEFAULT_PROTOCOL
+    protocol = get_protocol(name)
+    settings = (settings or protocol_settings(name)).check()
     _check_benchmark(samples)
     attack = make_attack(settings)  # a missing library is said before any work
-    options = (options or RunOptions()).check()
-    options = dataclasses.replace(options, amp=attack_amp(options.amp))
+    if protocol is not None and protocol.subset == "robustbench":
+        samples = robustbench_view(samples)  # all 5,000, once each, or one line
+    options = dataclasses.replace(options, amp=attack_amp(options.amp), protocol=name)
     summary = AttackSummary(dataset="", field=field, model=model, device="", samples=0,
                             attack=settings.describe())
 
@@ -126,10 +139,19 @@ def run_attack(
                          slices=slices, task=task, attributes=ATTRIBUTES,
                          record={"attack": settings.to_dict(), "amp": options.amp},
                          needs_truth=True,
-                         check=lambda engine: check_gradients(engine, model))
+                         check=lambda engine: check_gradients(engine, model),
+                         departures=attack_departures(protocol, settings))
     for name in PredictSummary.__dataclass_fields__:
         setattr(summary, name, getattr(result, name))
     return summary
+
+
+def attack_departures(protocol, settings: AttackSettings) -> list:
+    """The attack settings that differ from what ``protocol`` pins, as
+    ``attack.NAME`` (none for a protocol that pins no attack)."""
+    if protocol is None or not protocol.attack:
+        return []
+    return [f"attack.{k}" for k, v in protocol.attack.items() if getattr(settings, k) != v]
 
 
 def _check_benchmark(samples) -> None:
@@ -208,6 +230,17 @@ def robust_accuracy(samples, field: str, gt_field: str = "ground_truth") -> floa
     Raises:
         ImageNetXError: when the field holds no evaluated predictions
     """
+    robust, n = robust_count(samples, field, gt_field)
+    return robust / n if n else float("nan")
+
+
+def robust_count(samples, field: str, gt_field: str = "ground_truth") -> tuple:
+    """``(robust, n)``: how many of the field's evaluated samples keep the
+    true class under the attack, of how many.
+
+    Raises:
+        ImageNetXError: when the field holds no evaluated predictions
+    """
     from imagenetx.store.datasets import get_dataset
     from imagenetx.store.schema import eval_key_of
 
@@ -218,4 +251,4 @@ def robust_accuracy(samples, field: str, gt_field: str = "ground_truth") -> floa
             f"Field '{field}' has no evaluation '{key}': run `imagenetx attack` with a "
             "ground truth")
     values = [v for v in view.values(key) if v is not None]
-    return sum(values) / len(values) if values else float("nan")
+    return int(sum(values)), len(values)

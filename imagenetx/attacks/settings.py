@@ -17,6 +17,7 @@ from typing import Optional, Union
 
 from imagenetx.attacks.registry import attack_names
 from imagenetx.errors import ImageNetXError
+from imagenetx.protocols import get_protocol
 
 #: the built-in attacks (all of them: :func:`imagenetx.attacks.registry.attack_names`)
 ATTACKS = ("pgd", "fgsm", "autoattack")
@@ -91,14 +92,12 @@ class AttackSettings:
 
 
 def protocol_settings(protocol: str) -> AttackSettings:
-    """The settings of a named protocol."""
-    if protocol == "gavrikov":
-        return AttackSettings()
-    if protocol == "robustbench":
-        return AttackSettings(attack="autoattack", eps=4 / 255, norm="linf",
-                              random_start=False, protocol="robustbench")
-    raise ImageNetXError(
-        f"Unknown --protocol '{protocol}': use one of {', '.join(PROTOCOLS)}")
+    """The attack a named protocol pins (:mod:`imagenetx.protocols`); a
+    protocol that pins none gives the default settings, unnamed."""
+    pinned = get_protocol(protocol)
+    if pinned is None or not pinned.attack:
+        return AttackSettings(protocol=None)
+    return AttackSettings(**pinned.attack, protocol=pinned.name)
 
 
 def with_overrides(settings: AttackSettings, **given) -> AttackSettings:

@@ -1,58 +1,34 @@
-"""RobustBench's fixed 5,000-image ImageNet subset, as a view.
-
-The list is RobustBench's ``helper_files/imagenet_test_image_ids.txt``
-(``<wnid>/<val file name>`` per line), downloaded once into the cache
-(``$IMAGENETX_ROBUSTBENCH_DIR`` points at a local copy instead).
-"""
+"""RobustBench's fixed 5,000-image ImageNet subset, as a view: the ids
+shipped with the package (:mod:`imagenetx.protocols.robustbench`), every
+one required, each found once."""
 
 from __future__ import annotations
 
-import os
 from typing import Optional
 
-from imagenetx.errors import ImageNetXError
-from imagenetx.store.downloads import RemoteFiles
+from imagenetx.protocols import get_protocol
+from imagenetx.protocols.robustbench import SUBSET_SIZE, robustbench_names, select_subset
+from imagenetx.store.datasets import get_dataset
 
-IDS_FILE = "imagenet_test_image_ids.txt"
-SUBSET_SIZE = 5000
-
-FILES = RemoteFiles(
-    name="RobustBench ImageNet subset list",
-    base_url="https://raw.githubusercontent.com/RobustBench/robustbench/master/"
-             "robustbench/helper_files",
-    override_env="IMAGENETX_ROBUSTBENCH_DIR",
-    cache_subdir="robustbench",
-    option="$IMAGENETX_ROBUSTBENCH_DIR",
-)
-
-
-def robustbench_names() -> set:
-    """The file names of RobustBench's 5,000 ImageNet validation images."""
-    with open(FILES.path(IDS_FILE), encoding="utf-8") as f:
-        return {os.path.basename(line.strip()) for line in f if line.strip()}
+__all__ = ["SUBSET_SIZE", "robustbench_names", "robustbench_view", "protocol_view"]
 
 
 def robustbench_view(samples):
-    """The samples among RobustBench's 5,000 images (by file name).
+    """The samples among RobustBench's 5,000 images (by val file name).
 
     Raises:
-        ImageNetXError: when the dataset holds none of them
+        ImageNetXError: when any of the 5,000 is missing, or a name is
+            found more than once (see
+            :func:`~imagenetx.protocols.robustbench.select_subset`)
     """
-    from imagenetx.store.datasets import get_dataset
-
     view = get_dataset(samples)
-    names = robustbench_names()
-    ids = [i for i, p in zip(*view.values(["id", "filepath"])) if os.path.basename(p) in names]
-    if not ids:
-        raise ImageNetXError(
-            f"Dataset '{view._dataset.name}' holds none of RobustBench's {SUBSET_SIZE:,} "
-            "ImageNet validation images (matched by file name): load the validation set, "
-            "or pass --attack autoattack --eps 4/255 to attack this dataset as it is")
-    return view.select(ids, ordered=True)
+    ids, paths = view.values(["id", "filepath"])
+    chosen = select_subset(paths, view._dataset.name)
+    return view.select([ids[k] for k in chosen], ordered=True)
 
 
 def protocol_view(samples, protocol: Optional[str]):
-    """The samples a protocol attacks: RobustBench's subset for
-    ``robustbench`` (whatever settings were changed on top of it), else
-    ``samples`` as they are."""
-    return robustbench_view(samples) if protocol == "robustbench" else samples
+    """The samples a protocol attacks: RobustBench's subset for a protocol
+    that pins it, else ``samples`` as they are."""
+    pinned = get_protocol(protocol)
+    return robustbench_view(samples) if pinned and pinned.subset == "robustbench" else samples

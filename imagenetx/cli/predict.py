@@ -7,6 +7,7 @@
 from imagenetx.cli.base import CommandGroup, print_result
 from imagenetx.cli.flags import add_gt_field, add_output
 from imagenetx.options import AMPS, DECODERS, ROW_ORDERS
+from imagenetx.protocols import protocol_names
 
 TITLE = "predictions and probes"
 
@@ -26,6 +27,7 @@ def register(group: CommandGroup) -> None:
                         "tensors line up one to one in order and shape, load them by position")
     add_zero_shot(p)
     add_runtime(p)
+    add_protocol(p)
     p.add_argument("--logits", action="store_true", help="also store the 1000 logits")
     p.add_argument("--limit", type=int, help="predict at most N samples")
     p.add_argument("--overwrite", action="store_true",
@@ -54,10 +56,12 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--model", required=True, metavar="SPEC", help=MODEL_HELP)
     p.add_argument("--field", required=True,
                    help="the adversarial prediction field to write, e.g. r50_pgd")
-    p.add_argument("--protocol", choices=["gavrikov", "robustbench"], default="gavrikov",
-                   help="gavrikov (default): foolbox PGD-40 Linf at 0.5/255, step 2/255, as "
-                        "Gavrikov & Keuper; robustbench: AutoAttack standard Linf at 4/255 on "
-                        "RobustBench's 5,000 validation images (where the dataset has them)")
+    add_protocol(p, default="gavrikov",
+                 help="gavrikov (default): PIL Resize 256 + CenterCrop 224, foolbox PGD-40 "
+                      "Linf at 0.5/255, step 2/255, as Gavrikov & Keuper; robustbench: "
+                      "AutoAttack standard Linf at 4/255 on RobustBench's 5,000 validation "
+                      "images (all required), its per-model preprocessing; none: the model's "
+                      "own preprocessing; settings given on top are recorded as departures")
     p.add_argument("--attack", choices=["pgd", "fgsm", "autoattack"],
                    help="the attack (default: the protocol's)")
     p.add_argument("--eps", metavar="E", help="the budget in [0, 1] units, e.g. 0.5/255 or 4/255")
@@ -157,6 +161,15 @@ def add_zero_shot(p):
                          '"A photo of a {c}" (ImageNet-D\'s protocol)')
 
 
+def add_protocol(p, default=None, help=None):
+    """``--protocol NAME``: a paper's pinned setting (``imagenetx protocols``)."""
+    p.add_argument("--protocol", choices=protocol_names(), default=default, help=help or (
+        "a paper's setting as its authors ran it (`imagenetx protocols` lists what each "
+        "pins; default: the dataset's benchmark's own: imagenet-d on ImageNet-D, "
+        "model-vs-human on cue conflict; none: the model's own configuration); settings "
+        "given on top are recorded as departures"))
+
+
 def add_runtime(p, amp_help: str = "autocast dtype (default: bf16 on CUDA, off on CPU)"):
     """Where and how inference runs (``predict``, ``probe``, ``attack``,
     ``suite``)."""
@@ -182,6 +195,7 @@ def _add_probe_model(p):
                    help="the model's prediction field name; results go to <field>_<probe>")
     add_model_options(p)
     add_runtime(p)
+    add_protocol(p)
     p.add_argument("--limit", type=int, help="probe at most N samples")
     p.add_argument("--overwrite", action="store_true",
                    help="rerun the levels on every sample (also: another model into the field)")
@@ -274,15 +288,13 @@ def run_probe(args) -> int:
 def run_attack(args) -> int:
     from imagenetx.attacks.run import run_attack as attack
     from imagenetx.attacks.settings import settings_from
-    from imagenetx.attacks.subsets import protocol_view
     from imagenetx.models.options import from_args
 
     settings = settings_from(
         args.protocol, attack=args.attack, eps=args.eps, norm=args.norm, steps=args.steps,
         step_size=args.step_size, random_start=args.random_start, seed=args.seed)
     request, options = from_args(args)
-    view = protocol_view(args.dataset, args.protocol)
-    summary = attack(view, args.model, args.field, settings, request, options,
+    summary = attack(args.dataset, args.model, args.field, settings, request, options,
                      gt_field=args.gt_field,
                      slices=args.slices.split(",") if args.slices else None)
     if _main_rank():

@@ -8,7 +8,7 @@ import sys
 
 from imagenetx.cli.base import CommandGroup, csv_text, print_result
 from imagenetx.cli.flags import add_analysis, add_gt_field, add_output, add_published_source, settings
-from imagenetx.cli.predict import MODEL_HELP, add_model_options, add_runtime
+from imagenetx.cli.predict import MODEL_HELP, add_model_options, add_protocol, add_runtime
 from imagenetx.options import WHICH
 
 TITLE = "published tables"
@@ -55,6 +55,10 @@ def register(group: CommandGroup) -> None:
                         "benchmarks)")
     add_model_options(p)
     add_runtime(p)
+    add_protocol(p, help="the setting every step follows (default gavrikov: their PIL "
+                         "Resize 256 + CenterCrop 224, PGD-40 Linf 0.5/255 in float32; "
+                         "none: the model's own preprocessing); departures are noted "
+                         "beside the published columns")
     p.add_argument("--no-probes", action="store_true",
                    help="skip the spectral and critical-band probes")
     p.add_argument("--no-attack", action="store_true", help="skip PGD-40")
@@ -65,6 +69,12 @@ def register(group: CommandGroup) -> None:
                         "weights in the same --field)")
     add_published_source(p)
     add_output(p, csv="print the comparison's rows as CSV")
+
+    p = group.add("protocols", run_protocols, "the papers' settings by name, what each "
+                  "pins and the authors' line each pin comes from (--protocol NAME)",
+                  database=False)
+    p.add_argument("name", nargs="?", help="show only this protocol")
+    add_output(p, csv="print one row per protocol and pin")
 
     p = group.add("biases", run_biases, "your models among Gavrikov & Keuper's published "
                                         "ones: each bias against each generalization measure")
@@ -155,3 +165,9 @@ def run_biases(args) -> int:
             print(f"wrote {path}", file=sys.stderr)
     return print_result(args, comparison.to_dict(), format_biases,
                         lambda r: csv_text(comparison.rows()))
+
+
+def run_protocols(args) -> int:
+    from imagenetx.present.protocols import format_protocols, protocols_csv, protocols_table
+
+    return print_result(args, protocols_table(args.name), format_protocols, protocols_csv)

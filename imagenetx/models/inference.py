@@ -40,6 +40,7 @@ from imagenetx.models.loader import (  # noqa: F401 (re-exported)
 from imagenetx.models.options import RunOptions
 from imagenetx.models.pipeline import place, progress_bar, stream
 from imagenetx.models.preprocess import without_resize
+from imagenetx.models.protocol_run import apply_preprocessing, resolve_run
 from imagenetx.models.sources import ModelRequest, check_request, load_model
 from imagenetx.store.datasets import all_slices, get_dataset
 from imagenetx.store.evaluation import (
@@ -78,6 +79,10 @@ class PredictSummary:
     eval_note: Optional[str] = None
     #: samples predicted by each rank of a sharded run (torchrun)
     per_rank: list = dc_field(default_factory=list)
+    #: the protocol the run followed (None: the model's own configuration)
+    protocol: Optional[str] = None
+    #: the protocol's pinned parameters the run set otherwise
+    departures: list = dc_field(default_factory=list)
 
     @property
     def images_per_second(self) -> float:
@@ -91,6 +96,10 @@ class PredictSummary:
             f"images/s), {self.already_predicted:,} already predicted "
             f"(left alone), {self.failed:,} unreadable"
         ]
+        if self.protocol:
+            lines.append(f"Protocol '{self.protocol}'" + (
+                f": not the authors' setting: {', '.join(self.departures)}"
+                if self.departures else ": every pinned value as its authors ran it"))
         if len(self.per_rank) > 1:
             lines.append(f"{len(self.per_rank)} ranks predicted "
                          + " + ".join(f"{n:,}" for n in self.per_rank))
@@ -130,6 +139,7 @@ def predict(
     slices: Optional[Sequence[str]] = None,
     templates: Optional[str] = None,
     prompt: Optional[str] = None,
+    protocol: Optional[str] = None,
 ) -> PredictSummary:
     """Predicts the class of the samples' images.
 
@@ -172,6 +182,10 @@ def predict(
         templates (None): a zero-shot model's prompt templates: ``"openai"``
             (OpenAI's 80, the default), ``"simple"`` or a file
         prompt (None): a zero-shot model's single prompt, with ``{c}``
+        protocol (None): a paper's protocol (:mod:`imagenetx.protocols`);
+            None: the dataset's benchmark's own (``imagenet-d`` on
+            ImageNet-D, ``model-vs-human`` on cue conflict), ``"none"``:
+            the model's own configuration
 
     Returns:
         a :class:`PredictSummary`
@@ -185,7 +199,7 @@ def predict(
                            templates=templates, prompt=prompt)
     options = RunOptions(batch_size=batch_size, num_workers=num_workers,
                          device=device, amp=amp, compile=compile, decoder=decoder,
-                         limit=limit, overwrite=overwrite)
+                         limit=limit, overwrite=overwrite, protocol=protocol)
     return run_predict(samples, model, field, request, options, gt_field=gt_field,
                        logits=logits, progress=progress, slices=slices)
 
@@ -195,7 +209,8 @@ def run_predict(samples, model: str, field: str, request: ModelRequest,
                 logits: bool = False, progress=None,
                 slices: Optional[Sequence[str]] = None, task=None,
                 attributes: Optional[dict] = None, record: Optional[dict] = None,
-                needs_truth: bool = False, check=None) -> PredictSummary:
+                needs_truth: bool = False, check=None,
+                departures: Sequence[str] = ()) -> PredictSummary:
     """:func:`predict` with its options as objects (the command line and
     the App build them with :mod:`imagenetx.models.options`).
 
@@ -211,6 +226,8 @@ def run_predict(samples, model: str, field: str, request: ModelRequest,
             ground truth whose labels are the model's (the task uses it)
         check (None): ``check(engine)``, run on the model on its device
             before anything is written (an attack checks its gradients)
+        departures (()): the task's own departures from the protocol (an
+            attack's budget), recorded with the protocol's
     """
     samples = group_slices_of(get_dataset(samples), slices)
     dataset = samples._dataset
@@ -218,9 +235,13 @@ def run_predict(samples, model: str, field: str, request: ModelRequest,
     options.check()
     benchmark = get_benchmark(dataset)
     request = request.with_classes(benchmark.output_classes)
+    request, options, protocol = resolve_run(model, benchmark.name, request, options)
+    protocol = protocol.with_departures(departures)
+    record = {**(record or {}), **protocol.record()}
     check_request(model, request)  # before the slow imports
     at = place(options)
     classifier = load_model(model, request)
+    apply_preprocessing(protocol, classifier)
     if benchmark.keeps_geometry:  # images already at the input size: no zoom
         classifier.preprocessing = without_resize(classifier.preprocessing)
     reader, gpu_share = crop_reader(classifier, options.decoder, at.device)
@@ -238,7 +259,9 @@ def run_predict(samples, model: str, field: str, request: ModelRequest,
                       on_declare=lambda: _record(dataset, field, classifier, record))
     summary = PredictSummary(dataset=dataset.name, field=field, model=model,
                              device=str(at.device), samples=todo.n_samples,
-                             already_predicted=todo.already_predicted)
+                             already_predicted=todo.already_predicted,
+                             protocol=protocol.protocol and protocol.protocol.name,
+                             departures=list(protocol.departures))
 
     ids, paths = todo.ids, todo.paths
     predictions = None
@@ -360,7 +383,7 @@ class _Todo:
 #: the parts of a field's record that say which predictions it holds: a run
 #: adds to a field only where they are the same
 IDENTITY = ("spec", "classes", "pretrained", "templates", "prompt", "num_templates",
-            "attack")
+            "attack", "protocol")
 
 
 def run_record(classifier, more: Optional[dict] = None) -> dict:

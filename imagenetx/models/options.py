@@ -16,6 +16,7 @@ from typing import Optional, Tuple
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.sources import ModelRequest
 from imagenetx.options import AMPS, DECODERS
+from imagenetx.protocols import get_protocol
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class RunOptions:
         decoder: ``auto``, ``pil`` or ``torchvision``
         limit: run at most this many samples
         overwrite: redo samples that already have results
+        protocol: a paper's protocol by name (:mod:`imagenetx.protocols`);
+            None: the dataset's benchmark's own, ``none``: no protocol
     """
 
     batch_size: Optional[int] = None
@@ -42,6 +45,7 @@ class RunOptions:
     decoder: str = "auto"
     limit: Optional[int] = None
     overwrite: bool = False
+    protocol: Optional[str] = None
 
     def check(self) -> "RunOptions":
         """Returns itself; raises ImageNetXError for a bad option."""
@@ -56,6 +60,7 @@ class RunOptions:
                 f"Unknown --decoder '{self.decoder}': use one of {', '.join(DECODERS)}")
         if self.amp not in AMPS:
             raise ImageNetXError(f"Unknown --amp '{self.amp}': use one of {', '.join(AMPS)}")
+        get_protocol(self.protocol)  # an unknown name says so
         return self
 
 

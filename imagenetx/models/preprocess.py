@@ -49,9 +49,10 @@ class Preprocessing:
         import torch
 
         # made once: a tensor built per batch would sync the device
-        mean = torch.tensor(self.mean, device=device).view(1, -1, 1, 1) * scale
-        std = torch.tensor(self.std, device=device).view(1, -1, 1, 1) * scale
-        return lambda batch: (batch.float() - mean) / std
+        mean = torch.tensor(self.mean, device=device).view(1, -1, 1, 1)
+        std = torch.tensor(self.std, device=device).view(1, -1, 1, 1)
+        # ToTensor's division, then Normalize's: bit for bit the references' inputs
+        return lambda batch: (batch.float() / scale - mean) / std
 
 
 def without_resize(prep: Preprocessing) -> Preprocessing:

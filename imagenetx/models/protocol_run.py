@@ -1,0 +1,149 @@
+"""A protocol (:mod:`imagenetx.protocols`) applied to a model run.
+
+:func:`resolve_run` fills what the user left open with the protocol's pins
+(the decoder, the autocast, a zero-shot prompt) and names every setting
+given on top of them as a departure; :func:`apply_preprocessing` gives the
+loaded classifier the protocol's resize / crop, normalization and logit
+scale. The field's run record keeps the protocol, its pins and the
+departures (:meth:`ProtocolRun.record`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple
+
+from imagenetx.protocols import Protocol, resolve_protocol
+from imagenetx.protocols.base import IMAGENET_MEAN, IMAGENET_STD
+
+
+@dataclass(frozen=True)
+class ProtocolRun:
+    """The protocol a run follows and where it departs from it.
+
+    Attributes:
+        protocol: the protocol (None: the model's own configuration)
+        departures: the pinned parameters the run set otherwise
+        benchmark: the dataset's benchmark (a protocol may pin another
+            geometry for it)
+    """
+
+    protocol: Optional[Protocol] = None
+    departures: Tuple[str, ...] = ()
+    benchmark: str = ""
+
+    def with_departures(self, more: Sequence[str]) -> "ProtocolRun":
+        return dataclasses.replace(
+            self, departures=tuple(dict.fromkeys([*self.departures, *more])))
+
+    def record(self) -> dict:
+        """The run record's part: the protocol's name, every pinned value,
+        the departures (nothing without a protocol)."""
+        if self.protocol is None:
+            return {}
+        return {"protocol": self.protocol.name, "protocol_pins": self.protocol.pins(),
+                "departures": list(self.departures)}
+
+    def note(self) -> str:
+        """``not the authors' setting: n, attack.eps`` (empty without
+        departures)."""
+        return departure_note(self.departures)
+
+
+def departure_note(departures: Sequence[str]) -> str:
+    """What a comparison with a published column says of a run that departs
+    from its protocol."""
+    return f"not the authors' setting: {', '.join(departures)}" if departures else ""
+
+
+def resolve_run(spec: str, benchmark: str, request, options) -> tuple:
+    """The run's protocol (``options.protocol``, else the benchmark's own),
+    the request and options with its pins filled in where the user gave
+    nothing, and the departures.
+
+    Args:
+        spec: the model spec (a zero-shot model gets the pinned prompt)
+        benchmark: the dataset's benchmark name
+        request: the :class:`~imagenetx.models.sources.ModelRequest`
+        options: the :class:`~imagenetx.models.options.RunOptions`
+
+    Returns:
+        ``(request, options, ProtocolRun)``
+
+    Raises:
+        ImageNetXError: for an unknown protocol name
+    """
+    from imagenetx.models.sources import source_of, split_spec
+
+    protocol = resolve_protocol(options.protocol, benchmark)
+    if protocol is None:
+        return request, options, ProtocolRun()
+    departures = []
+    changes = {}
+    if options.decoder == "auto":
+        changes["decoder"] = protocol.decoder
+    elif options.decoder != protocol.decoder:
+        departures.append("decoder")
+    if protocol.amp is not None:
+        if options.amp == "auto":
+            changes["amp"] = protocol.amp
+        elif options.amp != protocol.amp:
+            departures.append("amp")
+    if protocol.n is not None and options.limit is not None:
+        departures.append("n")
+    zero_shot = getattr(source_of(split_spec(spec)[0]), "ZERO_SHOT", False)
+    if zero_shot and protocol.prompt is not None:
+        if request.prompt is None and not request.templates:
+            request = dataclasses.replace(request, prompt=protocol.prompt)
+        elif request.prompt != protocol.prompt:
+            departures.append("prompt")
+    if zero_shot and protocol.classes is not None and request.classes != protocol.classes:
+        departures.append("classes")
+    options = dataclasses.replace(options, **changes)
+    return request, options, ProtocolRun(protocol, tuple(departures), benchmark)
+
+
+def apply_preprocessing(run: ProtocolRun, classifier) -> None:
+    """Gives ``classifier`` the protocol's geometry, normalization and
+    zero-shot logit scale (in place; nothing without a protocol)."""
+    protocol = run.protocol
+    if protocol is None:
+        return
+    prep = classifier.preprocessing
+    geometry = protocol.geometry_for(run.benchmark)
+    if geometry == "resize256-crop224" or (
+            geometry == "robustbench" and classifier.source != "timm"):
+        prep = dataclasses.replace(prep, geometry=res256_crop224(), input_size=(3, 224, 224))
+    elif geometry == "model-vs-human":
+        prep = dataclasses.replace(prep, geometry=ModelVsHumanGeometry(),
+                                   input_size=(3, 224, 224))
+    if protocol.normalization == "imagenet":
+        prep = dataclasses.replace(prep, mean=IMAGENET_MEAN, std=IMAGENET_STD)
+    classifier.preprocessing = prep
+    if protocol.logit_scale is not None:
+        from imagenetx.models.zeroshot import ZeroShotClassifier
+
+        head = classifier.module
+        if isinstance(head, ZeroShotClassifier) and head.bias is None:
+            head.scale = float(protocol.logit_scale)
+
+
+def res256_crop224():
+    """RobustBench's ``Res256Crop224`` and Gavrikov's ``TEST_TRANSFORMS``
+    before ``ToTensor``: PIL ``Resize(256)`` (bilinear) + ``CenterCrop(224)``."""
+    import torchvision.transforms as T
+
+    return T.Compose([T.Resize(256, T.InterpolationMode.BILINEAR, antialias=True),
+                      T.CenterCrop(224)])
+
+
+class ModelVsHumanGeometry:
+    """model-vs-human's ``PytorchLoader``: a 224 x 224 image as it is (its
+    ``resize`` is off for 224-pixel datasets), any other size
+    ``Resize(256)`` + ``CenterCrop(224)``."""
+
+    def __call__(self, image):
+        if image.size == (224, 224):
+            return image
+        return res256_crop224()(image)

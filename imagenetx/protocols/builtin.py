@@ -1,0 +1,137 @@
+"""The protocols of the papers the project reproduces, each pin with the
+line of the authors' code it comes from.
+
+Sources read: ImageNet-D (chenshuang-zhang/imagenet_d) ``evaluate_vlm.py``
+and ``utils/data_loaders_imgnet_d_id.py``; Gavrikov & Keuper
+(paulgavrikov/biases_vs_generalization) ``code/eval_imagenet_adv.py``,
+``code/utils.py``, ``code/model_zoo.py``; RobustBench 1.1.1 ``eval.py``,
+``data.py``, ``loaders.py``; model-vs-human (bethgelab/model-vs-human)
+``modelvshuman/datasets/base.py`` and ``dataloaders.py``.
+"""
+
+from __future__ import annotations
+
+from imagenetx.protocols.base import Protocol
+from imagenetx.protocols.registry import register_protocol
+
+IMAGENET_D = register_protocol(Protocol(
+    name="imagenet-d",
+    title="ImageNet-D (Zhang et al., CVPR 2024): CLIP zero-shot over its 113 classes",
+    decoder="pil",
+    geometry="clip",
+    normalization="model",
+    classes="imagenet_d",
+    prompt="A photo of a {c}",
+    logit_scale=100.0,
+    metric="top-1 over the 113 ImageNet-D classes, per nuisance (background, texture, "
+           "material)",
+    benchmarks=("imagenet_d",),
+    references={
+        "decoder": "utils/data_loaders_imgnet_d_id.py: "
+                   "img = Image.open(path_list).convert(\"RGB\")",
+        "geometry": "evaluate_vlm.py: model, test_transform = clip.load(args.model, "
+                    "\"cuda\", jit=False); ImageNetDIDLoader(..., transform=test_transform)",
+        "normalization": "evaluate_vlm.py: clip.load's test_transform ends in CLIP's "
+                         "Normalize",
+        "classes": "evaluate_vlm.py: category_list = [value[1].replace('_', ' ')"
+                   ".replace('-', ' ').replace('/', ' or ').lower() ...] over "
+                   "preprocessing/imgnet_d_dir2imgnet_d_id.txt",
+        "prompt": "evaluate_vlm.py: clip.tokenize(f\"A photo of a {c}\")",
+        "logit_scale": "evaluate_vlm.py: (100.0 * clip_image_features @ text_features.T)"
+                       ".softmax(dim=-1)",
+        "metric": "evaluate_vlm.py: top1_cnt += correct[:1] ... per subset in "
+                  "['background', 'texture', 'material']",
+    },
+))
+
+#: Gavrikov & Keuper's PGD-40 settings (their ``low`` budget)
+GAVRIKOV_ATTACK = {"attack": "pgd", "eps": 0.5 / 255, "norm": "linf", "steps": 40,
+                   "step_size": 2 / 255, "random_start": True}
+
+GAVRIKOV = register_protocol(Protocol(
+    name="gavrikov",
+    title="Gavrikov & Keuper (CVPR 2024), biases vs generalization",
+    decoder="pil",
+    geometry="resize256-crop224",
+    normalization="model",
+    n=50000,
+    attack=GAVRIKOV_ATTACK,
+    amp="off",
+    batch_size=128,
+    metric="PGD-40 columns: 1 - perturbed / (391 x 128), i.e. (robust + 48) / 50048",
+    benchmark_geometry={"cue_conflict": "model-vs-human"},
+    references={
+        "geometry.cue_conflict": "code/eval_model_vs_human.py: model-vs-human's own loader "
+                                 "(load_dataset(dataset_name).loader), x = (x * d_std + "
+                                 "d_mean) before the NormalizedModel",
+        "decoder": "code/utils.py: torchvision.datasets.ImageNet(path, split=\"val\", "
+                   "transform=TEST_TRANSFORMS) (torchvision's PIL loader)",
+        "geometry": "code/utils.py: TEST_TRANSFORMS = Compose([Resize(256), "
+                    "CenterCrop(224), ToTensor()]) for every model, timm ones included",
+        "normalization": "code/model_zoo.py: NormalizedModel(model, "
+                         "model.default_cfg.get(\"mean\"), model.default_cfg.get(\"std\"))",
+        "n": "code/eval_imagenet_adv.py: --n_samples default -1 (all 50,000; "
+             "assert_imagenet_consistency(..., total_samples=50000))",
+        "attack.attack": "code/eval_imagenet_adv.py: fb.attacks.LinfPGD(steps=pgd_steps, "
+                         "abs_stepsize=2/255), pgd_steps = 40",
+        "attack.eps": "code/eval_imagenet_adv.py: parser.add_argument('--eps', "
+                      "type=float, default=0.5/255) (benchmark.csv's PGD-40/low)",
+        "attack.random_start": "foolbox LinfPGD's default random_start=True",
+        "amp": "code/eval_imagenet_adv.py: no autocast (float32)",
+        "batch_size": "code/eval_imagenet_adv.py: --batch_size default 128",
+        "metric": "code/eval_imagenet_adv.py run_foolbox_attack: pos += batch_size; "
+                  "return 1 - (perturbed / pos)",
+    },
+))
+
+ROBUSTBENCH = register_protocol(Protocol(
+    name="robustbench",
+    title="RobustBench (Croce et al.), ImageNet L-inf leaderboard",
+    decoder="pil",
+    geometry="robustbench",
+    normalization="model",
+    subset="robustbench",
+    n=5000,
+    attack={"attack": "autoattack", "eps": 4 / 255, "norm": "linf"},
+    amp="off",
+    metric="robust accuracy: AutoAttack's prediction right, over the 5,000 images",
+    references={
+        "decoder": "robustbench/loaders.py pil_loader: img = Image.open(f); "
+                   "return img.convert('RGB')",
+        "geometry": "robustbench/data.py get_preprocessing: timm models "
+                    "get_timm_model_preprocessing (Resize(floor(img_size / crop_pct), "
+                    "interpolation), CenterCrop(img_size), ToTensor()); zoo models "
+                    "PREPROCESSINGS['Res256Crop224'] = Compose([Resize(256), "
+                    "CenterCrop(224), ToTensor()])",
+        "normalization": "RobustBench's zoo models normalize inside the model",
+        "subset": "robustbench/loaders.py: make_custom_dataset(self.root, "
+                  "'helper_files/imagenet_test_image_ids.txt', class_to_idx)",
+        "n": "robustbench/data.py load_imagenet(n_examples=5000)",
+        "attack.attack": "robustbench/eval.py: AutoAttack(model, norm=threat_model_.value, "
+                         "eps=eps, version='standard', device=device)",
+        "attack.eps": "RobustBench's ImageNet Linf leaderboard: eps = 4/255",
+        "amp": "robustbench/eval.py: no autocast (float32)",
+        "metric": "robustbench/eval.py: adv_accuracy = clean_accuracy(model, x_adv, "
+                  "clean_y_test)",
+    },
+))
+
+MODEL_VS_HUMAN = register_protocol(Protocol(
+    name="model-vs-human",
+    title="model-vs-human (Geirhos et al.), cue conflict and shape bias",
+    decoder="pil",
+    geometry="model-vs-human",
+    normalization="imagenet",
+    metric="shape bias: shape / (shape + texture) decisions over the conflict images "
+           "(shape and texture classes differ)",
+    benchmarks=("cue_conflict",),
+    references={
+        "decoder": "modelvshuman/datasets/dataloaders.py: ImageFolderWithPaths"
+                   "(datasets.ImageFolder) (torchvision's PIL loader)",
+        "geometry": "modelvshuman/datasets/base.py: resize = False if params.image_size == "
+                    "224 else True; dataloaders.py PytorchLoader: Resize(256), "
+                    "CenterCrop(224) only if resize",
+        "normalization": "modelvshuman/datasets/dataloaders.py: transforms.Normalize("
+                         "mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])",
+    },
+))
