@@ -1,6 +1,6 @@
 """docs/extending.md's recipes, each run end to end.
 
-A toy benchmark, model source, probe, attack and chart are added through the
+A toy benchmark, model source, probe, attack, chart and protocol are added through the
 public registries only (no existing module is edited), then a dataset of
 real photos is loaded, predicted with real weights (efficientnet-lite0),
 scored (ratios, probe levels, robust accuracy) and drawn as the App's panel
@@ -37,6 +37,8 @@ from imagenetx.present.probes import format_probe
 from imagenetx.probes import Probe, register_probe
 from imagenetx.probes import base as probe_registry
 from imagenetx.probes.run import run_probe
+from imagenetx.protocols import Protocol, register_protocol
+from imagenetx.protocols import registry as protocol_registry
 from imagenetx.store.datasets import mark_benchmark
 from imagenetx.store.ingest import insert_samples, new_dataset
 from imagenetx.store.schema import declare_classification, raw_classification
@@ -129,6 +131,15 @@ def sign_noise(settings):
         return (x + settings.eps * noise.sign()).clamp(0, 1)
 
     return attack
+
+
+# -- a protocol: the toy benchmark's own pinned setting ------------------------
+
+TOY_PROTOCOL = Protocol(
+    name="toy-256", title="Toy photos as a paper ran them", decoder="pil",
+    geometry="resize256-crop224", normalization="imagenet", n=len(PHOTOS),
+    benchmarks=("toy_photos",),
+    references={"geometry": "toy/eval.py: Resize(256), CenterCrop(224)"})
 
 
 # -- a chart: accuracy per scene, a click showing the scene's mistakes -------
@@ -243,3 +254,25 @@ def test_an_attack_writes_an_adversarial_field_the_panel_charts(toy):
     traces, layout, summary_md, _ = charts["attack success"].draw(
         dataset, ["lite0", "lite0_noise"], {"slicing": "scene"})
     assert "sign_noise" in summary_md and traces
+
+
+def test_a_protocol_is_the_benchmarks_default_and_records_departures(toy):
+    from imagenetx.models.inference import INFO_KEY
+
+    dataset, _ = toy
+    register_protocol(TOY_PROTOCOL)
+    try:
+        summary = predict(dataset, "toy:lite0", "lite0_toy", num_workers=0)
+        record = dataset.get_field("lite0_toy").info[INFO_KEY]
+        assert record["protocol"] == "toy-256" and record["departures"] == []
+        assert record["protocol_pins"]["geometry"] == "resize256-crop224"
+        assert record["protocol_pins"]["n"] == len(PHOTOS)
+        assert summary.predicted == len(PHOTOS) and "not the authors" not in str(summary)
+
+        # the pinned n, given otherwise: a departure, recorded and said
+        summary = predict(dataset, "toy:lite0", "lite0_toy2", num_workers=0, limit=2)
+        record = dataset.get_field("lite0_toy2").info[INFO_KEY]
+        assert record["protocol"] == "toy-256" and record["departures"] == ["n"]
+        assert "not the authors' setting: n" in str(summary)
+    finally:
+        protocol_registry._PROTOCOLS.pop("toy-256")
