@@ -42,6 +42,19 @@ def _oid(path: str) -> str:
     return _OIDS[key]
 
 
+#: repo id -> its last scanned ``(commit, files)``
+_LATEST = {}
+
+
+def _unchanged(entry) -> bool:
+    """Whether a scanned file is still the same file (its stat key)."""
+    try:
+        st = os.stat(entry[2])
+    except FileNotFoundError:
+        return False
+    return (entry[2], st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) in _OIDS
+
+
 def repo_state(repo_id: str, folder: str):
     """``(commit, {path: (oid, size, local path)})`` of a folder now."""
     files = {}
@@ -53,6 +66,7 @@ def repo_state(repo_id: str, folder: str):
     commit = hashlib.sha1("\n".join(
         f"{p} {files[p][0]}" for p in sorted(files)).encode()).hexdigest()
     with _LOCK:
+        _LATEST[repo_id] = (commit, files)
         known = _REVISIONS.setdefault(repo_id, {})
         if commit not in known:
             known[commit] = files
@@ -219,10 +233,17 @@ def _start(port: int) -> ThreadingHTTPServer:
                     "X-Error-Message": "Repository not found"})
             self._send(404, b"unknown route")
 
-        def _revision(self, repo_id, folder, revision):
+        def _revision(self, repo_id, folder, revision, rel=None):
             """``(commit, files)`` of a revision ("main" or a commit), or
-            None after answering 404."""
-            commit, files = repo_state(repo_id, folder)
+            None after answering 404. The folder is scanned again for every
+            API call; a file request scans it only when that file changed
+            or is new since the last scan (thousands of media requests)."""
+            latest = _LATEST.get(repo_id)
+            if rel is None or latest is None or (
+                    revision in ("main", latest[0])
+                    and not (rel in latest[1] and _unchanged(latest[1][rel]))):
+                latest = repo_state(repo_id, folder)
+            commit, files = latest
             if revision not in ("main", commit):
                 commit, files = revision, _REVISIONS.get(repo_id, {}).get(revision)
             if files is None:
@@ -265,7 +286,7 @@ def _start(port: int) -> ThreadingHTTPServer:
                         "X-Error-Message": f"Access to dataset {repo_id} is restricted",
                     })
                     return True
-            found = self._revision(repo_id, folder, revision)
+            found = self._revision(repo_id, folder, revision, rel)
             if not found:
                 return True
             commit, files = found
