@@ -15,6 +15,10 @@ import sys
 from typing import Callable, List, NamedTuple, Optional
 
 from imagenetx import __version__
+from imagenetx.present.formatting import format_size
+
+# lazy imports: start-up (each check imports what it inspects, so the others still run where
+# FiftyOne, torch or a model library is missing)
 
 DISTRIBUTION = "imagenetx-fiftyone"
 
@@ -184,10 +188,7 @@ def _size(folder: str) -> str:
                 total += os.path.getsize(os.path.join(root, name))
             except OSError:
                 pass
-    for unit in ("B", "KB", "MB", "GB"):
-        if total < 1024 or unit == "GB":
-            return f"{total:.0f} {unit}" if unit == "B" else f"{total:.1f} {unit}"
-        total /= 1024
+    return format_size(total)
 
 
 def caches() -> List[Line]:
@@ -198,8 +199,16 @@ def caches() -> List[Line]:
     root = str(cache_root())
     folders = [("heads", os.path.join(root, "zero_shot")), ("downloads", root),
                ("reports", reports_dir())]
-    return [Line(topic, f"{folder}: {_size(folder)}" if os.path.isdir(folder)
-                 else f"{folder}: empty (not made yet)") for topic, folder in folders]
+    lines = [Line(topic, f"{folder}: {_size(folder)}" if os.path.isdir(folder)
+                  else f"{folder}: empty (not made yet)") for topic, folder in folders]
+    from imagenetx.benchmarks.imagenet_x.pull_cache import cached_pulls
+
+    pulls = cached_pulls()
+    unused = [p for p in pulls if not p.used_by and not p.pulling]
+    text = (f"{len(pulls)} on disk, {format_size(sum(p.size for p in pulls))}"
+            + (f"; {len(unused)} no dataset uses ({format_size(sum(p.size for p in unused))}): "
+               "`imagenetx cache clear` removes them" if unused else ""))
+    return lines + [Line("Hub pulls", text)]
 
 
 def diagnose() -> List[Line]:

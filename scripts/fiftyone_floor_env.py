@@ -10,7 +10,10 @@ that version pins) is installed. ``make install-test`` runs it, so the test
 import os
 import subprocess
 import sys
-import tomllib
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    import tomli as tomllib
 import venv
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

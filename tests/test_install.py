@@ -14,7 +14,10 @@ import re
 import subprocess
 import sys
 import tarfile
-import tomllib
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    import tomli as tomllib
 from pathlib import Path
 
 import pytest

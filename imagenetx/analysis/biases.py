@@ -48,14 +48,11 @@ from imagenetx.benchmarks.ood.layouts import LAYOUTS
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.correlation import RankCorrelation, RankPosition, kendall_tau, rank_position
 from imagenetx.metrics.stats import to_json
+from imagenetx.models.inference import INFO_KEY
 from imagenetx.models.protocol_run import departure_note
 from imagenetx.probes.run import probe_info
 from imagenetx.store.datasets import get_dataset
 from imagenetx.store.schema import prediction_fields
-
-#: where a prediction field's info keeps its run record
-#: (:data:`imagenetx.models.inference.INFO_KEY`, without importing torch here)
-RUN_RECORD_KEY = "imagenetx_model"
 
 
 #: the table's column of the plain mean ImageNet-C accuracy
@@ -339,7 +336,7 @@ def departure_notes(ds, fields) -> List[str]:
     field whose run departed from its protocol (its run record says so)."""
     out = []
     for f in fields:
-        record = (ds.get_field(f).info or {}).get(RUN_RECORD_KEY) or {}
+        record = (ds.get_field(f).info or {}).get(INFO_KEY) or {}
         if record.get("departures"):
             out.append(f"{f} on {ds.name} ({record['protocol']}): "
                        f"{departure_note(record['departures'])}")

@@ -19,10 +19,7 @@ from imagenetx.attacks.registry import attack_names
 from imagenetx.errors import ImageNetXError
 from imagenetx.protocols import get_protocol
 
-#: the built-in attacks (all of them: :func:`imagenetx.attacks.registry.attack_names`)
-ATTACKS = ("pgd", "fgsm", "autoattack")
 NORMS = ("linf", "l2")
-PROTOCOLS = ("gavrikov", "robustbench")
 
 #: Gavrikov's PGD-40 low budget
 DEFAULT_EPS = 0.5 / 255

@@ -4,13 +4,10 @@ one required, each found once."""
 
 from __future__ import annotations
 
-from typing import Optional
-
-from imagenetx.protocols import get_protocol
 from imagenetx.protocols.robustbench import SUBSET_SIZE, robustbench_names, select_subset
 from imagenetx.store.datasets import get_dataset
 
-__all__ = ["SUBSET_SIZE", "robustbench_names", "robustbench_view", "protocol_view"]
+__all__ = ["SUBSET_SIZE", "robustbench_names", "robustbench_view"]
 
 
 def robustbench_view(samples):
@@ -26,9 +23,3 @@ def robustbench_view(samples):
     chosen = select_subset(paths, view._dataset.name)
     return view.select([ids[k] for k in chosen], ordered=True)
 
-
-def protocol_view(samples, protocol: Optional[str]):
-    """The samples a protocol attacks: RobustBench's subset for a protocol
-    that pins it, else ``samples`` as they are."""
-    pinned = get_protocol(protocol)
-    return robustbench_view(samples) if pinned and pinned.subset == "robustbench" else samples

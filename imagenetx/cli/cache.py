@@ -1,7 +1,10 @@
 """``cache``: the images Hub pulls left on disk, and removing those no
 dataset uses."""
 
+# lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
+
 from imagenetx.cli.base import CommandGroup, print_result
+from imagenetx.present.formatting import format_size
 
 TITLE = "downloads"
 
@@ -17,20 +20,12 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--json", action="store_true", help="list: print JSON")
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return f"{n:,.1f} TB"
-
-
 def _line(pull) -> str:
     use = ("used by " + ", ".join(pull.used_by) if pull.used_by else
            "a pull is writing it" if pull.pulling else "no dataset uses it")
     return (f"{pull.repo_id} @ {pull.revision[:12]} ({pull.endpoint}): "
             f"{'/'.join(pull.splits) or 'no split'}, {pull.images:,} images, "
-            f"{_size(pull.size)}; {use}\n  {pull.folder}")
+            f"{format_size(pull.size)}; {use}\n  {pull.folder}")
 
 
 def run_cache(args) -> int:

@@ -4,6 +4,7 @@
 
 # lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
 
+from imagenetx.attacks.registry import BUILT_IN as ATTACKS
 from imagenetx.cli.base import CommandGroup, print_result
 from imagenetx.cli.flags import add_gt_field, add_output
 from imagenetx.options import AMPS, DECODERS, ROW_ORDERS
@@ -62,7 +63,7 @@ def register(group: CommandGroup) -> None:
                       "AutoAttack standard Linf at 4/255 on RobustBench's 5,000 validation "
                       "images (all required), its per-model preprocessing; none: the model's "
                       "own preprocessing; settings given on top are recorded as departures")
-    p.add_argument("--attack", choices=["pgd", "fgsm", "autoattack"],
+    p.add_argument("--attack", choices=list(ATTACKS),
                    help="the attack (default: the protocol's)")
     p.add_argument("--eps", metavar="E", help="the budget in [0, 1] units, e.g. 0.5/255 or 4/255")
     p.add_argument("--norm", choices=["linf", "l2"], help="the threat model (default linf)")

@@ -40,7 +40,7 @@ from imagenetx.models.loader import (  # noqa: F401 (re-exported)
 from imagenetx.models.options import RunOptions
 from imagenetx.models.pipeline import place, progress_bar, stream
 from imagenetx.models.preprocess import without_resize
-from imagenetx.models.protocol_run import apply_preprocessing, resolve_run
+from imagenetx.models.protocol_run import apply_preprocessing, departure_note, resolve_run
 from imagenetx.models.sources import ModelRequest, check_request, load_model
 from imagenetx.store.datasets import all_slices, get_dataset
 from imagenetx.store.evaluation import (
@@ -97,9 +97,8 @@ class PredictSummary:
             f"(left alone), {self.failed:,} unreadable"
         ]
         if self.protocol:
-            lines.append(f"Protocol '{self.protocol}'" + (
-                f": not the authors' setting: {', '.join(self.departures)}"
-                if self.departures else ": every pinned value as its authors ran it"))
+            lines.append(f"Protocol '{self.protocol}': " + (
+                departure_note(self.departures) or "every pinned value as its authors ran it"))
         if len(self.per_rank) > 1:
             lines.append(f"{len(self.per_rank)} ranks predicted "
                          + " + ".join(f"{n:,}" for n in self.per_rank))

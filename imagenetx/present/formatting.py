@@ -484,3 +484,12 @@ def paired_factor_table(result: dict, model: str) -> str:
             cells.append("-" if d["drop"] is None else f"{d['drop'] * 100:+.1f} ({d['n']})")
         lines.append(f"| {f} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def format_size(n: float) -> str:
+    """``n`` bytes in words (``12.3 MB``)."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            break
+        n /= 1024
+    return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
