@@ -8,6 +8,7 @@ import fiftyone as fo
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.ports import check_app_port
+from imagenetx.store.datasets import get_dataset
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -295,8 +296,6 @@ def launch_app(dataset, port: int = None, address: str = None,
             already serving it is connected to, as FiftyOne does)
     """
     import logging
-
-    from imagenetx.store.datasets import get_dataset
 
     logging.getLogger("fiftyone.core.service").addFilter(_NoStaleServiceWarning())
     dataset = get_dataset(dataset)

@@ -44,6 +44,14 @@ def test_no_import_runs_up_the_layers(arrows):
         "\n".join(f"{a.source}:{a.line} imports {a.target}" for a in up)
 
 
+def test_every_import_inside_a_function_says_why_it_waits(arrows):
+    hidden = layers.hidden(arrows)
+    assert not hidden, (
+        f"imports inside a function without '{layers.LAZY}' (move them to the module's top, "
+        "or mark a start-up one):\n"
+        + "\n".join(f"{a.source}:{a.line} imports {a.target}" for a in hidden))
+
+
 def _tree(root, files):
     for path, text in files.items():
         target = root / path

@@ -18,6 +18,19 @@ from dataclasses import dataclass, field as dc_field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from imagenetx.errors import ImageNetXError
+from imagenetx.analysis.biases import collect_values, compare_biases
+from imagenetx.analysis.demo import DEFAULT_NAME
+from imagenetx.attacks.run import robust_count, run_attack
+from imagenetx.benchmarks import get_benchmark
+from imagenetx.benchmarks.cue_conflict.published import load_published
+from imagenetx.benchmarks.imagenet_x.tagging import DEFAULT_FIELD
+from imagenetx.models.inference import run_predict
+from imagenetx.models.options import RunOptions
+from imagenetx.models.protocol_run import departure_note
+from imagenetx.models.sources import ModelRequest, check_request
+from imagenetx.probes.run import run_probe_with
+from imagenetx.protocols.arithmetic import padded_batch_accuracy, padded_batches
+from imagenetx.store.datasets import all_slices
 
 #: the suite's benchmarks, in the order they run, and how to get each
 BENCHMARKS = (
@@ -81,7 +94,6 @@ def pgd_column_value(robust: int, n: int, batch_size: int = 128,
     (:mod:`imagenetx.protocols.arithmetic`); that is the value compared. On
     fewer images (``--attack-n``, a departure) their arithmetic has no
     counterpart, and the exact ratio is compared."""
-    from imagenetx.protocols.arithmetic import padded_batch_accuracy, padded_batches
 
     exact = 100.0 * robust / n if n else float("nan")
     if n != full:
@@ -136,8 +148,6 @@ def find_datasets(names: Optional[Sequence[str]] = None) -> Tuple[Dict[str, str]
     several qualify, the first by name, and a note says which was taken."""
     import fiftyone as fo
 
-    from imagenetx.benchmarks import get_benchmark
-
     wanted = {b for b, _, _ in BENCHMARKS}
     candidates: Dict[str, List[str]] = {}
     for name in names if names is not None else fo.list_datasets():
@@ -160,8 +170,6 @@ def find_datasets(names: Optional[Sequence[str]] = None) -> Tuple[Dict[str, str]
 def _imagenet_val(dataset) -> bool:
     """Whether an ImageNet-X dataset holds real validation images (not the
     demo's placeholders, not only training images)."""
-    from imagenetx.analysis.demo import DEFAULT_NAME
-    from imagenetx.benchmarks.imagenet_x.tagging import DEFAULT_FIELD
 
     if dataset.name == DEFAULT_NAME or (dataset.info.get("imagenetx") or {}).get("demo"):
         return False
@@ -200,15 +208,6 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
             steps do
     """
     from dataclasses import replace
-
-    from imagenetx.analysis.biases import collect_values, compare_biases
-    from imagenetx.attacks.run import robust_count, run_attack
-    from imagenetx.benchmarks.cue_conflict.published import load_published
-    from imagenetx.models.protocol_run import departure_note
-    from imagenetx.models.inference import run_predict
-    from imagenetx.models.options import RunOptions
-    from imagenetx.models.sources import ModelRequest, check_request
-    from imagenetx.probes.run import run_probe_with
 
     request = request or ModelRequest()
     options = options or RunOptions()
@@ -280,8 +279,6 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
 def _count(name: str, field: str) -> int:
     """How many samples of dataset ``name`` have ``field``."""
     import fiftyone as fo
-
-    from imagenetx.store.datasets import all_slices
 
     dataset = fo.load_dataset(name)
     return all_slices(dataset).count(field) if dataset.has_field(field) else 0

@@ -34,6 +34,9 @@ from imagenetx.models.inference import PredictSummary, error_field, run_predict
 from imagenetx.models.options import RunOptions
 from imagenetx.models.sources import ModelRequest
 from imagenetx.protocols import get_protocol
+from imagenetx.benchmarks import get_benchmark
+from imagenetx.store.datasets import get_dataset
+from imagenetx.store.schema import eval_key_of
 
 #: the protocol an attack follows when none is named: Gavrikov & Keuper's
 DEFAULT_PROTOCOL = "gavrikov"
@@ -158,8 +161,6 @@ def _check_benchmark(samples) -> None:
     """Refuses a benchmark scored by decisions over ImageNet's classes
     (cue conflict's 16 categories): an attack moves an image away from one
     true class of the model's."""
-    from imagenetx.benchmarks import get_benchmark
-    from imagenetx.store.datasets import get_dataset
 
     view = get_dataset(samples)
     benchmark = get_benchmark(view)
@@ -241,8 +242,6 @@ def robust_count(samples, field: str, gt_field: str = "ground_truth") -> tuple:
     Raises:
         ImageNetXError: when the field holds no evaluated predictions
     """
-    from imagenetx.store.datasets import get_dataset
-    from imagenetx.store.schema import eval_key_of
 
     view = get_dataset(samples)
     key = eval_key_of(field)

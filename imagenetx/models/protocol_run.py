@@ -16,6 +16,8 @@ from typing import Optional, Sequence, Tuple
 
 from imagenetx.protocols import Protocol, resolve_protocol
 from imagenetx.protocols.base import IMAGENET_MEAN, IMAGENET_STD
+from imagenetx.models.sources import source_of, split_spec
+from imagenetx.models.zeroshot import ZeroShotClassifier
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,6 @@ def resolve_run(spec: str, benchmark: str, request, options) -> tuple:
     Raises:
         ImageNetXError: for an unknown protocol name
     """
-    from imagenetx.models.sources import source_of, split_spec
 
     protocol = resolve_protocol(options.protocol, benchmark)
     if protocol is None:
@@ -122,8 +123,6 @@ def apply_preprocessing(run: ProtocolRun, classifier) -> None:
         prep = dataclasses.replace(prep, mean=IMAGENET_MEAN, std=IMAGENET_STD)
     classifier.preprocessing = prep
     if protocol.logit_scale is not None:
-        from imagenetx.models.zeroshot import ZeroShotClassifier
-
         head = classifier.module
         if isinstance(head, ZeroShotClassifier) and head.bias is None:
             head.scale = float(protocol.logit_scale)

@@ -23,6 +23,8 @@ from typing import Callable, List, Optional, Sequence
 import torch
 
 from imagenetx.classes.outputs import OutputClasses
+from imagenetx.models.sources import read_template_file
+from imagenetx.store.downloads import cache_root
 
 #: the templates used when none are given
 DEFAULT_TEMPLATES = "openai"
@@ -45,7 +47,6 @@ def template_texts(templates: Optional[str] = None, prompt: Optional[str] = None
         fns = (meta.OPENAI_IMAGENET_TEMPLATES if templates == "openai"
                else meta.SIMPLE_IMAGENET_TEMPLATES)
         return [fn("{c}") for fn in fns]
-    from imagenetx.models.sources import read_template_file
 
     return read_template_file(templates)
 
@@ -93,7 +94,6 @@ class ZeroShotClassifier(torch.nn.Module):
 def cached_weights(key: dict, build: Callable[[], torch.Tensor]) -> torch.Tensor:
     """The head weights for ``key`` from the disk cache, else built and
     cached (written to a temporary name first)."""
-    from imagenetx.store.downloads import cache_root
 
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
     path = cache_root() / "zero_shot" / f"{digest}.pt"

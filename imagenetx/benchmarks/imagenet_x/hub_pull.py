@@ -58,6 +58,11 @@ from imagenetx.benchmarks.imagenet_x.tagging import (
 from imagenetx.errors import ImageNetXError
 from imagenetx.store import shards as sh
 from imagenetx.store.hub import RepoSnapshot
+from imagenetx.benchmarks.imagenet_x import annotations as anno
+from imagenetx.benchmarks.imagenet_x.build import build_imagenet_dataset
+from imagenetx.classes.imagenet import class_table
+from imagenetx.store.datasets import check_new_dataset_name
+from imagenetx.store.hub import download_file, repo_snapshot
 
 #: shards downloaded at once (downloads overlap with reading)
 DEFAULT_WORKERS = 4
@@ -318,8 +323,6 @@ class _Fetch:
 
     def __init__(self, snapshot: RepoSnapshot, layout, split, max_samples, token, workers,
                  progress):
-        from imagenetx.classes.imagenet import class_table
-
         repo_id = snapshot.repo_id
         if split not in ("val", "train"):
             raise ImageNetXError(f"Unknown split '{split}': use --split val or --split train")
@@ -357,8 +360,6 @@ class _Fetch:
                                        time.perf_counter() - self.started, message))
 
     def _run(self, shard: str) -> list:
-        from imagenetx.store.hub import download_file
-
         writer = self.writer
         size, oid = self.snapshot.files.get(shard, (None, None))
         done = writer.finished(shard, oid, size)
@@ -506,8 +507,6 @@ def pull_imagenet(
         ImageNetXError: for a split without shards, a refused token, an
             existing name, or a shard that does not hold ImageNet
     """
-    from imagenetx.benchmarks.imagenet_x.build import build_imagenet_dataset
-    from imagenetx.store.datasets import check_new_dataset_name
 
     name = name or f"imagenet-x-{split}"
     check_new_dataset_name(name, overwrite)
@@ -538,7 +537,6 @@ def media_repo(repo_id: str, token: Optional[str] = None,
         ImageNetXError: for a repo that cannot be read (a token it needs,
             an id not found) or that is not an ImageNet repo
     """
-    from imagenetx.store.hub import repo_snapshot
 
     snapshot = repo_snapshot(repo_id, revision, token)
     layout = sh.repo_layout(repo_id, snapshot.paths)
@@ -558,7 +556,6 @@ def reattach_media(dataset, repo_id: str, token: Optional[str] = None,
         ImageNetXError: if no file name of the dataset is an ImageNet one,
             or none is in the repo (nothing is changed)
     """
-    from imagenetx.benchmarks.imagenet_x import annotations as anno
 
     paths = dataset.values("filepath")
     names = [os.path.basename(p) for p in paths]

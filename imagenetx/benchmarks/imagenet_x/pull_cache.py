@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from imagenetx.benchmarks.imagenet_x.hub_pull import _PARTIAL, _alive, pulls_root
+from imagenetx.store.datasets import all_slices
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
@@ -82,8 +83,6 @@ def _datasets_using(folders: List[str]) -> Dict[str, List[str]]:
     """folder -> the datasets with a sample whose file is under it."""
     import fiftyone as fo
     from fiftyone import ViewField as F
-
-    from imagenetx.store.datasets import all_slices
 
     used = {f: [] for f in folders}
     if not folders:

@@ -27,6 +27,15 @@ from imagenetx.benchmarks.imagenet_x.tagging import (
     TagSummary,
     tag_dataset,
 )
+from imagenetx.benchmarks.imagenet_d import loaders as imagenet_d
+from imagenetx.benchmarks.imagenet_x.hub_pull import (
+    PullProgress,
+    check_pull_limits,
+    pull_imagenet,
+    source_info,
+)
+from imagenetx.store import shards
+from imagenetx.store.hub import check_repo_id, pull_from_hub, repo_snapshot
 
 IMAGE_EXTENSIONS = (".jpeg", ".jpg", ".png")
 
@@ -188,7 +197,6 @@ def load_hub_dataset(
     """Pulls a dataset from the Hugging Face Hub and tags it by file name.
 
     The repo's files say what it is:
-
     -   ImageNet itself, as parquet (``ILSVRC/imagenet-1k``) or webdataset
         (``timm/imagenet-1k-wds``) shards: see
         :func:`imagenetx.benchmarks.imagenet_x.hub_pull.pull_imagenet`
@@ -227,12 +235,6 @@ def load_hub_dataset(
         ImageNetXError: for a bad repo id, a layout it does not know, a
             refused token, or any Hub error
     """
-    from imagenetx.benchmarks.imagenet_d import loaders as imagenet_d
-    from imagenetx.benchmarks.imagenet_x.hub_pull import (
-        PullProgress, check_pull_limits, pull_imagenet)
-    from imagenetx.benchmarks.imagenet_x.hub_pull import source_info
-    from imagenetx.store import shards
-    from imagenetx.store.hub import check_repo_id, pull_from_hub, repo_snapshot
 
     check_repo_id(repo_id)
     check_pull_limits(max_samples, workers)  # for every layout: 0 saved an empty dataset
