@@ -39,15 +39,15 @@ def run_cache(args) -> int:
                 return "No Hub pull on disk"
             unused = [p for p in pulls if p.unused]
             return "\n".join([_line(p) for p in pulls] + [
-                f"{len(pulls)} pulls, {_size(sum(p.size for p in pulls))}; "
-                f"{len(unused)} no dataset uses ({_size(sum(p.size for p in unused))}): "
+                f"{len(pulls)} pulls, {format_size(sum(p.size for p in pulls))}; "
+                f"{len(unused)} no dataset uses ({format_size(sum(p.size for p in unused))}): "
                 "`imagenetx cache clear` removes them"])
 
         return print_result(args, {"pulls": [p.to_dict() for p in pulls]}, text)
     removed = pull_cache.clear_pulls(keep_shards=args.keep_shards)
     for pull in removed:
         print(f"removed {_line(pull)}")
-    print(f"{len(removed)} pulls no dataset used removed, {_size(sum(p.size for p in removed))} "
+    print(f"{len(removed)} pulls no dataset used removed, {format_size(sum(p.size for p in removed))} "
           "freed" + ("" if args.keep_shards or not removed
                      else " (and their shards in the huggingface_hub cache)"))
     return 0
