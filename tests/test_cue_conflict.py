@@ -240,6 +240,7 @@ def test_stimuli_download_into_the_cache_and_offline_error(tmp_path, monkeypatch
         assert len(find_stimuli(remote.cache_dir())) == 2
     finally:
         server.shutdown()
+        server.server_close()  # refused at once, not left to time out
     assert remote.paths(files, progress=False) == paths  # cached: no server needed
     with pytest.raises(ImageNetXError, match=r"Could not download .*knife/knife1-car3.png.*--dir"):
         remote.paths(["knife/knife1-car3.png"], progress=False)
