@@ -142,7 +142,10 @@ class ModelVsHumanGeometry:
     ``resize`` is off for 224-pixel datasets), any other size
     ``Resize(256)`` + ``CenterCrop(224)``."""
 
+    def __init__(self):
+        self.resize_crop = res256_crop224()  # built once, not per image
+
     def __call__(self, image):
         if image.size == (224, 224):
             return image
-        return res256_crop224()(image)
+        return self.resize_crop(image)
