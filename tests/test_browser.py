@@ -246,22 +246,41 @@ def _stable_chart(page):
         polling=500, timeout=T(60_000))
 
 
+#: the bar at x of trace i (a name or a number), drawn with an area, or null
+BAR_BOX = """([i, x]) => {
+  const p = document.querySelector('.js-plotly-plot');
+  if (!p || !p.data) return null;
+  const k = typeof i === 'number' ? i : p.data.map(t => t.name).indexOf(i);
+  if (k < 0 || !p.data[k].x) return null;
+  const j = Array.from(p.data[k].x).indexOf(x);
+  const trace = p.querySelectorAll('.trace.bars')[k];
+  const bar = j < 0 || !trace ? null : trace.querySelectorAll('.point path')[j];
+  const box = bar && bar.getBoundingClientRect();
+  return box && box.width > 0 && box.height > 0 ? [k, j] : null;
+}"""
+
+
 def _drill(page, trace, x, says="Showing the"):
-    """Clicks the bar at ``x`` of trace number ``trace()`` once the chart is
-    stable; returns the panel's drill line ("Showing the ..."), once it
-    ``says`` so. A click the chart lost while redrawing, or that landed on
-    another bar because the chart redrew between reading and clicking (a
-    busy machine), is made again."""
+    """Clicks the bar at ``x`` of ``trace`` (a trace's name or number) once
+    the chart is stable and draws that bar; returns the panel's drill line
+    ("Showing the ..."), once it ``says`` so.
+
+    The chart of the view before may still be on screen, without that bar,
+    while the panel computes the new view's (minutes on a busy machine after
+    a field was added): the bar's drawing is waited for, not assumed. A
+    click the chart lost while redrawing, or that landed on another bar
+    because the chart redrew between reading and clicking, is made again."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     line = page.locator("p", has_text=says)
     for attempt in range(4):
         _stable_chart(page)
-        i = trace()
-        xs = page.evaluate("(i) => document.querySelector('.js-plotly-plot').data[i].x", i)
-        bar = page.locator(".js-plotly-plot .trace.bars").nth(i).locator(".point path")
+        k, j = page.wait_for_function(BAR_BOX, arg=[trace, x], polling=500,
+                                      timeout=T(300_000)).json_value()
+        bar = page.locator(".js-plotly-plot .trace.bars").nth(k).locator(".point path").nth(j)
+        bar.scroll_into_view_if_needed()
         # plotly's drag layer takes the pointer: click where the bar is drawn
-        box = bar.nth(xs.index(x)).bounding_box()
+        box = bar.bounding_box()
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         try:
             line.wait_for(timeout=T(20_000))
@@ -276,7 +295,7 @@ def _click_bar(page, field, x) -> int:
     mistakes the panel's drill line then says it shows."""
 
     says = f" of factor {x} that {field} gets wrong"
-    text = _drill(page, lambda: _traces(page).index(field), x, says).inner_text()
+    text = _drill(page, field, x, says).inner_text()
     assert says in text, text
     return int(re.search(r"Showing the ([\d,]+) samples", text)[1].replace(",", ""))
 
@@ -1026,7 +1045,7 @@ def test_attack_success_chart_shows_the_images_the_attack_broke(app_url, page):
         t: r["success_rate"] for t, r in expected.items()}
     _shot(page, "panel-attack-success-photos")
 
-    line = _drill(page, lambda: 0, "indoor")
+    line = _drill(page, 0, "indoor")
     assert "that adv gets right before the attack and wrong after it" in line.inner_text()
     broken = len(broken_view(ds, "adv", "indoor", slicing="tags"))
     assert broken == expected["indoor"]["broken"]
