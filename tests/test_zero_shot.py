@@ -49,13 +49,27 @@ def _reference(paths, names, prompt=PROMPT):
         return (model.logit_scale.exp() * features @ head).numpy()
 
 
+def _spy_heads(monkeypatch) -> list:
+    """The class counts of each call of open_clip's zero-shot head builder
+    from now on (the real builder runs)."""
+    calls = []
+    real = open_clip.build_zero_shot_classifier
+
+    def spy(model, tokenizer, classnames, *args, **kwargs):
+        calls.append(len(classnames))
+        return real(model, tokenizer, classnames, *args, **kwargs)
+
+    monkeypatch.setattr(open_clip, "build_zero_shot_classifier", spy)
+    return calls
+
+
 def _predict(ds, field, **kwargs):
     torch.manual_seed(SEED)  # the same random weights as the reference
     return predict(ds, f"open_clip:{ARCH}", field, pretrained=False, num_workers=0,
                    prompt=PROMPT, **kwargs)
 
 
-def test_open_clip_zero_shot_equals_open_clips_own_pipeline(photos_dir):
+def test_open_clip_zero_shot_equals_open_clips_own_pipeline(photos_dir, monkeypatch):
     from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES
 
     from imagenetx.classes.imagenet import class_table
@@ -81,22 +95,27 @@ def test_open_clip_zero_shot_equals_open_clips_own_pipeline(photos_dir):
     fast = np.stack(ds.values("clip_tv.logits"))
     assert np.abs(fast - ref).max() < 0.05 * np.abs(ref).max()
 
-    # other prompts never add to the field: its record stays true
+    # other prompts never add to the field: its record stays true, and the
+    # refusal comes before the head's 1000 x 80 prompts are encoded
+    heads = _spy_heads(monkeypatch)
     with pytest.raises(ImageNetXError, match=r"'clip' holds predictions of .*"
                                              r"\(templates, prompt, num_templates differ\)"):
         predict(ds, f"open_clip:{ARCH}", "clip", pretrained=False, num_workers=0,
                 overwrite=False, limit=None)
     assert np.stack(ds.values("clip.logits")).tolist() == ours.tolist()
+    assert heads == []
 
     # probes too: the same spec with other prompts never adds to the results
     torch.manual_seed(SEED)
     run_probe(ds, f"open_clip:{ARCH}", "clip", "spectral", levels=["clean"],
               pretrained=False, num_workers=0, prompt=PROMPT)
     assert ds.get_field("clip_spectral").info["imagenetx_probe"]["run"]["prompt"] == PROMPT
+    assert heads == [1000]  # the probe's run, built once
     with pytest.raises(ImageNetXError, match=r"'clip_spectral' holds probe results of "
                                              r".* with other templates, prompt"):
         run_probe(ds, f"open_clip:{ARCH}", "clip", "spectral", levels=["low:0.1"],
                   pretrained=False, num_workers=0)
+    assert heads == [1000]
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ import torch
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.classifier import Classifier
+from imagenetx.models.zeroshot import materialize
 from imagenetx.options import AMPS, DEVICES
 
 #: images per forward pass on the CPU (measured: larger batches are no
@@ -85,6 +86,7 @@ class Engine:
         self.pad = compile and batch_size is not None
         self.normalize_uint8 = classifier.preprocessing.normalizer(device)
         self.normalize_unit = classifier.preprocessing.normalizer(device, scale=1.0)
+        materialize(classifier.module)  # a zero-shot head's class embeddings, on the CPU
         module = classifier.module.to(device, memory_format=torch.channels_last)
         self.module = torch.compile(module) if compile else module
         #: images through the model so far

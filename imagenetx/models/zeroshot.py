@@ -5,8 +5,9 @@ The head's weights are the class embeddings of open_clip's own
 averaged, normalized again); a batch's logits are
 ``scale * normalize(image features) @ weights + bias``, with the model's
 own ``logit_scale`` (and SigLIP's ``logit_bias``). The weights cost nothing
-per batch: they are computed once per (model, classes, prompts) and cached
-on disk under ``$IMAGENETX_CACHE_DIR/zero_shot``.
+per batch: they are computed once per (model, classes, prompts), when the
+run starts (after its checks: a refused field or prompt costs no text
+encoding), and cached on disk under ``$IMAGENETX_CACHE_DIR/zero_shot``.
 
 Prompts: OpenAI's 80 ImageNet templates (``openai``, the default, as
 OpenCLIP reports ImageNet), open_clip's ``simple`` set, a file of
@@ -18,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Union
 
 import torch
 
@@ -71,24 +72,52 @@ class ZeroShotClassifier(torch.nn.Module):
 
     Args:
         encoder: normalized images -> image features (the image tower)
-        weights: ``(D, K)`` normalized class embeddings
+        weights: ``(D, K)`` normalized class embeddings, or a function that
+            builds them when the run starts (:meth:`materialize`): a run that
+            refuses its field or its prompts then refuses before paying for
+            ``K`` x templates text encodings
         scale: the logit scale (``logit_scale.exp()``)
         bias (None): the logit bias (SigLIP)
     """
 
-    def __init__(self, encoder: torch.nn.Module, weights: torch.Tensor, scale: float,
+    def __init__(self, encoder: torch.nn.Module,
+                 weights: Union[torch.Tensor, Callable[[], torch.Tensor]], scale: float,
                  bias: Optional[float] = None):
         super().__init__()
         self.encoder = encoder
-        self.register_buffer("weights", weights.float())
+        self._build = weights if callable(weights) else None
+        self.register_buffer("weights", None if callable(weights) else weights.float())
         self.scale = float(scale)
         self.bias = None if bias is None else float(bias)
+
+    @property
+    def materialized(self) -> bool:
+        """Whether the class embeddings are built."""
+        return self.weights is not None
+
+    def materialize(self) -> None:
+        """Builds the class embeddings now, if they were deferred (on the
+        CPU, before the module moves to its device)."""
+        if self.weights is None:
+            self.weights = self._build().float()
+            self._build = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         features = self.encoder(x)
         features = torch.nn.functional.normalize(features.float(), dim=-1)
+        if self.weights is None:  # not built by the engine: built where it is used
+            self.materialize()
+            self.weights = self.weights.to(features.device)
         logits = self.scale * features @ self.weights
         return logits if self.bias is None else logits + self.bias
+
+
+def materialize(module: torch.nn.Module) -> None:
+    """Builds the deferred class embeddings of the zero-shot heads in
+    ``module`` (the engine calls it once its run's checks have passed)."""
+    for part in module.modules():
+        if isinstance(part, ZeroShotClassifier):
+            part.materialize()
 
 
 def cached_weights(key: dict, build: Callable[[], torch.Tensor]) -> torch.Tensor:

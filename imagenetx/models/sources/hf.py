@@ -279,7 +279,6 @@ def _interpolation(resample):
 
 def zero_shot_classifier(source: str, config, spec: str, request):
     """A transformers CLIP / SigLIP model as a zero-shot Classifier."""
-    import torch
     from transformers import AutoModel, AutoTokenizer
 
     model = _from_pretrained(AutoModel, source, config, spec, request.pretrained)
@@ -290,12 +289,8 @@ def zero_shot_classifier(source: str, config, spec: str, request):
             f"Cannot load the tokenizer of Hugging Face model '{spec}' "
             f"({type(e).__name__}: {first_line(e)}): pip install sentencepiece for "
             f"SigLIP, or {_FIX}") from e
-    classifier = classifier_from_clip(model, tokenizer, image_processor(source, spec),
-                                      spec, request, revision=_revision(source))
-    if isinstance(getattr(model, "text_model", None), torch.nn.Module):
-        # the head holds the text embeddings: the text tower stays off the device
-        model.text_model = None
-    return classifier
+    return classifier_from_clip(model, tokenizer, image_processor(source, spec),
+                                spec, request, revision=_revision(source))
 
 
 def classifier_from_clip(model, tokenizer, processor, spec: str, request,
@@ -327,11 +322,16 @@ def classifier_from_clip(model, tokenizer, processor, spec: str, request,
     def build() -> torch.Tensor:
         return text_weights(model, tokenizer, list(classes.prompt_names), texts, siglip)
 
-    if revision and request.pretrained:
-        weights = cached_weights({**head_key(spec, True, classes, texts),
-                                  "revision": revision}, build)
-    else:
-        weights = build()
+    key = ({**head_key(spec, True, classes, texts), "revision": revision}
+           if revision and request.pretrained else None)
+
+    def weights() -> torch.Tensor:  # built when the run starts
+        head = build() if key is None else cached_weights(key, build)
+        if isinstance(getattr(model, "text_model", None), torch.nn.Module):
+            # the head holds the text embeddings: the text tower stays off the device
+            model.text_model = None
+        return head
+
     bias = model.logit_bias.item() if siglip else None
     head = ZeroShotClassifier(image_features_class()(model), weights,
                               model.logit_scale.exp().item(), bias)

@@ -13,6 +13,7 @@ preprocessing is the model's own ``preprocess`` transform. Without
 
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 from imagenetx.errors import ImageNetXError
@@ -153,7 +154,8 @@ def zero_shot_classifier(model, tokenizer, preprocess, spec: str, request,
             num_classes_per_batch=10, device="cpu")
 
     cache = request.pretrained and tag
-    weights = cached_weights(head_key(spec, True, classes, texts), build) if cache else build()
+    weights = (functools.partial(cached_weights, head_key(spec, True, classes, texts), build)
+               if cache else build)  # built when the run starts
     bias = getattr(model, "logit_bias", None)
     head = ZeroShotClassifier(
         image_encoder(model), weights, model.logit_scale.exp().item(),
