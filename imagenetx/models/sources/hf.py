@@ -326,11 +326,11 @@ def classifier_from_clip(model, tokenizer, processor, spec: str, request,
            if revision and request.pretrained else None)
 
     def weights() -> torch.Tensor:  # built when the run starts
-        head = build() if key is None else cached_weights(key, build)
+        embeddings = build() if key is None else cached_weights(key, build)
         if isinstance(getattr(model, "text_model", None), torch.nn.Module):
             # the head holds the text embeddings: the text tower stays off the device
             model.text_model = None
-        return head
+        return embeddings
 
     bias = model.logit_bias.item() if siglip else None
     head = ZeroShotClassifier(image_features_class()(model), weights,
