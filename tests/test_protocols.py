@@ -58,7 +58,7 @@ def jpegs(tmp_path_factory):
 
 def _fed(spec, request, protocol, benchmark="imagenet_x"):
     """The classifier as a run under ``protocol`` loads it, and its reader."""
-    request, options, run = resolve_run(spec, benchmark, request.with_classes(
+    request, options, run = resolve_run(benchmark, request.with_classes(
         "imagenet_d" if benchmark == "imagenet_d" else "imagenet"),
         RunOptions(protocol=protocol))
     classifier = load_model(spec, request)
@@ -177,6 +177,28 @@ def test_imagenet_d_is_the_default_there_and_equals_evaluate_vlm(tmp_path):
     assert ds.values("clip.label") == [imagenet_d_outputs().labels[i]
                                        for i in logits.argmax(1)]
 
+
+
+def test_a_classifier_from_hf_on_imagenet_d_takes_no_prompt(tmp_path):
+    """``hf:`` is zero-shot only for a CLIP or SigLIP: an ``hf:`` ViT
+    classifier on ImageNet-D runs under ``imagenet-d`` with its own head,
+    no prompt and no departure (the protocol's prompt is a zero-shot
+    head's default, not an option the user gave)."""
+    from test_model_sources import imagenet_lemmas, save_vit
+
+    from imagenetx.benchmarks.imagenet_d.loaders import load_imagenet_d_dir
+
+    root = tmp_path / "ImageNet-D"
+    path = save_photo(root / "background/mug/1.png.jpg", "coffee")
+    Image.open(path).save(root / "background/mug/1.png")
+    path.unlink()
+    ds, _ = load_imagenet_d_dir(str(root), name="protocol-imagenet-d-hf", overwrite=True)
+    save_vit(tmp_path / "vit", imagenet_lemmas())
+    assert main(["predict", "--dataset", ds.name, "--model", f"hf:{tmp_path / 'vit'}",
+                 "--field", "vit", "--num-workers", "0"]) == 0
+    info = ds.get_field("vit").info["imagenetx_model"]
+    assert info["protocol"] == "imagenet-d" and info["departures"] == []
+    assert "prompt" not in info and ds.count("vit.label") == 1
 
 def test_departures_are_recorded_and_said(photos_dir, capsys):
     """Settings on top of a protocol are allowed, recorded as departures

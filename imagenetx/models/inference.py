@@ -40,7 +40,8 @@ from imagenetx.models.loader import (  # noqa: F401 (re-exported)
 from imagenetx.models.options import RunOptions
 from imagenetx.models.pipeline import place, progress_bar, stream
 from imagenetx.models.preprocess import without_resize
-from imagenetx.models.protocol_run import apply_preprocessing, departure_note, resolve_run
+from imagenetx.models.protocol_run import (
+    apply_preprocessing, departure_note, resolve_run, with_zero_shot_departures)
 from imagenetx.models.sources import ModelRequest, check_request, load_model
 from imagenetx.store.datasets import all_slices, get_dataset
 from imagenetx.store.evaluation import (
@@ -234,12 +235,13 @@ def run_predict(samples, model: str, field: str, request: ModelRequest,
     options.check()
     benchmark = get_benchmark(dataset)
     request = request.with_classes(benchmark.output_classes)
-    request, options, protocol = resolve_run(model, benchmark.name, request, options)
-    protocol = protocol.with_departures(departures)
-    record = {**(record or {}), **protocol.record()}
+    request, options, protocol = resolve_run(benchmark.name, request, options)
     check_request(model, request)  # before the slow imports
     at = place(options)
     classifier = load_model(model, request)
+    protocol = with_zero_shot_departures(protocol, classifier, request)
+    protocol = protocol.with_departures(departures)
+    record = {**(record or {}), **protocol.record()}
     apply_preprocessing(protocol, classifier)
     if benchmark.keeps_geometry:  # images already at the input size: no zoom
         classifier.preprocessing = without_resize(classifier.preprocessing)

@@ -16,7 +16,6 @@ from typing import Optional, Sequence, Tuple
 
 from imagenetx.protocols import Protocol, resolve_protocol
 from imagenetx.protocols.base import IMAGENET_MEAN, IMAGENET_STD
-from imagenetx.models.sources import source_of, split_spec
 from imagenetx.models.zeroshot import ZeroShotClassifier
 
 
@@ -59,13 +58,12 @@ def departure_note(departures: Sequence[str]) -> str:
     return f"not the authors' setting: {', '.join(departures)}" if departures else ""
 
 
-def resolve_run(spec: str, benchmark: str, request, options) -> tuple:
+def resolve_run(benchmark: str, request, options) -> tuple:
     """The run's protocol (``options.protocol``, else the benchmark's own),
     the request and options with its pins filled in where the user gave
     nothing, and the departures.
 
     Args:
-        spec: the model spec (a zero-shot model gets the pinned prompt)
         benchmark: the dataset's benchmark name
         request: the :class:`~imagenetx.models.sources.ModelRequest`
         options: the :class:`~imagenetx.models.options.RunOptions`
@@ -93,16 +91,25 @@ def resolve_run(spec: str, benchmark: str, request, options) -> tuple:
             departures.append("amp")
     if protocol.n is not None and options.limit is not None:
         departures.append("n")
-    zero_shot = getattr(source_of(split_spec(spec)[0]), "ZERO_SHOT", False)
-    if zero_shot and protocol.prompt is not None:
-        if request.prompt is None and not request.templates:
-            request = dataclasses.replace(request, prompt=protocol.prompt)
-        elif request.prompt != protocol.prompt:
-            departures.append("prompt")
-    if zero_shot and protocol.classes is not None and request.classes != protocol.classes:
-        departures.append("classes")
+    if protocol.prompt is not None:  # a zero-shot head's default; a classifier ignores it
+        request = dataclasses.replace(request, default_prompt=protocol.prompt)
     options = dataclasses.replace(options, **changes)
     return request, options, ProtocolRun(protocol, tuple(departures), benchmark)
+
+
+def with_zero_shot_departures(run: ProtocolRun, classifier, request) -> ProtocolRun:
+    """``run`` with the departures of a zero-shot head's prompt and classes,
+    once the model is loaded (only then is it known whether the head is
+    zero-shot: an ``hf:`` spec is for a CLIP or SigLIP only)."""
+    protocol = run.protocol
+    if protocol is None or not classifier.record.get("zero_shot"):
+        return run
+    departures = []
+    if protocol.prompt is not None and request.head_prompt != protocol.prompt:
+        departures.append("prompt")
+    if protocol.classes is not None and request.classes != protocol.classes:
+        departures.append("classes")
+    return run.with_departures(departures)
 
 
 def apply_preprocessing(run: ProtocolRun, classifier) -> None:

@@ -39,7 +39,8 @@ from imagenetx.models.inference import record_differences, run_record
 from imagenetx.models.loader import ImageFiles, crop_reader, error_message, make_loader
 from imagenetx.models.options import RunOptions
 from imagenetx.models.pipeline import place, progress_bar, stream
-from imagenetx.models.protocol_run import apply_preprocessing, resolve_run
+from imagenetx.models.protocol_run import (
+    apply_preprocessing, resolve_run, with_zero_shot_departures)
 from imagenetx.models.sources import ModelRequest, check_request, load_model
 from imagenetx.probes.base import get_probe
 from imagenetx.store.datasets import all_slices, get_dataset
@@ -201,11 +202,12 @@ def run_probe_with(samples, model: str, field: str, probe, request: ModelRequest
     stored = _stored_info(dataset, pfield, probe.name, model, overwrite)
     benchmark = get_benchmark(dataset)
     request = request.with_classes(benchmark.output_classes)
-    request, options, protocol = resolve_run(model, benchmark.name, request, options)
+    request, options, protocol = resolve_run(benchmark.name, request, options)
     check_request(model, request)
     at = place(options)
     ranks, dev = at.ranks, at.device
     classifier = load_model(model, request)
+    protocol = with_zero_shot_departures(protocol, classifier, request)
     apply_preprocessing(protocol, classifier)
     run = run_record(classifier, protocol.record())
     differ = record_differences(stored["run"], run) if stored and stored.get("run") else []

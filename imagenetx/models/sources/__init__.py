@@ -70,6 +70,10 @@ class ModelRequest:
         classes: the output classes of a zero-shot head (``"imagenet"`` or
             a benchmark's, :mod:`imagenetx.classes.outputs`); classifiers
             with their own head ignore it
+        default_prompt: the prompt a protocol pins, used by a zero-shot head
+            when neither ``templates`` nor ``prompt`` is given; classifiers
+            with their own head ignore it (an ``hf:`` spec is zero-shot
+            only for a CLIP or SigLIP, which its config says)
     """
 
     arch: Optional[str] = None
@@ -78,11 +82,20 @@ class ModelRequest:
     templates: Optional[str] = None
     prompt: Optional[str] = None
     classes: str = "imagenet"
+    default_prompt: Optional[str] = None
 
     @property
     def zero_shot_options(self) -> bool:
         """Whether a zero-shot option was given."""
         return bool(self.templates or self.prompt)
+
+    @property
+    def head_prompt(self) -> Optional[str]:
+        """The single prompt of a zero-shot head: the one given, else the
+        protocol's unless templates are given."""
+        if self.prompt is not None or self.templates:
+            return self.prompt
+        return self.default_prompt
 
     def with_classes(self, classes: str) -> "ModelRequest":
         return replace(self, classes=classes)

@@ -316,7 +316,7 @@ def classifier_from_clip(model, tokenizer, processor, spec: str, request,
 
     model.eval()
     classes = output_classes(request.classes)
-    texts = template_texts(request.templates, request.prompt)
+    texts = template_texts(request.templates, request.head_prompt)
     siglip = getattr(model, "logit_bias", None) is not None
 
     def build() -> torch.Tensor:
@@ -338,7 +338,7 @@ def classifier_from_clip(model, tokenizer, processor, spec: str, request,
     return Classifier(spec, head, preprocessing(processor, spec), classes, "hf",
                       record={"pretrained": request.pretrained,
                               "model_type": model.config.model_type,
-                              **describe(classes, texts, request.templates, request.prompt)},
+                              **describe(classes, texts, request.templates, request.head_prompt)},
                       probabilities="sigmoid" if siglip else "softmax")
 
 

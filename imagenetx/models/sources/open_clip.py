@@ -146,7 +146,7 @@ def zero_shot_classifier(model, tokenizer, preprocess, spec: str, request,
 
     model.eval()
     classes = output_classes(request.classes)
-    texts = template_texts(request.templates, request.prompt)
+    texts = template_texts(request.templates, request.head_prompt)
 
     def build():
         return open_clip.build_zero_shot_classifier(
@@ -165,7 +165,7 @@ def zero_shot_classifier(model, tokenizer, preprocess, spec: str, request,
         prep = from_transform(preprocess, f"open_clip model '{spec}'")
     return Classifier(spec, head, prep, classes, "open_clip",
                       record={"pretrained": tag,
-                              **describe(classes, texts, request.templates, request.prompt)},
+                              **describe(classes, texts, request.templates, request.head_prompt)},
                       probabilities="sigmoid" if sigmoid else "softmax")
 
 
