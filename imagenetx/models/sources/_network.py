@@ -177,6 +177,21 @@ def torch_hub_file(url: str) -> str:
                         os.path.basename(urlparse(url).path))
 
 
+def weights_offline(hf_hub: Optional[str], url: Optional[str], what: str,
+                    local: Optional[str] = None, path: Optional[str] = None):
+    """``(Hub repo, why the Hub cannot be reached)`` when the weights come
+    from the Hub repo ``hf_hub`` and it cannot be reached now (they may
+    still be in its cache), else None; weights from ``url`` that are not
+    cached (at ``path``) and cannot be fetched are refused here in one line
+    (see :func:`check_url_weights`)."""
+    if hf_hub:
+        reason = hub_unreachable()
+        return None if reason is None else (hf_hub.rstrip("/"), reason)
+    if url:
+        check_url_weights(url, what, local, path)
+    return None
+
+
 def check_url_weights(url: str, what: str, local: Optional[str] = None,
                       path: Optional[str] = None) -> None:
     """Raises ImageNetXError when weights downloaded from ``url`` into

@@ -14,17 +14,18 @@ preprocessing is the model's own ``preprocess`` transform. Without
 from __future__ import annotations
 
 import functools
+import os
 from typing import Optional
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.sources._common import first_line, suggest
 from imagenetx.models.sources._network import (
-    check_url_weights,
     hub_cache,
     hub_name,
     hub_unreachable,
     missing_weights,
     quiet_hub,
+    weights_offline,
 )
 
 SYNTAX = "open_clip:ARCH[/PRETRAINED]"
@@ -108,17 +109,11 @@ def _offline_reason(arch: str, tag: str):
     import open_clip
 
     cfg = open_clip.get_pretrained_cfg(arch, tag) or {}
-    if cfg.get("hf_hub"):
-        reason = hub_unreachable()
-        return None if reason is None else (cfg["hf_hub"].rstrip("/"), reason)
-    if cfg.get("url"):
-        import os
-
-        url = cfg["url"]
-        cache = os.path.expanduser("~/.cache/clip")  # open_clip's download folder
-        check_url_weights(url, f"open_clip model '{arch}/{tag}'",
-                          path=os.path.join(cache, os.path.basename(url)))
-    return None
+    url = cfg.get("url")
+    # open_clip downloads a URL's weights into ~/.cache/clip
+    path = os.path.join(os.path.expanduser("~/.cache/clip"), os.path.basename(url or ""))
+    return weights_offline(cfg.get("hf_hub"), url, f"open_clip model '{arch}/{tag}'",
+                           path=path)
 
 
 def zero_shot_classifier(model, tokenizer, preprocess, spec: str, request,

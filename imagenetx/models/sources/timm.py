@@ -10,12 +10,11 @@ from imagenetx.classes.outputs import imagenet_outputs
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.sources._common import first_line, suggest
 from imagenetx.models.sources._network import (
-    check_url_weights,
     hub_cache,
     hub_name,
-    hub_unreachable,
     missing_weights,
     quiet_hub,
+    weights_offline,
 )
 
 SYNTAX = "timm:NAME"
@@ -87,10 +86,7 @@ def _offline_reason(name: str, what: str):
     from timm.models import get_pretrained_cfg
 
     cfg = get_pretrained_cfg(name)
-    if cfg is not None and cfg.hf_hub_id:
-        reason = hub_unreachable()
-        return None if reason is None else (cfg.hf_hub_id, reason)
-    if cfg is not None and cfg.url:
-        check_url_weights(cfg.url, what, f"load a local state dict with --model "
-                                         f"checkpoint:PATH --arch {name}")
-    return None
+    if cfg is None:
+        return None
+    return weights_offline(cfg.hf_hub_id, cfg.url, what, f"load a local state dict with "
+                                                          f"--model checkpoint:PATH --arch {name}")
