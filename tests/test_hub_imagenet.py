@@ -571,3 +571,44 @@ def test_a_bad_shard_is_refused_and_a_bad_member_skipped_by_name(
 
         with Image.open(os.path.join(folder, "ILSVRC2012_val_00000002.JPEG")) as image:
             assert image.format == "PNG"
+
+
+# --- member names that are folders -------------------------------------------
+
+
+@pytest.mark.parametrize("layout, names", [
+    ("webdataset", ["..", ".", ".shards"]),
+    ("parquet", [".", "n01440764/", "n01440764"]),
+])
+def test_folder_names_are_unusable_members_skipped_by_name(
+        jpegs, tmp_path, capsys, layout, names):
+    """A member named ``..``, ``.``, a dot name (the pull's own folders), an
+    empty base name or a WordNet id (a training class folder) is skipped and
+    named; it never becomes a sample whose file is a folder of the pull."""
+    from imagenetx.cli import main
+
+    val = sorted(VAL)
+    bad = [(name, jpegs[val[0]], VAL[val[0]]) for name in names]
+    good = [(n, jpegs[n], VAL[n]) for n in val[1:]]
+    root = tmp_path / "repo"
+    if layout == "webdataset":
+        _tar(root / "imagenet1k-validation-00.tar",
+             [(f"k{i}", data, klass, name) for i, (name, data, klass) in enumerate(bad)]
+             + [(n[:-5], data, klass, n) for n, data, klass in good])
+    else:
+        _parquet(root / "data" / "validation-00000-of-00001.parquet", bad + good)
+    repo = f"test-org/folder-names-{layout}"
+    server = serve_repo(HUB_PORT, repo, str(root))
+    try:
+        assert main(["load", "--hub", repo, "--name", f"hub-names-{layout}"]) == 0
+        out = capsys.readouterr().out
+        folder = images_folder(repo, "val")
+    finally:
+        server.shutdown()
+    assert f"{len(names)} unusable members skipped" in out, out
+    for name in names:
+        shown = name.rstrip("/").rsplit("/", 1)[-1] if not name.endswith("/") else ""
+        assert f"has an unusable file name {shown!r}" in out, (name, out)
+    ds = fo.load_dataset(f"hub-names-{layout}")
+    assert sorted(ds.values("filepath")) == sorted(os.path.join(folder, n) for n, _, _ in good)
+    assert f"{len(good)} images written and 0 already there" in out

@@ -22,7 +22,8 @@ final name is always whole). Then:
     the pull in one line: nothing of that shard is written and no dataset
     is made (shards finished before it stay, for the next pull)
 -   a member that is unusable (bytes that are not an image, no label, no
-    file name) is skipped: the summary counts the skipped members and
+    file name, or a name that is a folder's: ``..``, ``.``, empty, a dot
+    name, a WordNet id) is skipped: the summary counts the skipped members and
     names the first ones with what is wrong (a bad image costs only that
     image); a PNG under a .JPEG name is an image, as in ImageNet's own
     train split, and is kept
@@ -261,13 +262,17 @@ class _Writer:
                     raise ImageNetXError(
                         f"Shard '{shard}' labels '{name}' {label}, not an ImageNet-1k "
                         "class index (0-999): the repo is not ImageNet-1k")
-                seen.add(name)
                 path = image_path(self.folder, name)
                 if not os.path.exists(path):
                     tmp = os.path.join(stage, name)
                     with open(tmp, "wb") as f:
                         f.write(data)
                     staged.append((tmp, path))
+                elif os.path.isdir(path):  # not "already there"
+                    skipped.append((shard, where, f"has file name {name!r}, a folder of "
+                                                  "the pull"))
+                    continue
+                seen.add(name)
                 entries.append((name, label))
                 count(1)
             # the whole shard was read: its images go into place
