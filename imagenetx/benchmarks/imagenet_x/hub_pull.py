@@ -46,7 +46,7 @@ import time
 import uuid
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, List, Optional
 from urllib.parse import urlparse
 
 import fiftyone as fo
@@ -63,7 +63,7 @@ from imagenetx.benchmarks.imagenet_x import annotations as anno
 from imagenetx.benchmarks.imagenet_x.build import build_imagenet_dataset
 from imagenetx.classes.imagenet import class_table
 from imagenetx.store.datasets import check_new_dataset_name
-from imagenetx.store.hub import download_file, repo_snapshot
+from imagenetx.store.hub import download_file, hub_download_folder, repo_snapshot
 
 #: shards downloaded at once (downloads overlap with reading)
 DEFAULT_WORKERS = 4
@@ -178,6 +178,38 @@ def images_folder(snapshot: RepoSnapshot, split: str) -> str:
     org, name = snapshot.repo_id.split("/")
     return os.path.join(pulls_root(), endpoint_folder(snapshot.endpoint), org, name,
                         snapshot.revision, split)
+
+
+def pull_folder(source: dict) -> str:
+    """The folder of one pulled revision (all its splits), from what a
+    dataset's ``info["imagenetx"]["source"]`` records."""
+    org, name = source["hub"].split("/")
+    return os.path.join(pulls_root(), endpoint_folder(source["endpoint"]), org, name,
+                        source["revision"])
+
+
+def known_media_roots(dataset, paths: Iterable[str]) -> List[str]:
+    """The folders a dataset's media may lie in, as its Hub origin says: the
+    pull's folder of ImageNet shards (``info`` ``source``), the download
+    folder of a FiftyOne-format repo (``pulled_from``), and the repo folder
+    of any path already in one of those places (a copy re-attached with
+    ``--media-from``, a dataset FiftyOne's own ``load_from_hub`` made).
+    Empty for a dataset with no Hub origin (built from the user's files)."""
+    info = dataset.info.get("imagenetx") or {}
+    roots = []
+    if (info.get("source") or {}).get("hub") and info["source"].get("endpoint"):
+        roots.append(pull_folder(info["source"]))
+    if (info.get("pulled_from") or {}).get("hub"):
+        roots.append(hub_download_folder(info["pulled_from"]["hub"]))
+    # <pulls root>/<endpoint>/<ORG>/<NAME>/<commit>/..., <hub folder>/<ORG>/<NAME>/...
+    for top, depth in ((pulls_root(), 4), (os.path.dirname(hub_download_folder("o/n")), 2)):
+        top = os.path.join(top, "")
+        for path in map(os.path.normpath, paths):
+            if path.startswith(top):
+                parts = path[len(top):].split(os.sep)
+                if len(parts) > depth:
+                    roots.append(os.path.join(top, *parts[:depth]))
+    return list(dict.fromkeys(roots))
 
 
 def image_path(folder: str, file_name: str) -> str:
