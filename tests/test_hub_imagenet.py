@@ -612,3 +612,170 @@ def test_folder_names_are_unusable_members_skipped_by_name(
     ds = fo.load_dataset(f"hub-names-{layout}")
     assert sorted(ds.values("filepath")) == sorted(os.path.join(folder, n) for n, _, _ in good)
     assert f"{len(good)} images written and 0 already there" in out
+
+
+# --- media confined: a repo may name only its own files ----------------------
+
+
+def _fiftyone_repo(root, photos: list, outside: list, keep_photos: bool = True) -> None:
+    """A FiftyOne-format repo (as push_to_hub writes it) of real photos,
+    plus samples whose ``filepath`` a repo author chose: absolute paths and
+    ``../`` escapes, as ``samples.json`` allows."""
+    src = fo.Dataset()
+    src.add_samples([fo.Sample(filepath=str(p)) for p in photos])
+    src.export(str(root), dataset_type=fo.types.FiftyOneDataset, export_media=True)
+    src.delete()
+    (root / "fiftyone.yml").write_text("format: FiftyOneDataset\nname: passwd\ntags: []\n")
+    doc = json.loads((root / "samples.json").read_text())
+    template = doc["samples"][0]
+    if not keep_photos:
+        doc["samples"] = []
+    for k, path in enumerate(outside):
+        doc["samples"].append(dict(template, filepath=path, _id={"$oid": f"{k + 1:024x}"}))
+    (root / "samples.json").write_text(json.dumps(doc))
+
+
+@pytest.fixture(scope="module")
+def passwd_repo(tmp_path_factory, jpegs):
+    """``test-org/passwd``: two real photos and two samples whose media is
+    outside the repo: ``/etc/passwd`` and a file of the user's FiftyOne
+    folder named through ``../``."""
+    tmp = tmp_path_factory.mktemp("passwd")
+    photos = [tmp / "photos" / n for n in sorted(VAL)[:2]]
+    for p in photos:
+        p.parent.mkdir(exist_ok=True)
+        p.write_bytes(jpegs[p.name])
+    secret = os.path.join(fo.config.default_dataset_dir, "secret.txt")
+    os.makedirs(os.path.dirname(secret), exist_ok=True)
+    with open(secret, "w") as f:
+        f.write("the user's own file\n")
+    _fiftyone_repo(tmp / "repo", photos, ["/etc/passwd", "../../../../secret.txt"])
+    _fiftyone_repo(tmp / "only-outside", photos[:1], ["/etc/passwd"], keep_photos=False)
+    servers = [serve_repo(HUB_PORT, "test-org/passwd", str(tmp / "repo")),
+               serve_repo(HUB_PORT, "test-org/only-outside", str(tmp / "only-outside"))]
+    yield "test-org/passwd", secret
+    for server in servers:
+        server.shutdown()
+
+
+def test_a_pull_drops_and_names_samples_whose_media_is_outside_the_repo(passwd_repo, capsys):
+    """``/etc/passwd`` and a ``../`` escape into the FiftyOne folder: both
+    samples dropped, counted and named; the repo's own photos kept. A repo
+    that names no file of its own makes no dataset."""
+    from imagenetx.cli import main
+    from imagenetx.store.hub import hub_download_folder
+
+    repo, secret = passwd_repo
+    assert main(["load", "--hub", repo, "--name", "hub-passwd"]) == 0
+    out = capsys.readouterr().out
+    folder = hub_download_folder(repo)
+    assert (f"2 samples dropped: '{repo}' names media outside its download folder {folder} "
+            f"(/etc/passwd, {secret}), which a repo may not name") in out, out
+    ds = fo.load_dataset("hub-passwd")
+    assert len(ds) == 2
+    assert all(p.startswith(folder + os.sep) for p in ds.values("filepath"))
+
+    assert main(["load", "--hub", "test-org/only-outside", "--name", "hub-outside"]) == 2
+    err = capsys.readouterr().err
+    assert "'test-org/only-outside' names no media inside its download folder" in err
+    assert "(e.g. /etc/passwd)" in err and not fo.dataset_exists("hub-outside")
+
+
+def test_a_push_refuses_media_outside_the_repo_unless_named(passwd_repo, tmp_path, capsys,
+                                                            monkeypatch):
+    """A dataset FiftyOne's own load_from_hub made of the passwd repo (its
+    samples keep /etc/passwd): the push refuses in one line and uploads
+    nothing; naming the folder of the FiftyOne-folder file lets that one
+    through, and the push says what it uploads before it uploads."""
+    import fiftyone.utils.huggingface as fouh
+    from hub_server import accept_uploads
+
+    from imagenetx.cli import main
+
+    repo, secret = passwd_repo
+    uploads = tmp_path / "uploads"
+    accept_uploads(HUB_PORT, str(uploads), "test-user")
+    monkeypatch.setenv("HF_TOKEN", "write-token")
+    ds = fouh.load_from_hub(repo, name="hub-passwd-fo", overwrite=True, persistent=True)
+    assert "/etc/passwd" in ds.values("filepath")
+
+    assert main(["push", "--dataset", "hub-passwd-fo", "--repo", "test-user/leak"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert ("'hub-passwd-fo' has 2 samples whose media lies outside the folders its Hub "
+            "origin gives it") in err[0]
+    assert f"/etc/passwd, {secret}; a push would upload them" in err[0]
+    assert f"--allow-media-outside /etc {os.path.dirname(secret)}" in err[0]
+    assert not (uploads / "test-user" / "leak").exists()
+
+    ds.delete_samples(ds.match({"filepath": "/etc/passwd"}))
+    assert main(["push", "--dataset", "hub-passwd-fo", "--repo", "test-user/leak",
+                 "--allow-media-outside", os.path.dirname(secret)]) == 0
+    out = capsys.readouterr().out
+    assert out.index("Uploading 3 media files (") < out.index("Pushed 3 samples"), out
+    assert f"from 2 folders: " in out and f"{os.path.dirname(secret)} (1)" in out
+    pushed = sorted(os.listdir(uploads / "test-user" / "leak" / "data"))
+    assert "secret.txt" in pushed and "passwd" not in pushed
+
+
+# --- the pushed card: user strings shown as written, commands quoted ---------
+
+
+def test_the_card_shows_user_strings_as_code_and_quotes_its_commands(
+        repos, tmp_path, monkeypatch):
+    """A dataset name with ``<``, ``>`` and ``$(...)``, a field name with a
+    pipe, backticks and an HTML tag, a prompt with ``$(...)`` and a
+    checkpoint under the pusher's home: the rendered card holds no HTML of
+    theirs, each table row keeps its cells, the commands split back into
+    the same words, and no local folder but ``~`` is published."""
+    import shlex
+
+    from hub_server import accept_uploads
+    from markdown_it import MarkdownIt
+
+    from imagenetx.cli import main
+    from imagenetx.store.schema import declare_classification, raw_classification
+
+    home = tmp_path / "home" / "alice"
+    monkeypatch.setenv("HOME", str(home))
+    accept_uploads(HUB_PORT, str(tmp_path / "uploads"), "test-user")
+    monkeypatch.setenv("HF_TOKEN", "write-token")
+    name = "card<b>x</b>$(touch pwned)"
+    ds, _ = load_hub_dataset("test-org/imagenet-1k", name=name, overwrite=True)
+    labels = class_table().labels
+    field = "p|`<img src=x onerror=alert(1)>`"
+    prompt = "a photo of a {c} $(touch pwned) `id`"
+    records = {
+        field: {"spec": f"checkpoint:{home}/ckpts/model.pth", "arch": "resnet18"},
+        "zs": {"spec": "open_clip:ViT-B-32/openai", "prompt": prompt, "zero_shot": True},
+        "outside": {"spec": "checkpoint:/srv/alice-lab/model.pth", "arch": "resnet50"},
+    }
+    for f, record in records.items():
+        declare_classification(ds, f)
+        klass = [VAL[os.path.basename(p)] for p in ds.values("filepath")]
+        ds.set_values(f, [fo.Classification.from_dict(raw_classification(labels[k], k))
+                          for k in klass])
+        ds.get_field(f).info = {"imagenetx_model": record}
+        ds.get_field(f).save()
+    assert main(["push", "--dataset", name, "--repo", "test-user/card"]) == 0
+    card = (tmp_path / "uploads" / "test-user" / "card" / "README.md").read_text()
+    section = card[card.index("## ImageNet-X results"):]
+
+    html = MarkdownIt("commonmark").enable("table").render(section)
+    assert "<img src=x" not in html and "<b>" not in html, html  # only escaped
+    assert str(home) not in card and "/srv/alice-lab" not in card
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    table = MarkdownIt("commonmark").enable("table").parse("\n".join(rows[:1] + ["|---|---|---|"]
+                                                                    + rows[1:4]))
+    cells = [t.children[0].content if t.children else "" for t in table
+             if t.type == "inline"]
+    assert len(cells) == 12, cells  # 4 rows of 3 cells: no pipe split a cell
+    by_field = {cells[i]: cells[i + 1: i + 3] for i in range(3, 12, 3)}
+    assert set(by_field) == set(records) == {field, "zs", "outside"}
+    model, made = by_field[field]
+    assert model == "checkpoint:~/ckpts/model.pth"
+    assert shlex.split(made) == ["imagenetx", "predict", "--dataset", name, "--model",
+                                 "checkpoint:~/ckpts/model.pth", "--field", field,
+                                 "--arch", "resnet18"]
+    assert shlex.split(by_field["zs"][1])[-2:] == ["--prompt", prompt]
+    assert by_field["outside"][0] == "checkpoint:model.pth"

@@ -142,10 +142,16 @@ def _token(token: Optional[str]) -> Optional[str]:
     return token or os.environ.get("HF_TOKEN")
 
 
+def hub_downloads_root() -> str:
+    """The folder of FiftyOne's ``load_from_hub`` downloads, one
+    ``ORG/NAME`` folder per repo."""
+    return os.path.join(fo.config.default_dataset_dir, "huggingface", "hub")
+
+
 def hub_download_folder(repo_id: str) -> str:
     """Where FiftyOne's ``load_from_hub`` downloads a repo's files (its split
     and subset folders are inside it)."""
-    return os.path.join(fo.config.default_dataset_dir, "huggingface", "hub", repo_id)
+    return os.path.join(hub_downloads_root(), repo_id)
 
 
 @dataclass

@@ -63,7 +63,8 @@ from imagenetx.benchmarks.imagenet_x import annotations as anno
 from imagenetx.benchmarks.imagenet_x.build import build_imagenet_dataset
 from imagenetx.classes.imagenet import class_table
 from imagenetx.store.datasets import check_new_dataset_name
-from imagenetx.store.hub import download_file, hub_download_folder, repo_snapshot
+from imagenetx.store.hub import (
+    download_file, hub_download_folder, hub_downloads_root, repo_snapshot)
 
 #: shards downloaded at once (downloads overlap with reading)
 DEFAULT_WORKERS = 4
@@ -202,7 +203,7 @@ def known_media_roots(dataset, paths: Iterable[str]) -> List[str]:
     if (info.get("pulled_from") or {}).get("hub"):
         roots.append(hub_download_folder(info["pulled_from"]["hub"]))
     # <pulls root>/<endpoint>/<ORG>/<NAME>/<commit>/..., <hub folder>/<ORG>/<NAME>/...
-    for top, depth in ((pulls_root(), 4), (os.path.dirname(hub_download_folder("o/n")), 2)):
+    for top, depth in ((pulls_root(), 4), (hub_downloads_root(), 2)):
         top = os.path.join(top, "")
         for path in map(os.path.normpath, paths):
             if path.startswith(top):
