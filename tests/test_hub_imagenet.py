@@ -698,6 +698,7 @@ def test_a_push_refuses_media_outside_the_repo_unless_named(passwd_repo, tmp_pat
     monkeypatch.setenv("HF_TOKEN", "write-token")
     ds = fouh.load_from_hub(repo, name="hub-passwd-fo", overwrite=True, persistent=True)
     assert "/etc/passwd" in ds.values("filepath")
+    capsys.readouterr()  # load_from_hub's progress bars
 
     assert main(["push", "--dataset", "hub-passwd-fo", "--repo", "test-user/leak"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -707,6 +708,11 @@ def test_a_push_refuses_media_outside_the_repo_unless_named(passwd_repo, tmp_pat
     assert f"/etc/passwd, {secret}; a push would upload them" in err[0]
     assert f"--allow-media-outside /etc {os.path.dirname(secret)}" in err[0]
     assert not (uploads / "test-user" / "leak").exists()
+    # the App's form says the same before its Execute, and what naming a folder allows
+    assert _push_form("hub-passwd-fo", {}) == ("Error", err[0].split("error: ", 1)[1])
+    allowed = _push_form("hub-passwd-fo", {"allow_media_outside": "/etc\n"
+                                                                  + os.path.dirname(secret)})
+    assert allowed[0] == "Notice" and allowed[1].startswith("Uploading 4 media files (")
 
     ds.delete_samples(ds.match({"filepath": "/etc/passwd"}))
     assert main(["push", "--dataset", "hub-passwd-fo", "--repo", "test-user/leak",
@@ -779,3 +785,18 @@ def test_the_card_shows_user_strings_as_code_and_quotes_its_commands(
                                  "--arch", "resnet18"]
     assert shlex.split(by_field["zs"][1])[-2:] == ["--prompt", prompt]
     assert by_field["outside"][0] == "checkpoint:model.pth"
+
+
+def _push_form(dataset: str, params: dict) -> tuple:
+    """``(view, label)`` of the plan the App's push form shows."""
+    import fiftyone.operators as foo
+    from fiftyone.operators.executor import ExecutionContext
+
+    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+
+    install_plugin()
+    ctx = ExecutionContext(request_params={"dataset_name": dataset,
+                                           "params": dict(params, repo_id="test-user/x")})
+    form = foo.get_operator(f"{PLUGIN_NAME}/push_to_hub").resolve_input(ctx)
+    view = form.type.properties["plan"].view
+    return type(view).__name__, view.label
