@@ -62,6 +62,7 @@ from imagenetx.store.hub import RepoSnapshot
 from imagenetx.benchmarks.imagenet_x import annotations as anno
 from imagenetx.benchmarks.imagenet_x.build import build_imagenet_dataset
 from imagenetx.classes.imagenet import class_table
+from imagenetx.store.databases import server_identity
 from imagenetx.store.datasets import check_new_dataset_name
 from imagenetx.store.hub import (
     download_file, hub_download_folder, hub_downloads_root, repo_snapshot)
@@ -558,7 +559,29 @@ def pull_imagenet(
     info["source"] = source_info(snapshot, split, layout)
     dataset.info["imagenetx"] = info
     dataset.save()
+    record_database(os.path.dirname(fetch.folder))
     return dataset, PullSummary(snapshot.repo_id, layout, split, *fetch.stats, tagging)
+
+
+#: one json per database server whose datasets were given a pull's images
+DATABASES = ".databases"
+
+
+def record_database(folder: str) -> None:
+    """Notes in a pulled revision's folder (``<commit>/.databases/``) the
+    database server whose dataset now uses its images, so a ``cache
+    clear`` run against another server knows it cannot see that use."""
+    import hashlib
+
+    server = server_identity()
+    notes = os.path.join(folder, DATABASES)
+    os.makedirs(notes, exist_ok=True)
+    path = os.path.join(notes, hashlib.sha1(server["id"].encode()).hexdigest()[:16] + ".json")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(server, f)
+        os.replace(tmp, path)
 
 
 def source_info(snapshot: RepoSnapshot, split: Optional[str], layout: str) -> dict:
@@ -607,6 +630,7 @@ def reattach_media(dataset, repo_id: str, token: Optional[str] = None,
     for split in splits:
         images, _ = fetch_images(snapshot, layout, split, None, token, workers, progress)
         found.update(images)
+    record_database(os.path.dirname(images_folder(snapshot, splits[0])))
     matched = sum(n in found for n in names)
     if not matched:  # nothing to re-attach: change nothing
         raise ImageNetXError(
