@@ -18,6 +18,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
+import fiftyone as fo
+import fiftyone.core.odm as foo
+from pymongo.errors import PyMongoError
+
+from imagenetx.store.service import _redact
+
 #: databases of the server that are not FiftyOne's
 _SYSTEM = ("admin", "config", "local")
 
@@ -36,8 +42,6 @@ class FolderUse:
 
 
 def _client():
-    import fiftyone.core.odm as foo
-
     return foo.get_db_client()
 
 
@@ -46,11 +50,6 @@ def server_identity() -> Dict[str, str]:
     uses: its host and data folder as the server reports them (one server
     reached by two addresses is one server), else the address configured;
     the label is what a message shows (no credentials)."""
-    import fiftyone as fo
-    from pymongo.errors import PyMongoError
-
-    from imagenetx.store.service import _redact
-
     uri = fo.config.database_uri
     label = (_redact(uri) if uri else
              f"FiftyOne's own database ({fo.config.database_dir})")
@@ -77,9 +76,6 @@ def datasets_using(folders: Sequence[str], within: Optional[str] = None) -> Fold
         a :class:`FolderUse`; databases the server refuses to list or read
         are named in its ``unreadable``
     """
-    import fiftyone as fo
-    from pymongo.errors import PyMongoError
-
     use = FolderUse({f: [] for f in folders})
     if not folders:
         return use
