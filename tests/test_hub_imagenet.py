@@ -764,12 +764,16 @@ def test_the_card_shows_user_strings_as_code_and_quotes_its_commands(
         ds.get_field(f).info = {"imagenetx_model": record}
         ds.get_field(f).save()
     assert main(["push", "--dataset", name, "--repo", "test-user/card"]) == 0
-    card = (tmp_path / "uploads" / "test-user" / "card" / "README.md").read_text()
+    pushed = tmp_path / "uploads" / "test-user" / "card"
+    card = (pushed / "README.md").read_text()
     section = card[card.index("## ImageNet-X results"):]
 
-    html = MarkdownIt("commonmark").enable("table").render(section)
+    body = card.split("---", 2)[2]  # FiftyOne's card and ours, below the YAML header
+    html = MarkdownIt("commonmark").enable("table").render(body)
     assert "<img src=x" not in html and "<b>" not in html, html  # only escaped
-    assert str(home) not in card and "/srv/alice-lab" not in card
+    for published in (card, (pushed / "metadata.json").read_text()):
+        assert str(home) not in published and "/srv/alice-lab" not in published
+    assert "~/ckpts/model.pth" in (pushed / "metadata.json").read_text()
     rows = [line for line in section.splitlines() if line.startswith("| ")]
     table = MarkdownIt("commonmark").enable("table").parse("\n".join(rows[:1] + ["|---|---|---|"]
                                                                     + rows[1:4]))

@@ -191,13 +191,23 @@ def push_results(
     with tempfile.TemporaryDirectory(prefix="imagenetx-push-") as tmp:
         chart = _chart_png(dataset, fields, os.path.join(tmp, "error_ratios.png"))
         pushed = dataset
+        info, fields_info = _public_infos(dataset)
         if stand_ins:
             pushed = _with_stand_ins(dataset, os.path.join(tmp, "media"))
+        elif info is not None or fields_info:  # the copy pushed shows no local folder
+            pushed = dataset.clone(f"{dataset.name}-for-hub-{uuid.uuid4().hex[:6]}")
         try:
+            if info is not None:
+                pushed.info = info
+                pushed.save()
+            for field, field_info in fields_info.items():
+                pushed.get_field(field).info = field_info
+                pushed.get_field(field).save()
+            # FiftyOne's card shows the dataset name as a heading: as code there too
             fouh.push_to_hub(
                 pushed, name, private=private, token=token, preview_path=chart,
                 description=f"{dataset.name}: ImageNet-X factors and predictions",
-                tags=["imagenet-x"])
+                tags=["imagenet-x"], pretty_name=code_span(dataset.name, False))
             card = _card_section(dataset, repo_id, fields, evaluations, source,
                                  stand_ins, chart is not None)
             _append_to_card(repo_id, card, token)
@@ -211,6 +221,38 @@ def push_results(
     media = (f"1-pixel stand-ins (images of the gated '{source['hub']}' not uploaded)"
              if stand_ins else "uploaded")
     return PushSummary(repo_id, len(dataset), fields, evaluations, media)
+
+
+def _public_infos(dataset) -> tuple:
+    """``(dataset info, {field: field info})`` with every local path made
+    public (:func:`public_text`): the dataset's info (None when it holds no
+    local path) and the infos of the fields whose info holds one."""
+    info = _public(dataset.info)
+    fields = {}
+    for name, f in dataset.get_field_schema().items():
+        if f.info and _public(f.info) != f.info:
+            fields[name] = _public(f.info)
+    return (None if info == dataset.info else info), fields
+
+
+def _public(value):
+    if isinstance(value, dict):
+        return {k: _public(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_public(v) for v in value]
+    return public_text(value) if isinstance(value, str) else value
+
+
+def public_text(text: str) -> str:
+    """A recorded string as a card or a pushed dataset shows it: a local
+    path (``/home/alice/ckpt.pth``) or a spec holding one
+    (``checkpoint:/home/alice/ckpt.pth``) made public
+    (:func:`public_path`); anything else as it is."""
+    if _is_local_path(text):
+        return public_path(text)
+    if re.match(r"^[A-Za-z_]+:(/(?!/)|~)", text):  # not a URL (scheme://)
+        return public_spec(text)
+    return text
 
 
 def _with_stand_ins(dataset, folder: str):
@@ -295,7 +337,7 @@ def public_spec(spec: str) -> str:
 
 
 def _is_local_path(text: str) -> bool:
-    return text.startswith(("/", "~", "./", "../")) or os.path.isabs(text)
+    return text.startswith(("/", "~/", "./", "../")) or text == "~" or os.path.isabs(text)
 
 
 def _command(dataset: str, field: str, run: dict) -> Optional[str]:
