@@ -7,10 +7,15 @@ import fiftyone.operators.types as types
 from .forms import (
     add_new_dataset_inputs,
     built_dataset_result,
+    is_large,
     new_dataset_params,
     run_with_progress,
     user_errors,
 )
+
+#: the most samples whose push the form plans as it is filled in (each file
+#: is looked at)
+PLAN_UP_TO = 100_000
 
 
 class LoadFromHub(foo.Operator):
@@ -104,7 +109,11 @@ class PushToHub(foo.Operator):
                    description="optional: folders (one per line) whose files may be "
                                "uploaded though they lie outside the folders a dataset from "
                                "the Hub got its media from")
-        if ctx.dataset is not None:  # what it will upload, or why it refuses
+        if is_large(lambda c: c.dataset, ctx, PLAN_UP_TO):  # the form stays quick
+            inputs.view("plan", types.Notice(
+                label="The push says what it uploads when it runs (and refuses media outside "
+                      "the folders a dataset from the Hub got its files from)"))
+        elif ctx.dataset is not None:  # what it will upload, or why it refuses
             from imagenetx.errors import ImageNetXError
             from imagenetx.present.push import plan_push
 

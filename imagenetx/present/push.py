@@ -119,8 +119,9 @@ def plan_push(dataset, with_media: bool = False,
         if refused:
             paths = [p for _, p in refused]
             folders = list(dict.fromkeys(os.path.dirname(os.path.abspath(p)) for p in paths))
+            n = len({i for i, _ in refused})
             raise ImageNetXError(
-                f"Dataset '{dataset.name}' has {len({i for i, _ in refused}):,} samples whose "
+                f"Dataset '{dataset.name}' has {n:,} sample{'s' if n > 1 else ''} whose "
                 f"media lies outside the folders its Hub origin gives it ({', '.join(roots)}): "
                 f"{examples(paths)}; a push would upload them. Delete those samples, or name "
                 "their folders to upload them: --allow-media-outside "

@@ -37,6 +37,7 @@ before it are done; it appears under its name only once every shard is in,
 and its info records the repo, commit and endpoint it came from.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -571,8 +572,6 @@ def record_database(folder: str) -> None:
     """Notes in a pulled revision's folder (``<commit>/.databases/``) the
     database server whose dataset now uses its images, so a ``cache
     clear`` run against another server knows it cannot see that use."""
-    import hashlib
-
     server = server_identity()
     notes = os.path.join(folder, DATABASES)
     os.makedirs(notes, exist_ok=True)
