@@ -809,95 +809,86 @@ def _push_form(dataset: str, params: dict) -> tuple:
 # --- cache clear: other databases, other servers, other tools' files ---------
 
 
-def _pull_in_subprocess(env: dict, repo: str, name: str) -> None:
-    """``imagenetx load --hub`` in its own process (the command line: it
-    starts the project's database service where the environment asks)."""
-    done = subprocess.run([sys.executable, "-m", "imagenetx", "load", "--hub", repo,
-                           "--name", name], env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
-def _cache_list(capsys, repo: str) -> dict:
+def _cache_list(capsys) -> dict:
+    """repo -> its pull, as `cache list --json` gives it."""
     from imagenetx.cli import main
 
     assert main(["cache", "list", "--json"]) == 0
-    pulls = [p for p in json.loads(capsys.readouterr().out)["pulls"] if p["repo"] == repo]
-    assert len(pulls) == 1, pulls
-    return pulls[0]
+    return {p["repo"]: p for p in json.loads(capsys.readouterr().out)["pulls"]}
 
 
-def test_cache_clear_spares_a_pull_another_database_uses(jpegs, tmp_path, tmp_env, capsys):
-    """A pull made into a second database (another FIFTYONE_DATABASE_NAME on
-    the same server and FiftyOne folder) is used: `cache clear` here keeps
-    it. Once that database is gone, the clear removes the pull's images and
-    the shards it read, while a file another tool put in the same Hub cache
-    commit stays."""
+def test_cache_clear_spares_pulls_other_databases_and_servers_use(
+        jpegs, tmp_path, tmp_env, capsys):
+    """Two pulls made by other processes: one into a second database
+    (another FIFTYONE_DATABASE_NAME on the same server and FiftyOne folder),
+    one into a database on another server (the project's database service
+    on another data folder). `cache clear` here keeps the first (its dataset
+    is named) and keeps the second naming that server (its datasets cannot
+    be seen from here). Once the second database is gone, the clear removes
+    the first pull's images and the shards it read, while a file another
+    tool put in the same Hub cache commit stays; --force removes the second."""
     import fiftyone.core.odm as foo
     from huggingface_hub import hf_hub_download, scan_cache_dir
 
     from imagenetx.cli import main
 
-    repo, root = "test-org/two-databases", tmp_path / "repo"
-    _wds_repo(root, jpegs)
-    (root / "README.md").write_text("another tool reads this\n")
-    other = f"{fo.config.database_name}-other"
-    server = serve_repo(HUB_PORT, repo, str(root))
+    two_dbs, other_server = "test-org/two-databases", "test-org/other-server"
+    for repo in (two_dbs, other_server):
+        _wds_repo(tmp_path / repo, jpegs)
+    (tmp_path / two_dbs / "README.md").write_text("another tool reads this\n")
+    other_db = f"{fo.config.database_name}-other"
+    data_folder = tmp_path / "other-server-data"
+    server_env = dict(tmp_env, FIFTYONE_DATABASE_DIR=str(data_folder),
+                      IMAGENETX_DB_AUTOSTART="1")
+    servers = [serve_repo(HUB_PORT, r, str(tmp_path / r)) for r in (two_dbs, other_server)]
     try:
-        _pull_in_subprocess(dict(tmp_env, FIFTYONE_DATABASE_NAME=other), repo, "hub-other-db")
-        revision = repo_snapshot(repo).revision
-        readme = hf_hub_download(repo, "README.md", repo_type="dataset", revision=revision)
+        # one after the other: run at once, the first pull's dataset was not
+        # found on this server (FiftyOne's own database may attach to another
+        # mongod it finds running)
+        for env, repo, name in ((dict(tmp_env, FIFTYONE_DATABASE_NAME=other_db), two_dbs,
+                                 "hub-other-db"),
+                                (server_env, other_server, "hub-other-server")):
+            done = subprocess.run([sys.executable, "-m", "imagenetx", "load", "--hub", repo,
+                                   "--name", name], env=env, capture_output=True, text=True,
+                                  timeout=300)
+            assert done.returncode == 0, done.stdout + done.stderr
+        revision = repo_snapshot(two_dbs).revision
+        readme = hf_hub_download(two_dbs, "README.md", repo_type="dataset", revision=revision)
+        second = repo_snapshot(other_server).revision
+    finally:
+        for server in servers:
+            server.shutdown()
+        subprocess.run([sys.executable, "-m", "imagenetx", "db", "stop"], env=server_env,
+                       capture_output=True, timeout=120)
+    try:
+        listed = _cache_list(capsys)
+        pull, elsewhere = listed[two_dbs], listed[other_server]
+        assert pull["used_by"] == [f"hub-other-db (database {other_db})"]
+        assert pull["images"] == 4 and pull["unseen"] == []
+        assert elsewhere["used_by"] == [] and len(elsewhere["unseen"]) == 1, elsewhere
+        unseen = elsewhere["unseen"][0]
+        assert unseen.startswith("a dataset on another database server, mongodb://127.0.0.1:")
+        assert unseen.endswith(f":{data_folder})"), unseen  # (data folder HOST:PATH)
 
-        pull = _cache_list(capsys, repo)
-        assert pull["used_by"] == [f"hub-other-db (database {other})"] and pull["images"] == 4
-        assert main(["cache", "clear"]) == 0
-        assert repo not in capsys.readouterr().out
-        assert os.path.isdir(pull["folder"])
-
-        foo.get_db_client().drop_database(other)
         assert main(["cache", "clear"]) == 0
         out = capsys.readouterr().out
-        assert f"removed {repo} @ {revision[:12]}" in out, out
+        assert f"removed {two_dbs}" not in out and os.path.isdir(pull["folder"])
+        assert f"kept {other_server} @ {second[:12]}" in out and f"may be used by {unseen}" in out
+        assert "pass --force to remove them" in out and os.path.isdir(elsewhere["folder"])
+
+        foo.get_db_client().drop_database(other_db)
+        assert main(["cache", "clear"]) == 0
+        out = capsys.readouterr().out
+        assert f"removed {two_dbs} @ {revision[:12]}" in out, out
+        assert not os.path.exists(pull["folder"]) and os.path.isdir(elsewhere["folder"])
     finally:
-        foo.get_db_client().drop_database(other)
-        server.shutdown()
-    assert not os.path.exists(pull["folder"])
+        foo.get_db_client().drop_database(other_db)
     files = {os.path.basename(str(f.file_path)) for c in scan_cache_dir().repos
-             if c.repo_id == repo for r in c.revisions if r.commit_hash == revision
+             if c.repo_id == two_dbs for r in c.revisions if r.commit_hash == revision
              for f in r.files}
     assert files == {"README.md"}  # the shards gone, the other tool's file kept
     assert open(readme).read() == "another tool reads this\n"
 
-
-def test_cache_clear_keeps_a_pull_given_to_another_database_server(
-        jpegs, tmp_path, tmp_env, capsys):
-    """A pull whose dataset lives on another database server (the project's
-    database service on another data folder, the same FiftyOne dataset
-    folder) cannot be seen from here: `cache list` and `cache clear` name
-    that server and keep it; --force removes it."""
-    from imagenetx.cli import main
-
-    repo, root = "test-org/other-server", tmp_path / "repo"
-    _wds_repo(root, jpegs)
-    server = serve_repo(HUB_PORT, repo, str(root))
-    other_dir = tmp_path / "other-db"
-    env = dict(tmp_env, FIFTYONE_DATABASE_DIR=str(other_dir), IMAGENETX_DB_AUTOSTART="1")
-    try:
-        _pull_in_subprocess(env, repo, "hub-other-server")
-        revision = repo_snapshot(repo).revision
-    finally:
-        server.shutdown()
-        subprocess.run([sys.executable, "-m", "imagenetx", "db", "stop"], env=env,
-                       capture_output=True, timeout=120)
-    pull = _cache_list(capsys, repo)
-    assert len(pull["unseen"]) == 1 and pull["used_by"] == [], pull
-    unseen = pull["unseen"][0]
-    assert unseen.startswith("a dataset on another database server, mongodb://127.0.0.1:")
-    assert pull["used_by"] == [] and pull["unseen"] == [unseen]
-    assert main(["cache", "clear"]) == 0
-    out = capsys.readouterr().out
-    assert f"kept {repo} @ {revision[:12]}" in out and f"may be used by {unseen}" in out
-    assert "pass --force to remove them" in out and os.path.isdir(pull["folder"])
     assert main(["cache", "clear", "--force"]) == 0
-    assert f"removed {repo} @ {revision[:12]}" in capsys.readouterr().out
-    assert not os.path.exists(pull["folder"])
+    assert f"removed {other_server} @ {second[:12]}" in capsys.readouterr().out
+    assert not os.path.exists(elsewhere["folder"])

@@ -55,11 +55,13 @@ def server_identity() -> Dict[str, str]:
              f"FiftyOne's own database ({fo.config.database_dir})")
     try:
         admin = _client().admin
-        path = admin.command("getCmdLineOpts")["parsed"]["storage"]["dbPath"]
+        path = os.path.abspath(admin.command("getCmdLineOpts")["parsed"]["storage"]["dbPath"])
         host = admin.command("hostInfo")["system"]["hostname"]
-        return {"id": f"{host}:{os.path.abspath(path)}", "label": label}
     except (PyMongoError, KeyError):  # a server that does not say (no rights)
         return {"id": label, "label": label}
+    if uri:  # an address may change (a service's port): its data folder does not
+        label = f"{label} (data folder {host}:{path})"
+    return {"id": f"{host}:{path}", "label": label}
 
 
 def datasets_using(folders: Sequence[str], within: Optional[str] = None) -> FolderUse:
