@@ -204,7 +204,7 @@ def caches() -> List[Line]:
     from imagenetx.benchmarks.imagenet_x.pull_cache import cached_pulls
 
     pulls = cached_pulls()
-    unused = [p for p in pulls if not p.used_by and not p.pulling]
+    unused = [p for p in pulls if p.unused]
     text = (f"{len(pulls)} on disk, {format_size(sum(p.size for p in pulls))}"
             + (f"; {len(unused)} no dataset uses ({format_size(sum(p.size for p in unused))}): "
                "`imagenetx cache clear` removes them" if unused else ""))

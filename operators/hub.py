@@ -7,10 +7,15 @@ import fiftyone.operators.types as types
 from .forms import (
     add_new_dataset_inputs,
     built_dataset_result,
+    is_large,
     new_dataset_params,
     run_with_progress,
     user_errors,
 )
+
+#: the most samples whose push the form plans as it is filled in (each file
+#: is looked at)
+PLAN_UP_TO = 100_000
 
 
 class LoadFromHub(foo.Operator):
@@ -89,6 +94,7 @@ class PushToHub(foo.Operator):
         return foo.OperatorConfig(
             name="push_to_hub",
             label="ImageNet-X: push results to the Hugging Face Hub",
+            dynamic=True,
             allow_immediate_execution=True,
             allow_delegated_execution=True,
         )
@@ -99,6 +105,23 @@ class PushToHub(foo.Operator):
                    description="USER/NAME, in your token's namespace")
         inputs.bool("private", default=False, label="Private repo")
         inputs.bool("with_media", default=False, label="Upload images from gated repos too")
+        inputs.str("allow_media_outside", label="Allow media outside",
+                   description="optional: folders (one per line) whose files may be "
+                               "uploaded though they lie outside the folders a dataset from "
+                               "the Hub got its media from")
+        if is_large(lambda c: c.dataset, ctx, PLAN_UP_TO):  # the form stays quick
+            inputs.view("plan", types.Notice(
+                label="The push says what it uploads when it runs (and refuses media outside "
+                      "the folders a dataset from the Hub got its files from)"))
+        elif ctx.dataset is not None:  # what it will upload, or why it refuses
+            from imagenetx.errors import ImageNetXError
+            from imagenetx.present.push import plan_push
+
+            try:
+                plan = plan_push(ctx.dataset, **_media_params(ctx))
+                inputs.view("plan", types.Notice(label=str(plan)))
+            except ImageNetXError as e:
+                inputs.view("plan", types.Error(label=str(e)))
         return types.Property(inputs, view=types.View(label="Push to the Hub"))
 
     @user_errors
@@ -107,11 +130,18 @@ class PushToHub(foo.Operator):
 
         summary = push_results(
             ctx.dataset, ctx.params["repo_id"], private=bool(ctx.params.get("private")),
-            with_media=bool(ctx.params.get("with_media")),
-            token=ctx.secrets.get("HF_TOKEN"))
+            token=ctx.secrets.get("HF_TOKEN"), **_media_params(ctx))
         return {"summary": str(summary)}
 
     def resolve_output(self, ctx):
         outputs = types.Object()
         outputs.str("summary", label="Result")
         return types.Property(outputs)
+
+
+def _media_params(ctx) -> dict:
+    """The form's media choices as :func:`imagenetx.present.push.plan_push`
+    takes them."""
+    folders = (ctx.params.get("allow_media_outside") or "").splitlines()
+    return {"with_media": bool(ctx.params.get("with_media")),
+            "allow_media_outside": [f.strip() for f in folders if f.strip()]}

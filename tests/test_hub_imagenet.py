@@ -571,3 +571,324 @@ def test_a_bad_shard_is_refused_and_a_bad_member_skipped_by_name(
 
         with Image.open(os.path.join(folder, "ILSVRC2012_val_00000002.JPEG")) as image:
             assert image.format == "PNG"
+
+
+# --- member names that are folders -------------------------------------------
+
+
+@pytest.mark.parametrize("layout, names", [
+    ("webdataset", ["..", ".", ".shards"]),
+    ("parquet", [".", "n01440764/", "n01440764"]),
+])
+def test_folder_names_are_unusable_members_skipped_by_name(
+        jpegs, tmp_path, capsys, layout, names):
+    """A member named ``..``, ``.``, a dot name (the pull's own folders), an
+    empty base name or a WordNet id (a training class folder) is skipped and
+    named; it never becomes a sample whose file is a folder of the pull."""
+    from imagenetx.cli import main
+
+    val = sorted(VAL)
+    bad = [(name, jpegs[val[0]], VAL[val[0]]) for name in names]
+    good = [(n, jpegs[n], VAL[n]) for n in val[1:]]
+    root = tmp_path / "repo"
+    if layout == "webdataset":
+        _tar(root / "imagenet1k-validation-00.tar",
+             [(f"k{i}", data, klass, name) for i, (name, data, klass) in enumerate(bad)]
+             + [(n[:-5], data, klass, n) for n, data, klass in good])
+    else:
+        _parquet(root / "data" / "validation-00000-of-00001.parquet", bad + good)
+    repo = f"test-org/folder-names-{layout}"
+    server = serve_repo(HUB_PORT, repo, str(root))
+    try:
+        assert main(["load", "--hub", repo, "--name", f"hub-names-{layout}"]) == 0
+        out = capsys.readouterr().out
+        folder = images_folder(repo, "val")
+    finally:
+        server.shutdown()
+    assert f"{len(names)} unusable members skipped" in out, out
+    for name in names:
+        shown = name.rstrip("/").rsplit("/", 1)[-1] if not name.endswith("/") else ""
+        assert f"has an unusable file name {shown!r}" in out, (name, out)
+    ds = fo.load_dataset(f"hub-names-{layout}")
+    assert sorted(ds.values("filepath")) == sorted(os.path.join(folder, n) for n, _, _ in good)
+    assert f"{len(good)} images written and 0 already there" in out
+
+
+# --- media confined: a repo may name only its own files ----------------------
+
+
+def _fiftyone_repo(root, photos: list, outside: list, keep_photos: bool = True) -> None:
+    """A FiftyOne-format repo (as push_to_hub writes it) of real photos,
+    plus samples whose ``filepath`` a repo author chose: absolute paths and
+    ``../`` escapes, as ``samples.json`` allows."""
+    src = fo.Dataset()
+    src.add_samples([fo.Sample(filepath=str(p)) for p in photos])
+    src.export(str(root), dataset_type=fo.types.FiftyOneDataset, export_media=True)
+    src.delete()
+    (root / "fiftyone.yml").write_text("format: FiftyOneDataset\nname: passwd\ntags: []\n")
+    doc = json.loads((root / "samples.json").read_text())
+    template = doc["samples"][0]
+    if not keep_photos:
+        doc["samples"] = []
+    for k, path in enumerate(outside):
+        doc["samples"].append(dict(template, filepath=path, _id={"$oid": f"{k + 1:024x}"}))
+    (root / "samples.json").write_text(json.dumps(doc))
+
+
+@pytest.fixture(scope="module")
+def passwd_repo(tmp_path_factory, jpegs):
+    """``test-org/passwd``: two real photos and two samples whose media is
+    outside the repo: ``/etc/passwd`` and a file of the user's FiftyOne
+    folder named through ``../``."""
+    tmp = tmp_path_factory.mktemp("passwd")
+    photos = [tmp / "photos" / n for n in sorted(VAL)[:2]]
+    for p in photos:
+        p.parent.mkdir(exist_ok=True)
+        p.write_bytes(jpegs[p.name])
+    secret = os.path.join(fo.config.default_dataset_dir, "secret.txt")
+    os.makedirs(os.path.dirname(secret), exist_ok=True)
+    with open(secret, "w") as f:
+        f.write("the user's own file\n")
+    _fiftyone_repo(tmp / "repo", photos, ["/etc/passwd", "../../../../secret.txt"])
+    _fiftyone_repo(tmp / "only-outside", photos[:1], ["/etc/passwd"], keep_photos=False)
+    servers = [serve_repo(HUB_PORT, "test-org/passwd", str(tmp / "repo")),
+               serve_repo(HUB_PORT, "test-org/only-outside", str(tmp / "only-outside"))]
+    yield "test-org/passwd", secret
+    for server in servers:
+        server.shutdown()
+
+
+def test_a_pull_drops_and_names_samples_whose_media_is_outside_the_repo(passwd_repo, capsys):
+    """``/etc/passwd`` and a ``../`` escape into the FiftyOne folder: both
+    samples dropped, counted and named; the repo's own photos kept. A repo
+    that names no file of its own makes no dataset."""
+    from imagenetx.cli import main
+    from imagenetx.store.hub import hub_download_folder
+
+    repo, secret = passwd_repo
+    assert main(["load", "--hub", repo, "--name", "hub-passwd"]) == 0
+    out = capsys.readouterr().out
+    folder = hub_download_folder(repo)
+    assert (f"2 samples dropped: '{repo}' names media outside its download folder {folder} "
+            f"(/etc/passwd, {secret}), which a repo may not name") in out, out
+    ds = fo.load_dataset("hub-passwd")
+    assert len(ds) == 2
+    assert all(p.startswith(folder + os.sep) for p in ds.values("filepath"))
+
+    assert main(["load", "--hub", "test-org/only-outside", "--name", "hub-outside"]) == 2
+    err = capsys.readouterr().err
+    assert "'test-org/only-outside' names no media inside its download folder" in err
+    assert "(e.g. /etc/passwd)" in err and not fo.dataset_exists("hub-outside")
+
+
+def test_a_push_refuses_media_outside_the_repo_unless_named(passwd_repo, tmp_path, capsys,
+                                                            monkeypatch):
+    """A dataset FiftyOne's own load_from_hub made of the passwd repo (its
+    samples keep /etc/passwd): the push refuses in one line and uploads
+    nothing; naming the folder of the FiftyOne-folder file lets that one
+    through, and the push says what it uploads before it uploads."""
+    import fiftyone.utils.huggingface as fouh
+    from hub_server import accept_uploads
+
+    from imagenetx.cli import main
+
+    repo, secret = passwd_repo
+    uploads = tmp_path / "uploads"
+    accept_uploads(HUB_PORT, str(uploads), "test-user")
+    monkeypatch.setenv("HF_TOKEN", "write-token")
+    ds = fouh.load_from_hub(repo, name="hub-passwd-fo", overwrite=True, persistent=True)
+    assert "/etc/passwd" in ds.values("filepath")
+    capsys.readouterr()  # load_from_hub's progress bars
+
+    assert main(["push", "--dataset", "hub-passwd-fo", "--repo", "test-user/leak"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert ("'hub-passwd-fo' has 2 samples whose media lies outside the folders its Hub "
+            "origin gives it") in err[0]
+    assert f"/etc/passwd, {secret}; a push would upload them" in err[0]
+    assert f"--allow-media-outside /etc {os.path.dirname(secret)}" in err[0]
+    assert not (uploads / "test-user" / "leak").exists()
+    # the App's form says the same before its Execute, and what naming a folder allows
+    assert _push_form("hub-passwd-fo", {}) == ("Error", err[0].split("error: ", 1)[1])
+    allowed = _push_form("hub-passwd-fo", {"allow_media_outside": "/etc\n"
+                                                                  + os.path.dirname(secret)})
+    assert allowed[0] == "Notice" and allowed[1].startswith("Uploading 4 media files (")
+
+    ds.delete_samples(ds.match({"filepath": "/etc/passwd"}))
+    assert main(["push", "--dataset", "hub-passwd-fo", "--repo", "test-user/leak",
+                 "--allow-media-outside", os.path.dirname(secret)]) == 0
+    out = capsys.readouterr().out
+    assert out.index("Uploading 3 media files (") < out.index("Pushed 3 samples"), out
+    assert f"from 2 folders: " in out and f"{os.path.dirname(secret)} (1)" in out
+    pushed = sorted(os.listdir(uploads / "test-user" / "leak" / "data"))
+    assert "secret.txt" in pushed and "passwd" not in pushed
+
+
+# --- the pushed card: user strings shown as written, commands quoted ---------
+
+
+def test_the_card_shows_user_strings_as_code_and_quotes_its_commands(
+        repos, tmp_path, monkeypatch):
+    """A dataset name with ``<``, ``>`` and ``$(...)``, a field name with a
+    pipe, backticks and an HTML tag, a prompt with ``$(...)`` and a
+    checkpoint under the pusher's home: the rendered card holds no HTML of
+    theirs, each table row keeps its cells, the commands split back into
+    the same words, and no local folder but ``~`` is published."""
+    import shlex
+
+    from hub_server import accept_uploads
+    from markdown_it import MarkdownIt
+
+    from imagenetx.cli import main
+    from imagenetx.store.schema import declare_classification, raw_classification
+
+    home = tmp_path / "home" / "alice"
+    monkeypatch.setenv("HOME", str(home))
+    accept_uploads(HUB_PORT, str(tmp_path / "uploads"), "test-user")
+    monkeypatch.setenv("HF_TOKEN", "write-token")
+    name = "card<b>x</b>$(touch pwned)"
+    ds, _ = load_hub_dataset("test-org/imagenet-1k", name=name, overwrite=True)
+    labels = class_table().labels
+    field = "p|`<img src=x onerror=alert(1)>`"
+    prompt = "a photo of a {c} $(touch pwned) `id`"
+    records = {
+        field: {"spec": f"checkpoint:{home}/ckpts/model.pth", "arch": "resnet18"},
+        "zs": {"spec": "open_clip:ViT-B-32/openai", "prompt": prompt, "zero_shot": True},
+        "outside": {"spec": "checkpoint:/srv/alice-lab/model.pth", "arch": "resnet50"},
+    }
+    for f, record in records.items():
+        declare_classification(ds, f)
+        klass = [VAL[os.path.basename(p)] for p in ds.values("filepath")]
+        ds.set_values(f, [fo.Classification.from_dict(raw_classification(labels[k], k))
+                          for k in klass])
+        ds.get_field(f).info = {"imagenetx_model": record}
+        ds.get_field(f).save()
+    assert main(["push", "--dataset", name, "--repo", "test-user/card"]) == 0
+    pushed = tmp_path / "uploads" / "test-user" / "card"
+    card = (pushed / "README.md").read_text()
+    section = card[card.index("## ImageNet-X results"):]
+
+    body = card.split("---", 2)[2]  # FiftyOne's card and ours, below the YAML header
+    html = MarkdownIt("commonmark").enable("table").render(body)
+    assert "<img src=x" not in html and "<b>" not in html, html  # only escaped
+    for published in (card, (pushed / "metadata.json").read_text()):
+        assert str(home) not in published and "/srv/alice-lab" not in published
+    assert "~/ckpts/model.pth" in (pushed / "metadata.json").read_text()
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    table = MarkdownIt("commonmark").enable("table").parse("\n".join(rows[:1] + ["|---|---|---|"]
+                                                                    + rows[1:4]))
+    cells = [t.children[0].content if t.children else "" for t in table
+             if t.type == "inline"]
+    assert len(cells) == 12, cells  # 4 rows of 3 cells: no pipe split a cell
+    by_field = {cells[i]: cells[i + 1: i + 3] for i in range(3, 12, 3)}
+    assert set(by_field) == set(records) == {field, "zs", "outside"}
+    model, made = by_field[field]
+    assert model == "checkpoint:~/ckpts/model.pth"
+    assert shlex.split(made) == ["imagenetx", "predict", "--dataset", name, "--model",
+                                 "checkpoint:~/ckpts/model.pth", "--field", field,
+                                 "--arch", "resnet18"]
+    assert shlex.split(by_field["zs"][1])[-2:] == ["--prompt", prompt]
+    assert by_field["outside"][0] == "checkpoint:model.pth"
+
+
+def _push_form(dataset: str, params: dict) -> tuple:
+    """``(view, label)`` of the plan the App's push form shows."""
+    import fiftyone.operators as foo
+    from fiftyone.operators.executor import ExecutionContext
+
+    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+
+    install_plugin()
+    ctx = ExecutionContext(request_params={"dataset_name": dataset,
+                                           "params": dict(params, repo_id="test-user/x")})
+    form = foo.get_operator(f"{PLUGIN_NAME}/push_to_hub").resolve_input(ctx)
+    view = form.type.properties["plan"].view
+    return type(view).__name__, view.label
+
+
+# --- cache clear: other databases, other servers, other tools' files ---------
+
+
+def _cache_list(capsys) -> dict:
+    """repo -> its pull, as `cache list --json` gives it."""
+    from imagenetx.cli import main
+
+    assert main(["cache", "list", "--json"]) == 0
+    return {p["repo"]: p for p in json.loads(capsys.readouterr().out)["pulls"]}
+
+
+def test_cache_clear_spares_pulls_other_databases_and_servers_use(
+        jpegs, tmp_path, tmp_env, capsys):
+    """Two pulls made by other processes: one into a second database
+    (another FIFTYONE_DATABASE_NAME on the same server and FiftyOne folder),
+    one into a database on another server (the project's database service
+    on another data folder). `cache clear` here keeps the first (its dataset
+    is named) and keeps the second naming that server (its datasets cannot
+    be seen from here). Once the second database is gone, the clear removes
+    the first pull's images and the shards it read, while a file another
+    tool put in the same Hub cache commit stays; --force removes the second."""
+    import fiftyone.core.odm as foo
+    from huggingface_hub import hf_hub_download, scan_cache_dir
+
+    from imagenetx.cli import main
+
+    two_dbs, other_server = "test-org/two-databases", "test-org/other-server"
+    for repo in (two_dbs, other_server):
+        _wds_repo(tmp_path / repo, jpegs)
+    (tmp_path / two_dbs / "README.md").write_text("another tool reads this\n")
+    other_db = f"{fo.config.database_name}-other"
+    data_folder = tmp_path / "other-server-data"
+    server_env = dict(tmp_env, FIFTYONE_DATABASE_DIR=str(data_folder),
+                      IMAGENETX_DB_AUTOSTART="1")
+    servers = [serve_repo(HUB_PORT, r, str(tmp_path / r)) for r in (two_dbs, other_server)]
+    try:
+        # one after the other: run at once, the first pull's dataset was not
+        # found on this server (FiftyOne's own database may attach to another
+        # mongod it finds running)
+        for env, repo, name in ((dict(tmp_env, FIFTYONE_DATABASE_NAME=other_db), two_dbs,
+                                 "hub-other-db"),
+                                (server_env, other_server, "hub-other-server")):
+            done = subprocess.run([sys.executable, "-m", "imagenetx", "load", "--hub", repo,
+                                   "--name", name], env=env, capture_output=True, text=True,
+                                  timeout=300)
+            assert done.returncode == 0, done.stdout + done.stderr
+        revision = repo_snapshot(two_dbs).revision
+        readme = hf_hub_download(two_dbs, "README.md", repo_type="dataset", revision=revision)
+        second = repo_snapshot(other_server).revision
+    finally:
+        for server in servers:
+            server.shutdown()
+        subprocess.run([sys.executable, "-m", "imagenetx", "db", "stop"], env=server_env,
+                       capture_output=True, timeout=120)
+    try:
+        listed = _cache_list(capsys)
+        pull, elsewhere = listed[two_dbs], listed[other_server]
+        assert pull["used_by"] == [f"hub-other-db (database {other_db})"]
+        assert pull["images"] == 4 and pull["unseen"] == []
+        assert elsewhere["used_by"] == [] and len(elsewhere["unseen"]) == 1, elsewhere
+        unseen = elsewhere["unseen"][0]
+        assert unseen.startswith("a dataset on another database server, mongodb://127.0.0.1:")
+        assert unseen.endswith(f":{data_folder})"), unseen  # (data folder HOST:PATH)
+
+        assert main(["cache", "clear"]) == 0
+        out = capsys.readouterr().out
+        assert f"removed {two_dbs}" not in out and os.path.isdir(pull["folder"])
+        assert f"kept {other_server} @ {second[:12]}" in out and f"may be used by {unseen}" in out
+        assert "pass --force to remove them" in out and os.path.isdir(elsewhere["folder"])
+
+        foo.get_db_client().drop_database(other_db)
+        assert main(["cache", "clear"]) == 0
+        out = capsys.readouterr().out
+        assert f"removed {two_dbs} @ {revision[:12]}" in out, out
+        assert not os.path.exists(pull["folder"]) and os.path.isdir(elsewhere["folder"])
+    finally:
+        foo.get_db_client().drop_database(other_db)
+    files = {os.path.basename(str(f.file_path)) for c in scan_cache_dir().repos
+             if c.repo_id == two_dbs for r in c.revisions if r.commit_hash == revision
+             for f in r.files}
+    assert files == {"README.md"}  # the shards gone, the other tool's file kept
+    assert open(readme).read() == "another tool reads this\n"
+
+    assert main(["cache", "clear", "--force"]) == 0
+    assert f"removed {other_server} @ {second[:12]}" in capsys.readouterr().out
+    assert not os.path.exists(elsewhere["folder"])

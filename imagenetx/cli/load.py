@@ -73,6 +73,10 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--with-media", action="store_true",
                    help="upload images pulled from a gated repo too (default: 1-pixel "
                         "stand-ins, re-attached with load --hub REPO --media-from SOURCE)")
+    p.add_argument("--allow-media-outside", nargs="+", default=[], metavar="FOLDER",
+                   help="upload these folders' files too, though they lie outside the "
+                        "folders a dataset from the Hub got its media from (refused by "
+                        "default: a repo may name files such as /etc/passwd)")
 
     p = group.add("edit", run_edit, "edit the masked objects of a dataset (size, position, "
                                     "direction, background) into group slices of the originals")
@@ -243,7 +247,9 @@ def run_push(args) -> int:
     from imagenetx.present.push import push_results
 
     print(push_results(args.dataset, args.repo, private=args.private,
-                       with_media=args.with_media))
+                       with_media=args.with_media,
+                       allow_media_outside=args.allow_media_outside,
+                       announce=lambda plan: print(plan, flush=True)))
     return 0
 
 

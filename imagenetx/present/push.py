@@ -10,20 +10,28 @@ then holds 1-pixel stand-ins under the same file names, and
 """
 
 import os
-import uuid
+import re
+import shlex
 import tempfile
+import uuid
+from collections import Counter
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Callable, List, Optional, Sequence
 
-from imagenetx.errors import ImageNetXError
 from imagenetx.analysis import compute_ratios
+from imagenetx.benchmarks.imagenet_x.hub_pull import known_media_roots
+from imagenetx.errors import ImageNetXError
+from imagenetx.models.sources import TEMPLATE_SETS
 from imagenetx.present.figures import error_ratio_chart
-from imagenetx.present.formatting import ratios_rows
-from imagenetx.store.datasets import get_dataset
+from imagenetx.present.formatting import format_size, ratios_rows
+from imagenetx.store.datasets import all_slices, get_dataset
 from imagenetx.store.hub import _hub_error, _token, check_repo_id
+from imagenetx.store.media import examples, outside, sample_media
 from imagenetx.store.schema import prediction_fields
 
 CARD_SECTION = "## ImageNet-X results"
+#: folders named in what a push will upload
+FOLDERS_SHOWN = 3
 
 
 @dataclass
@@ -53,12 +61,86 @@ def gated_source(dataset) -> Optional[dict]:
         dataset.info["imagenetx"]["source"]
 
 
+@dataclass
+class PushPlan:
+    """What a push will upload, said before it uploads.
+
+    Attributes:
+        files: the media files uploaded as they are
+        size: their bytes
+        folders: ``(folder, files)``, the most files first
+        stand_ins: the gated repo whose images are replaced by 1-pixel
+            stand-ins (None: the images are uploaded)
+        samples: the samples
+    """
+
+    files: int
+    size: int
+    folders: List[tuple]
+    stand_ins: Optional[str]
+    samples: int
+
+    def __str__(self):
+        parts = []
+        if self.stand_ins:
+            parts.append(f"{self.samples:,} 1-pixel stand-ins for the images of the gated "
+                         f"'{self.stand_ins}'")
+        if self.files:
+            shown = ", ".join(f"{f} ({n:,})" for f, n in self.folders[:FOLDERS_SHOWN])
+            more = len(self.folders) - FOLDERS_SHOWN
+            parts.append(f"{self.files:,} media files ({format_size(self.size)}) from "
+                         f"{len(self.folders):,} folder{'s' if len(self.folders) > 1 else ''}: "
+                         f"{shown}" + (f" and {more:,} more" if more > 0 else ""))
+        return "Uploading " + (" and ".join(parts) or "no media file")
+
+
+def plan_push(dataset, with_media: bool = False,
+              allow_media_outside: Sequence[str] = ()) -> PushPlan:
+    """What :func:`push_results` would upload, refusing media outside the
+    dataset's known media roots
+    (:func:`~imagenetx.benchmarks.imagenet_x.hub_pull.known_media_roots`:
+    where a dataset from the Hub got its files) unless their folders are
+    in ``allow_media_outside``. A dataset with no Hub origin uploads its
+    own files.
+
+    Raises:
+        ImageNetXError: for media outside the known roots, naming the
+            samples' files and the option that allows their folders
+    """
+    dataset = get_dataset(dataset)
+    source = gated_source(dataset)
+    stand_ins = bool(source) and not with_media
+    every = sample_media(dataset)
+    # with stand-ins the images are not uploaded, the other media files are
+    found = sample_media(dataset, skip=["filepath"]) if stand_ins else every
+    roots = known_media_roots(dataset, [p for _, p in every])
+    if roots:
+        refused = outside(found, [*roots, *allow_media_outside])
+        if refused:
+            paths = [p for _, p in refused]
+            folders = list(dict.fromkeys(os.path.dirname(os.path.abspath(p)) for p in paths))
+            n = len({i for i, _ in refused})
+            raise ImageNetXError(
+                f"Dataset '{dataset.name}' has {n:,} sample{'s' if n > 1 else ''} whose "
+                f"media lies outside the folders its Hub origin gives it ({', '.join(roots)}): "
+                f"{examples(paths)}; a push would upload them. Delete those samples, or name "
+                "their folders to upload them: --allow-media-outside "
+                + " ".join(shlex.quote(f) for f in folders[:3]))
+    paths = list(dict.fromkeys(p for _, p in found))
+    by_folder = Counter(os.path.dirname(os.path.abspath(p)) for p in paths)
+    size = sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
+    return PushPlan(len(paths), size, by_folder.most_common(),
+                    source["hub"] if stand_ins else None, len(all_slices(dataset)))
+
+
 def push_results(
     dataset,
     repo_id: str,
     private: bool = False,
     with_media: bool = False,
     token: Optional[str] = None,
+    allow_media_outside: Sequence[str] = (),
+    announce: Optional[Callable[[PushPlan], None]] = None,
 ) -> PushSummary:
     """Pushes a dataset with its prediction fields and evaluations.
 
@@ -70,20 +152,26 @@ def push_results(
         with_media (False): upload images pulled from a gated repo too
         token (None): a Hugging Face token with write access (default:
             ``HF_TOKEN``)
+        allow_media_outside (()): folders whose files may be uploaded
+            though they lie outside the dataset's known media roots
+            (:func:`plan_push`)
+        announce (None): called with the :class:`PushPlan` before anything
+            is uploaded
 
     Returns:
         a :class:`PushSummary`
 
     Raises:
-        ImageNetXError: for an unknown dataset, a repo outside the token's
-            namespace, or any Hub error; the dataset is left as it was
+        ImageNetXError: for an unknown dataset, media outside its known
+            roots, a repo outside the token's namespace, or any Hub error;
+            the dataset is left as it was
     """
-    import fiftyone as fo
     import fiftyone.utils.huggingface as fouh
     import huggingface_hub as hfh
 
     dataset = get_dataset(dataset)
     check_repo_id(repo_id)
+    plan = plan_push(dataset, with_media, allow_media_outside)
     owner, name = repo_id.split("/")
     token = _token(token)
     try:
@@ -97,18 +185,30 @@ def push_results(
     fields = prediction_fields(dataset)
     evaluations = list(dataset.list_evaluations())
     source = gated_source(dataset)
-    stand_ins = bool(source) and not with_media
+    stand_ins = plan.stand_ins is not None
+    if announce is not None:
+        announce(plan)
 
     with tempfile.TemporaryDirectory(prefix="imagenetx-push-") as tmp:
         chart = _chart_png(dataset, fields, os.path.join(tmp, "error_ratios.png"))
         pushed = dataset
+        info, fields_info = _public_infos(dataset)
         if stand_ins:
             pushed = _with_stand_ins(dataset, os.path.join(tmp, "media"))
+        elif info is not None or fields_info:  # the copy pushed shows no local folder
+            pushed = dataset.clone(f"{dataset.name}-for-hub-{uuid.uuid4().hex[:6]}")
         try:
+            if info is not None:
+                pushed.info = info
+                pushed.save()
+            for field, field_info in fields_info.items():
+                pushed.get_field(field).info = field_info
+                pushed.get_field(field).save()
+            # FiftyOne's card shows the dataset name as a heading: as code there too
             fouh.push_to_hub(
                 pushed, name, private=private, token=token, preview_path=chart,
                 description=f"{dataset.name}: ImageNet-X factors and predictions",
-                tags=["imagenet-x"])
+                tags=["imagenet-x"], pretty_name=code_span(dataset.name, False))
             card = _card_section(dataset, repo_id, fields, evaluations, source,
                                  stand_ins, chart is not None)
             _append_to_card(repo_id, card, token)
@@ -122,6 +222,38 @@ def push_results(
     media = (f"1-pixel stand-ins (images of the gated '{source['hub']}' not uploaded)"
              if stand_ins else "uploaded")
     return PushSummary(repo_id, len(dataset), fields, evaluations, media)
+
+
+def _public_infos(dataset) -> tuple:
+    """``(dataset info, {field: field info})`` with every local path made
+    public (:func:`public_text`): the dataset's info (None when it holds no
+    local path) and the infos of the fields whose info holds one."""
+    info = _public(dataset.info)
+    fields = {}
+    for name, f in dataset.get_field_schema().items():
+        if f.info and _public(f.info) != f.info:
+            fields[name] = _public(f.info)
+    return (None if info == dataset.info else info), fields
+
+
+def _public(value):
+    if isinstance(value, dict):
+        return {k: _public(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_public(v) for v in value]
+    return public_text(value) if isinstance(value, str) else value
+
+
+def public_text(text: str) -> str:
+    """A recorded string as a card or a pushed dataset shows it: a local
+    path (``/home/alice/ckpt.pth``) or a spec holding one
+    (``checkpoint:/home/alice/ckpt.pth``) made public
+    (:func:`public_path`); anything else as it is."""
+    if _is_local_path(text):
+        return public_path(text)
+    if re.match(r"^[A-Za-z_]+:(/(?!/)|~)", text):  # not a URL (scheme://)
+        return public_spec(text)
+    return text
 
 
 def _with_stand_ins(dataset, folder: str):
@@ -171,29 +303,73 @@ def _chart_png(dataset, fields: list, path: str) -> Optional[str]:
     return path
 
 
-def _command(dataset: str, field: str, run: dict):
-    """The command that makes ``field`` again, from its run record."""
+def code_span(text, in_table: bool = True) -> str:
+    """A user string as one Markdown code span, shown as written and never
+    read as Markdown or HTML: a fence longer than any run of backticks in
+    it, newlines as spaces, and (in a table row) pipes escaped, as GitHub's
+    tables need even inside code spans."""
+    text = " ".join(str(text).splitlines())
+    if in_table:
+        text = text.replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def public_path(path: str) -> str:
+    """A local path as a card shows it: under the pusher's home as
+    ``~/...``, elsewhere its base name only (a card is public: it should
+    not publish user names or folder layouts)."""
+    full = os.path.abspath(os.path.expanduser(path))
+    home = os.path.expanduser("~")
+    if full == home or full.startswith(home.rstrip(os.sep) + os.sep):
+        return os.path.join("~", os.path.relpath(full, home))
+    return os.path.basename(full.rstrip(os.sep)) or full
+
+
+def public_spec(spec: str) -> str:
+    """A model spec as a card shows it: a local path in it (``checkpoint:PATH``,
+    an ``hf:`` folder) through :func:`public_path`."""
+    scheme, sep, rest = str(spec).partition(":")
+    if sep and (scheme == "checkpoint" or _is_local_path(rest)):
+        return f"{scheme}:{public_path(rest)}"
+    return spec
+
+
+def _is_local_path(text: str) -> bool:
+    return text.startswith(("/", "~/", "./", "../")) or text == "~" or os.path.isabs(text)
+
+
+def _command(dataset: str, field: str, run: dict) -> Optional[str]:
+    """The command that makes ``field`` again, from its run record, each
+    word shell-quoted and local paths made public (:func:`public_path`)."""
     if not run.get("spec"):
         return None
     verb = "attack" if run.get("attack") else "predict"
-    words = [f"imagenetx {verb} --dataset {dataset} --model {run['spec']} --field {field}"]
+    words = ["imagenetx", verb, "--dataset", dataset, "--model", public_spec(run["spec"]),
+             "--field", field]
     if run.get("arch"):
-        words.append(f"--arch {run['arch']}")
+        words += ["--arch", run["arch"]]
     if run.get("prompt"):
-        words.append(f'--prompt "{run["prompt"]}"')
+        words += ["--prompt", run["prompt"]]
     elif run.get("zero_shot") and run.get("templates") not in (None, "openai"):
-        words.append(f"--templates {run['templates']}")
+        templates = run["templates"]
+        words += ["--templates", templates if templates in TEMPLATE_SETS
+                  else public_path(templates)]
     attack = run.get("attack") or {}
     if attack:
-        words.append(f"--attack {attack['attack']} --eps {attack['eps']:.6g} --norm "
-                     f"{attack['norm']} --steps {attack['steps']}")
-    return "`" + " ".join(words) + "`"
+        words += ["--attack", attack["attack"], "--eps", f"{attack['eps']:.6g}",
+                  "--norm", attack["norm"], "--steps", attack["steps"]]
+    return shlex.join(str(w) for w in words)
 
 
 def _card_section(dataset, repo_id, fields, evaluations, source, stand_ins,
                   chart: bool) -> str:
     """The card's ImageNet-X part: fields and their producers, evaluations,
-    the per-factor error-ratio table, the chart and the media note."""
+    the per-factor error-ratio table, the chart and the media note. Every
+    string a user chose (dataset, field, model, evaluation names, prompts)
+    is a code span (:func:`code_span`); commands are shell-quoted."""
 
     lines = [CARD_SECTION, ""]
     lines += ["| prediction field | model | how it was made |", "|---|---|---|"]
@@ -201,14 +377,21 @@ def _card_section(dataset, repo_id, fields, evaluations, source, stand_ins,
         info = dataset.get_field(field).info or {}
         run = info.get("imagenetx_model") or {}  # what predict / attack recorded
         model = run.get("spec") or info.get("model") or (
-            info.get("imagenetx_probes") or {}).get("model") or "not recorded"
-        made = info.get("command") or _command(dataset.name, field, run) or \
-            dataset.get_field(field).description or (
-                f"`imagenetx predict --dataset {dataset.name} --model MODEL "
-                f"--field {field}` or `imagenetx import`")
-        lines.append(f"| `{field}` | {model} | {made} |")
+            info.get("imagenetx_probes") or {}).get("model")
+        model = code_span(public_spec(model)) if model else "not recorded"
+        made = info.get("command") or _command(dataset.name, field, run)
+        if made:
+            made = code_span(made)
+        elif dataset.get_field(field).description:
+            made = code_span(dataset.get_field(field).description)
+        else:
+            made = (code_span(shlex.join(["imagenetx", "predict", "--dataset", dataset.name,
+                                          "--model", "MODEL", "--field", field]))
+                    + " or `imagenetx import`")
+        lines.append(f"| {code_span(field)} | {model} | {made} |")
     lines += ["", "Evaluations (FiftyOne's `evaluate_classifications`): "
-              + (", ".join(f"`{k}` ({dataset.get_evaluation_info(k).config.pred_field})"
+              + (", ".join(f"{code_span(k, False)} (of "
+                           f"{code_span(dataset.get_evaluation_info(k).config.pred_field, False)})"
                            for k in evaluations) or "none"), ""]
     if fields:
         rows = [r for r in ratios_rows(compute_ratios(dataset, fields).to_dict())
@@ -217,7 +400,7 @@ def _card_section(dataset, repo_id, fields, evaluations, source, stand_ins,
         by = {(r["model"], r["slice"]): r for r in rows}
         lines += ["Error ratio per factor, `(1 - accuracy(factor)) / (1 - accuracy)` "
                   "(n: images of the factor):", "",
-                  "| factor | n | " + " | ".join(f"`{f}`" for f in fields) + " |",
+                  "| factor | n | " + " | ".join(code_span(f) for f in fields) + " |",
                   "|---|---:|" + "---:|" * len(fields)]
         for s in slices:
             cells = [_fmt(by[(f, s)]["error_ratio"]) for f in fields]
@@ -227,10 +410,11 @@ def _card_section(dataset, repo_id, fields, evaluations, source, stand_ins,
         lines += ["![error ratio per factor](dataset_preview.png)", ""]
     if stand_ins:
         lines += [
-            f"The images come from the gated repo `{source['hub']}` and are not in this "
-            "repo (1-pixel stand-ins keep their file names). Accept its terms, set "
-            "`HF_TOKEN`, and re-attach them with:", "", "```bash",
-            f"imagenetx load --hub {repo_id} --media-from {source['hub']}", "```", ""]
+            f"The images come from the gated repo {code_span(source['hub'], False)} and are "
+            "not in this repo (1-pixel stand-ins keep their file names). Accept its terms, "
+            "set `HF_TOKEN`, and re-attach them with:", "", "```bash",
+            shlex.join(["imagenetx", "load", "--hub", repo_id, "--media-from", source["hub"]]),
+            "```", ""]
     return "\n".join(lines)
 
 

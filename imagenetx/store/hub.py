@@ -13,7 +13,8 @@ from typing import Dict, List, Optional, Tuple
 import fiftyone as fo
 
 from imagenetx.errors import ImageNetXError
-from imagenetx.store.datasets import check_new_dataset_name
+from imagenetx.store import media
+from imagenetx.store.datasets import all_slices, check_new_dataset_name
 
 #: the file that marks a FiftyOne-format repo (``push_to_hub`` writes it)
 CONFIG_FILES = ("fiftyone.yml", "fiftyone.yaml")
@@ -141,6 +142,81 @@ def _token(token: Optional[str]) -> Optional[str]:
     return token or os.environ.get("HF_TOKEN")
 
 
+def hub_downloads_root() -> str:
+    """The folder of FiftyOne's ``load_from_hub`` downloads, one
+    ``ORG/NAME`` folder per repo."""
+    return os.path.join(fo.config.default_dataset_dir, "huggingface", "hub")
+
+
+def hub_download_folder(repo_id: str) -> str:
+    """Where FiftyOne's ``load_from_hub`` downloads a repo's files (its split
+    and subset folders are inside it)."""
+    return os.path.join(hub_downloads_root(), repo_id)
+
+
+@dataclass
+class DroppedMedia:
+    """The samples a FiftyOne-format pull dropped because a file they name
+    lies outside the repo's download folder."""
+
+    repo_id: str
+    folder: str
+    samples: int = 0
+    paths: List[str] = field(default_factory=list)
+
+    def __bool__(self):
+        return self.samples > 0
+
+    def __str__(self):
+        if not self:
+            return ""
+        return (f"{self.samples:,} sample{'s' if self.samples > 1 else ''} dropped: "
+                f"'{self.repo_id}' names media outside its download folder {self.folder} "
+                f"({media.examples(self.paths)}), which a repo may not name")
+
+
+@dataclass
+class PulledRepo:
+    """What a FiftyOne-format pull made: the summary of what was done with
+    the samples (tagging, conversion) and the samples dropped for their
+    media (:class:`DroppedMedia`). Reads as the summary it wraps."""
+
+    summary: object
+    dropped: DroppedMedia
+
+    def __str__(self):
+        return str(self.summary) + (f"; {self.dropped}" if self.dropped else "")
+
+    def __getattr__(self, name):
+        if name in ("summary", "dropped"):  # not set yet (a copy being made)
+            raise AttributeError(name)
+        return getattr(self.summary, name)
+
+
+def confine_media(dataset: fo.Dataset, repo_id: str) -> DroppedMedia:
+    """Deletes the samples of a dataset just pulled from ``repo_id`` that
+    name a file outside the repo's download folder (an absolute path such
+    as ``/etc/passwd``, a ``../`` escape), so no later push uploads it.
+
+    Raises:
+        ImageNetXError: when no sample is left (the dataset is deleted)
+    """
+    folder = hub_download_folder(repo_id)
+    found = media.outside(media.sample_media(dataset), [folder])
+    dropped = DroppedMedia(repo_id, folder, len({i for i, _ in found}), [p for _, p in found])
+    if not dropped:
+        return dropped
+    dataset.delete_samples(list({i for i, _ in found}))
+    if not len(all_slices(dataset)):
+        name = dataset.name
+        dataset.delete()
+        raise ImageNetXError(
+            f"'{repo_id}' names no media inside its download folder {dropped.folder} "
+            f"(e.g. {media.examples(dropped.paths)}): a repo may name only its own files; "
+            f"no dataset '{name}' was made")
+    return dropped
+
+
 def pull_from_hub(
     repo_id: str,
     split: Optional[str] = None,
@@ -149,8 +225,10 @@ def pull_from_hub(
     overwrite: bool = False,
     token: Optional[str] = None,
     revision: Optional[str] = None,
-) -> fo.Dataset:
-    """Loads a FiftyOne-format repo as a persistent dataset.
+) -> Tuple[fo.Dataset, DroppedMedia]:
+    """Loads a FiftyOne-format repo as a persistent dataset, less the
+    samples whose media lies outside the repo's download folder
+    (:func:`confine_media`).
 
     Args:
         repo_id: ``ORG/NAME``
@@ -161,8 +239,12 @@ def pull_from_hub(
         token (None): a Hugging Face token
         revision (None): the commit (branch, tag) to load; default main
 
+    Returns:
+        ``(dataset, DroppedMedia)``
+
     Raises:
-        ImageNetXError: for a bad repo id, an existing name, or any Hub error
+        ImageNetXError: for a bad repo id, an existing name, any Hub error,
+            or a repo none of whose samples' media is its own
     """
     import fiftyone.utils.huggingface as fouh
 
@@ -170,7 +252,7 @@ def pull_from_hub(
     if name:
         check_new_dataset_name(name, overwrite)
     try:
-        return fouh.load_from_hub(
+        dataset = fouh.load_from_hub(
             repo_id,
             split=split,
             max_samples=max_samples,
@@ -184,6 +266,7 @@ def pull_from_hub(
         raise
     except Exception as e:  # the Hub's errors are many and unrelated
         raise _hub_error(repo_id, e, token, revision=revision) from e
+    return dataset, confine_media(dataset, repo_id)
 
 
 def repo_files(repo_id: str, token: Optional[str] = None) -> List[str]:
@@ -211,9 +294,7 @@ def download_files(
     its downloads; returns the local folder of the repo."""
     from huggingface_hub import snapshot_download
 
-    local_dir = os.path.join(
-        fo.config.default_dataset_dir, "huggingface", "hub", repo_id
-    )
+    local_dir = hub_download_folder(repo_id)
     try:
         return snapshot_download(
             repo_id,

@@ -133,12 +133,33 @@ def image_problem(data: bytes) -> Optional[str]:
         return f"is not an image (its bytes begin {data[:12]!r})"
 
 
-def member_problem(member: Member) -> Optional[str]:
-    """What makes a shard's member unusable (None: nothing): no file name,
-    no image, no label, or bytes that are not an image."""
-    name, label, data, _ = member
+#: a WordNet id: the name of a training split's class folder
+_WNID_RE = re.compile(r"^n\d{8}$")
+
+
+def name_problem(name: Optional[str]) -> Optional[str]:
+    """What makes a member's file name unusable (None: nothing): none, or
+    one that names a folder rather than a file in the pull's folder: empty
+    (a path ending in ``/``), ``.``, ``..``, a dot name (the pull's own
+    ``.shards`` and ``.partial`` folders are dot names), or a WordNet id
+    (a training class folder)."""
     if name is None:
         return "has no file name (image.path)"
+    if name in ("", ".", "..") or name.startswith("."):
+        return f"has an unusable file name {name!r} (a folder, not an image file)"
+    if _WNID_RE.match(name):
+        return f"has an unusable file name {name!r} (a training class folder's name)"
+    return None
+
+
+def member_problem(member: Member) -> Optional[str]:
+    """What makes a shard's member unusable (None: nothing): a file name
+    :func:`name_problem` refuses, no image, no label, or bytes that are not
+    an image."""
+    name, label, data, _ = member
+    problem = name_problem(name)
+    if problem is not None:
+        return problem
     if data is None:
         return "has no image"
     if label is None:

@@ -573,7 +573,9 @@ def load_imagenet_d_hub(
         token (None): a Hugging Face token (default: ``HF_TOKEN``)
 
     Returns:
-        ``(dataset, ImageNetDSummary)``
+        ``(dataset, ImageNetDSummary)``; for a FiftyOne-format repo the
+        summary is a :class:`~imagenetx.store.hub.PulledRepo` that wraps it
+        (and says the samples dropped for media outside the repo)
 
     Raises:
         ImageNetXError: for Hub errors, a repo in neither form, or a copy
@@ -585,11 +587,11 @@ def load_imagenet_d_hub(
     check_new_dataset_name(name, overwrite)
     files = hub.repo_files(repo_id, token=token)
     if hub.is_fiftyone_repo(files):
-        dataset = hub.pull_from_hub(
+        dataset, dropped = hub.pull_from_hub(
             repo_id, split=split, max_samples=max_samples, name=name,
             overwrite=overwrite, token=token,
         )
-        return dataset, convert_pulled(dataset, repo_id, gt_field)
+        return dataset, hub.PulledRepo(convert_pulled(dataset, repo_id, gt_field), dropped)
 
     release = _release_files(files)
     if not release:

@@ -22,7 +22,8 @@ final name is always whole). Then:
     the pull in one line: nothing of that shard is written and no dataset
     is made (shards finished before it stay, for the next pull)
 -   a member that is unusable (bytes that are not an image, no label, no
-    file name) is skipped: the summary counts the skipped members and
+    file name, or a name that is a folder's: ``..``, ``.``, empty, a dot
+    name, a WordNet id) is skipped: the summary counts the skipped members and
     names the first ones with what is wrong (a bad image costs only that
     image); a PNG under a .JPEG name is an image, as in ImageNet's own
     train split, and is kept
@@ -36,6 +37,7 @@ before it are done; it appears under its name only once every shard is in,
 and its info records the repo, commit and endpoint it came from.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -45,7 +47,7 @@ import time
 import uuid
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, List, Optional
 from urllib.parse import urlparse
 
 import fiftyone as fo
@@ -61,8 +63,10 @@ from imagenetx.store.hub import RepoSnapshot
 from imagenetx.benchmarks.imagenet_x import annotations as anno
 from imagenetx.benchmarks.imagenet_x.build import build_imagenet_dataset
 from imagenetx.classes.imagenet import class_table
+from imagenetx.store.databases import server_identity
 from imagenetx.store.datasets import check_new_dataset_name
-from imagenetx.store.hub import download_file, repo_snapshot
+from imagenetx.store.hub import (
+    download_file, hub_download_folder, hub_downloads_root, repo_snapshot)
 
 #: shards downloaded at once (downloads overlap with reading)
 DEFAULT_WORKERS = 4
@@ -179,6 +183,38 @@ def images_folder(snapshot: RepoSnapshot, split: str) -> str:
                         snapshot.revision, split)
 
 
+def pull_folder(source: dict) -> str:
+    """The folder of one pulled revision (all its splits), from what a
+    dataset's ``info["imagenetx"]["source"]`` records."""
+    org, name = source["hub"].split("/")
+    return os.path.join(pulls_root(), endpoint_folder(source["endpoint"]), org, name,
+                        source["revision"])
+
+
+def known_media_roots(dataset, paths: Iterable[str]) -> List[str]:
+    """The folders a dataset's media may lie in, as its Hub origin says: the
+    pull's folder of ImageNet shards (``info`` ``source``), the download
+    folder of a FiftyOne-format repo (``pulled_from``), and the repo folder
+    of any path already in one of those places (a copy re-attached with
+    ``--media-from``, a dataset FiftyOne's own ``load_from_hub`` made).
+    Empty for a dataset with no Hub origin (built from the user's files)."""
+    info = dataset.info.get("imagenetx") or {}
+    roots = []
+    if (info.get("source") or {}).get("hub") and info["source"].get("endpoint"):
+        roots.append(pull_folder(info["source"]))
+    if (info.get("pulled_from") or {}).get("hub"):
+        roots.append(hub_download_folder(info["pulled_from"]["hub"]))
+    # <pulls root>/<endpoint>/<ORG>/<NAME>/<commit>/..., <hub folder>/<ORG>/<NAME>/...
+    for top, depth in ((pulls_root(), 4), (hub_downloads_root(), 2)):
+        top = os.path.join(top, "")
+        for path in map(os.path.normpath, paths):
+            if path.startswith(top):
+                parts = path[len(top):].split(os.sep)
+                if len(parts) > depth:
+                    roots.append(os.path.join(top, *parts[:depth]))
+    return list(dict.fromkeys(roots))
+
+
 def image_path(folder: str, file_name: str) -> str:
     """An image's path in :func:`images_folder`: val images flat, training
     images in their WordNet id folder (as ``--imagenet-dir`` reads them)."""
@@ -261,13 +297,17 @@ class _Writer:
                     raise ImageNetXError(
                         f"Shard '{shard}' labels '{name}' {label}, not an ImageNet-1k "
                         "class index (0-999): the repo is not ImageNet-1k")
-                seen.add(name)
                 path = image_path(self.folder, name)
                 if not os.path.exists(path):
                     tmp = os.path.join(stage, name)
                     with open(tmp, "wb") as f:
                         f.write(data)
                     staged.append((tmp, path))
+                elif os.path.isdir(path):  # not "already there"
+                    skipped.append((shard, where, f"has file name {name!r}, a folder of "
+                                                  "the pull"))
+                    continue
+                seen.add(name)
                 entries.append((name, label))
                 count(1)
             # the whole shard was read: its images go into place
@@ -520,7 +560,27 @@ def pull_imagenet(
     info["source"] = source_info(snapshot, split, layout)
     dataset.info["imagenetx"] = info
     dataset.save()
+    record_database(os.path.dirname(fetch.folder))
     return dataset, PullSummary(snapshot.repo_id, layout, split, *fetch.stats, tagging)
+
+
+#: one json per database server whose datasets were given a pull's images
+DATABASES = ".databases"
+
+
+def record_database(folder: str) -> None:
+    """Notes in a pulled revision's folder (``<commit>/.databases/``) the
+    database server whose dataset now uses its images, so a ``cache
+    clear`` run against another server knows it cannot see that use."""
+    server = server_identity()
+    notes = os.path.join(folder, DATABASES)
+    os.makedirs(notes, exist_ok=True)
+    path = os.path.join(notes, hashlib.sha1(server["id"].encode()).hexdigest()[:16] + ".json")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(server, f)
+        os.replace(tmp, path)
 
 
 def source_info(snapshot: RepoSnapshot, split: Optional[str], layout: str) -> dict:
@@ -569,6 +629,7 @@ def reattach_media(dataset, repo_id: str, token: Optional[str] = None,
     for split in splits:
         images, _ = fetch_images(snapshot, layout, split, None, token, workers, progress)
         found.update(images)
+    record_database(os.path.dirname(images_folder(snapshot, splits[0])))
     matched = sum(n in found for n in names)
     if not matched:  # nothing to re-attach: change nothing
         raise ImageNetXError(

@@ -35,7 +35,7 @@ from imagenetx.benchmarks.imagenet_x.hub_pull import (
     source_info,
 )
 from imagenetx.store import shards
-from imagenetx.store.hub import check_repo_id, pull_from_hub, repo_snapshot
+from imagenetx.store.hub import PulledRepo, check_repo_id, pull_from_hub, repo_snapshot
 
 IMAGE_EXTENSIONS = (".jpeg", ".jpg", ".png")
 
@@ -228,12 +228,16 @@ def load_hub_dataset(
             and the dataset's info records it
 
     Returns:
-        ``(dataset, TagSummary)``, ``(dataset, PullSummary)`` for ImageNet
-        shards, or ``(dataset, ImageNetDSummary)`` for ImageNet-D
+        ``(dataset, summary)``: a :class:`PullSummary` for ImageNet shards;
+        for a FiftyOne-format repo a :class:`~imagenetx.store.hub.PulledRepo`
+        (the tagging's or ImageNet-D conversion's summary, and the samples
+        dropped because their media lies outside the repo's download
+        folder); an ``ImageNetDSummary`` for the ImageNet-D release repo
 
     Raises:
         ImageNetXError: for a bad repo id, a layout it does not know, a
-            refused token, or any Hub error
+            refused token, any Hub error, or a FiftyOne-format repo none of
+            whose samples' media is its own
     """
 
     check_repo_id(repo_id)
@@ -256,7 +260,7 @@ def load_hub_dataset(
     if progress is not None:
         progress(PullProgress(0, 1, 0, 0.0, f"'{repo_id}' at revision "
                               f"{snapshot.revision[:12]} is {shards.LAYOUT_TITLES[layout]}"))
-    dataset = pull_from_hub(
+    dataset, dropped = pull_from_hub(
         repo_id, split=split, max_samples=max_samples, name=name,
         overwrite=overwrite, token=token, revision=snapshot.revision,
     )
@@ -269,4 +273,4 @@ def load_hub_dataset(
     info["pulled_from"] = source_info(snapshot, split, layout)
     dataset.info["imagenetx"] = info
     dataset.save()
-    return dataset, summary
+    return dataset, PulledRepo(summary, dropped)
