@@ -7,6 +7,7 @@ import fiftyone.operators.types as types
 
 from imagenetx.options import DEVICES
 from imagenetx.protocols import protocol_names
+from imagenetx.protocols.robustbench import PREPROCESSING_CHOICES
 
 from .forms import (
     add_delegate_input,
@@ -70,6 +71,12 @@ def add_protocol_input(inputs, default=None, description=None):
                     "empty: the dataset's benchmark's own (imagenet-d on ImageNet-D, "
                     "model-vs-human on cue conflict); none: the model's own "
                     "preprocessing; settings given on top are recorded as departures"))
+    inputs.enum("preprocessing", list(PREPROCESSING_CHOICES), label="Preprocessing",
+                view=types.DropdownView(), description=(
+                    "with the robustbench Protocol: RobustBench's preprocessing by name; "
+                    "empty: the leaderboard entry's own (a checkpoint named after its "
+                    "entry), else Res256Crop224, recorded as the departure "
+                    "'preprocessing not named'"))
 
 
 def check_spec(ctx, inputs):

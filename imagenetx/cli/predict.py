@@ -9,6 +9,7 @@ from imagenetx.cli.base import CommandGroup, print_result
 from imagenetx.cli.flags import add_gt_field, add_output
 from imagenetx.options import AMPS, DECODERS, ROW_ORDERS
 from imagenetx.protocols import protocol_names
+from imagenetx.protocols.robustbench import PREPROCESSING_CHOICES
 
 TITLE = "predictions and probes"
 
@@ -169,6 +170,11 @@ def add_protocol(p, default=None, help=None):
         "pins; default: the dataset's benchmark's own: imagenet-d on ImageNet-D, "
         "model-vs-human on cue conflict; none: the model's own configuration); settings "
         "given on top are recorded as departures"))
+    p.add_argument("--preprocessing", choices=PREPROCESSING_CHOICES, help=(
+        "with --protocol robustbench: RobustBench's preprocessing by name (default: the "
+        "leaderboard entry's own, for a checkpoint named after its entry; else "
+        "Res256Crop224, recorded as the departure 'preprocessing not named'); timm: the "
+        "model's own timm configuration"))
 
 
 def add_runtime(p, amp_help: str = "autocast dtype (default: bf16 on CUDA, off on CPU)"):
