@@ -23,7 +23,8 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--dataset", required=True)
     p.add_argument("--model", required=True, metavar="SPEC", help=MODEL_HELP)
     p.add_argument("--field", required=True, help="prediction field to write")
-    p.add_argument("--arch", help="architecture of a checkpoint: a timm name or torchvision:NAME")
+    p.add_argument("--arch", help="architecture of a checkpoint: a timm name, torchvision:NAME or "
+                        "open_clip:ARCH (a zero-shot model)")
     p.add_argument("--remap-by-position", action="store_true",
                    help="checkpoint only: when its key names differ from --arch's but its "
                         "tensors line up one to one in order and shape, load them by position")
@@ -145,7 +146,8 @@ def add_model_options(p):
     """How ``--model`` is loaded: a checkpoint's architecture, zero-shot
     prompts (``probe``, ``attack``, ``suite``; ``predict`` spells out
     ``--remap-by-position``)."""
-    p.add_argument("--arch", help="architecture of a checkpoint: a timm name or torchvision:NAME")
+    p.add_argument("--arch", help="architecture of a checkpoint: a timm name, torchvision:NAME or "
+                        "open_clip:ARCH (a zero-shot model)")
     p.add_argument("--remap-by-position", action="store_true",
                    help="checkpoint only: load tensors by position (see predict)")
     add_zero_shot(p)
