@@ -190,14 +190,13 @@ def test_clip_gets_its_own_normalization_size_and_logit_scale(cue, clip_checkpoi
         T.ToTensor(),
         T.Normalize((0.48145466, 0.4578275, 0.40821073),
                     (0.26862954, 0.26130258, 0.27577711))])
-    with torch.no_grad():
-        weights = []
-        for name in IMAGENET_CLASSNAMES:
-            emb = model.encode_text(tokenizer([t.format(name) for t in TEMPLATES]))
-            emb /= emb.norm(dim=-1, keepdim=True)
-            emb = emb.mean(dim=0)
-            weights.append(emb / emb.norm())
-        weights = torch.stack(weights, dim=1)
+    with torch.no_grad():  # _get_zeroshot_weights, all classes in one batch
+        texts = tokenizer([t.format(name) for name in IMAGENET_CLASSNAMES for t in TEMPLATES])
+        class_embeddings = model.encode_text(texts).view(len(IMAGENET_CLASSNAMES),
+                                                         len(TEMPLATES), -1)
+        class_embeddings /= class_embeddings.norm(dim=-1, keepdim=True)
+        weights = class_embeddings.mean(dim=1)
+        weights = (weights / weights.norm(dim=-1, keepdim=True)).T
         features = model.encode_image(_wrapper_inputs(
             _loader_batch(cue.values("filepath")), preprocess))
         features /= features.norm(dim=-1, keepdim=True)
@@ -298,19 +297,18 @@ def test_an_unknown_model_gets_res256crop224_and_the_departure(photos_dir, capsy
     timm config unless asked), recorded and said as the departure
     "preprocessing not named"; ``--preprocessing timm`` asks for the timm
     config."""
-    reader, run = _robustbench_fed("timm:swin_tiny_patch4_window7_224",
-                                   ModelRequest(pretrained=False))
+    reader, run = _robustbench_fed("timm:resnet10t", ModelRequest(pretrained=False))
     assert run.applied["preprocessing"] == "Res256Crop224"
     assert run.departures == ("preprocessing not named",)
     photo = sorted(photos_dir.glob("*.JPEG"))[0]
     assert torch.equal(reader(str(photo)).float().div(255),
                        ROBUSTBENCH["Res256Crop224"](Image.open(photo).convert("RGB")))
-    reader, run = _robustbench_fed("timm:swin_tiny_patch4_window7_224",
-                                   ModelRequest(pretrained=False), "timm")
-    cfg = timm.create_model("swin_tiny_patch4_window7_224").default_cfg
-    timm_cfg = T.Compose([T.Resize(int(224 / cfg["crop_pct"]),
+    reader, run = _robustbench_fed("timm:resnet10t", ModelRequest(pretrained=False), "timm")
+    cfg = timm.create_model("resnet10t").default_cfg  # RobustBench's get_timm_model_preprocessing
+    size = cfg["input_size"][1]
+    timm_cfg = T.Compose([T.Resize(int(size / cfg["crop_pct"]),
                                    interpolation=T.InterpolationMode(cfg["interpolation"])),
-                          T.CenterCrop(224), T.ToTensor()])
+                          T.CenterCrop(size), T.ToTensor()])
     assert torch.equal(reader(str(photo)).float().div(255),
                        timm_cfg(Image.open(photo).convert("RGB")))
     with pytest.raises(ImageNetXError, match="--preprocessing timm takes a timm model"):
