@@ -314,8 +314,7 @@ def test_an_unknown_model_gets_res256crop224_and_the_departure(photos_dir, capsy
     with pytest.raises(ImageNetXError, match="--preprocessing timm takes a timm model"):
         _robustbench_fed("torchvision:resnet18", ModelRequest(pretrained=False), "timm")
     with pytest.raises(ImageNetXError, match="applies with --protocol robustbench"):
-        resolve_run("imagenet_x", ModelRequest(), RunOptions(protocol="gavrikov",
-                                                             preprocessing="Res224"))
+        RunOptions(protocol="gavrikov", preprocessing="Res224").check()
 
 
 # -- precision ----------------------------------------------------------------

@@ -71,6 +71,10 @@ class RunOptions:
             raise ImageNetXError(
                 f"Unknown --preprocessing '{self.preprocessing}': use one of RobustBench's "
                 f"{', '.join(PREPROCESSING_CHOICES)}")
+        if self.preprocessing is not None and self.protocol != "robustbench":
+            raise ImageNetXError(
+                f"--preprocessing {self.preprocessing} names one of RobustBench's "
+                "preprocessings: it applies with --protocol robustbench; leave it out")
         return self
 
 

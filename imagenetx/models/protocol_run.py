@@ -90,17 +90,12 @@ def resolve_run(benchmark: str, request, options, dataset: str = "") -> tuple:
         ``(request, options, ProtocolRun)``
 
     Raises:
-        ImageNetXError: for an unknown protocol name, a protocol named on a
-            dataset of a benchmark it does not apply to, or
-            ``--preprocessing`` without RobustBench's protocol
+        ImageNetXError: for an unknown protocol name, or a protocol named on
+            a dataset of a benchmark it does not apply to
     """
 
     protocol = resolve_protocol(options.protocol, benchmark)
-    asked = getattr(options, "preprocessing", None)
-    if asked is not None and (protocol is None or protocol.geometry != "robustbench"):
-        raise ImageNetXError(
-            f"--preprocessing {asked} names one of RobustBench's preprocessings: it applies "
-            "with --protocol robustbench; leave it out")
+    asked = options.preprocessing  # RunOptions.check: only with robustbench's protocol
     if protocol is None:
         return request, options, ProtocolRun()
     if not protocol.applies(benchmark):
