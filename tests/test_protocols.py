@@ -225,7 +225,7 @@ def test_departures_are_recorded_and_said(photos_dir, capsys):
     assert "protocol" not in ds.get_field("own").info["imagenetx_model"]
     # another protocol (here none) never adds to the field
     assert main(args + ["--field", "g", "--protocol", "none"]) == 2
-    assert "(protocol differ)" in capsys.readouterr().err
+    assert "(protocol, protocol_applied differ)" in capsys.readouterr().err
 
 
 def test_protocols_command_lists_every_pin_with_its_reference(capsys):

@@ -385,7 +385,7 @@ class _Todo:
 #: the parts of a field's record that say which predictions it holds: a run
 #: adds to a field only where they are the same
 IDENTITY = ("spec", "classes", "pretrained", "templates", "prompt", "num_templates",
-            "attack", "protocol")
+            "attack", "protocol", "protocol_applied")
 
 
 def run_record(classifier, more: Optional[dict] = None) -> dict:
