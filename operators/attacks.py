@@ -53,7 +53,7 @@ class AttackModel(foo.Operator):
             "2/255, as Gavrikov & Keuper; robustbench: AutoAttack standard L∞ at 4/255 "
             "on RobustBench's 5,000 validation images (all required), its per-model "
             "preprocessing; none: the model's own preprocessing; settings given on top "
-            "are recorded as departures"))
+            "are recorded as departures"), ctx=ctx)
         inputs.enum("attack", list(attack_names()), label="Attack", view=types.DropdownView(),
                     description="empty: the protocol's")
         inputs.str("eps", label="Epsilon",

@@ -289,6 +289,7 @@ _FORM_TERMS = (
     ("--norm", "Norm"),
     ("--attack", "Attack"),
     ("--protocol", "Protocol"),
+    ("--preprocessing", "Preprocessing"),
     ("--batch-size", "Batch size"),
     ("--limit", "Limit"),
     ("--max-samples", "Max samples"),

@@ -46,7 +46,7 @@ class RunModel(foo.Operator):
         add_device_inputs(inputs)
         inputs.enum("amp", list(AMPS), label="Autocast", default="auto",
                     view=types.DropdownView())
-        add_protocol_input(inputs)
+        add_protocol_input(inputs, ctx=ctx)
         inputs.enum("decoder", list(DECODERS), label="Decoder", default="auto",
                     view=types.DropdownView(),
                     description="who decodes the images (auto: the fastest the "

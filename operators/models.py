@@ -7,6 +7,7 @@ import fiftyone.operators.types as types
 
 from imagenetx.options import DEVICES
 from imagenetx.protocols import protocol_names
+from imagenetx.protocols.robustbench import PREPROCESSING_CHOICES
 
 from .forms import (
     add_delegate_input,
@@ -62,14 +63,38 @@ def model_params(params: dict) -> dict:
     return p
 
 
-def add_protocol_input(inputs, default=None, description=None):
-    """The Protocol: a paper's setting by name (``--protocol``)."""
+def add_protocol_input(inputs, default=None, description=None, ctx=None):
+    """The Protocol: a paper's setting by name (``--protocol``), and
+    RobustBench's Preprocessing by name (``--preprocessing``), checked as
+    the library checks them when ``ctx`` is given."""
     inputs.enum("protocol", protocol_names(), label="Protocol", default=default,
                 view=types.DropdownView(), description=description or (
                     "a paper's setting as its authors ran it (`imagenetx protocols`); "
                     "empty: the dataset's benchmark's own (imagenet-d on ImageNet-D, "
                     "model-vs-human on cue conflict); none: the model's own "
                     "preprocessing; settings given on top are recorded as departures"))
+    inputs.enum("preprocessing", list(PREPROCESSING_CHOICES), label="Preprocessing",
+                view=types.DropdownView(), description=(
+                    "with the robustbench Protocol: RobustBench's preprocessing by name; "
+                    "empty: the leaderboard entry's own (a checkpoint named after its "
+                    "entry), else Res256Crop224, recorded as the departure "
+                    "'preprocessing not named'"))
+    if ctx is not None:
+        _check_run_options(ctx, inputs, default)
+
+
+def _check_run_options(ctx, inputs, protocol_default=None):
+    """The Protocol and Preprocessing as :class:`RunOptions` takes them; one
+    error line and Execute disabled if not."""
+    from imagenetx.errors import ImageNetXError
+    from imagenetx.models.options import RunOptions
+
+    p = ctx.params
+    try:
+        RunOptions(protocol=p.get("protocol") or protocol_default,
+                   preprocessing=p.get("preprocessing") or None).check()
+    except ImageNetXError as e:
+        invalid(inputs, "options_error", in_form_terms(str(e)))
 
 
 def check_spec(ctx, inputs):
@@ -93,7 +118,8 @@ def add_checkpoint_inputs(inputs):
     """The Architecture and Remap inputs that checkpoint: specs need."""
     inputs.str(
         "arch", label="Architecture",
-        description="checkpoint: specs only: a timm name or torchvision:NAME",
+        description="checkpoint: specs only: a timm name, torchvision:NAME or "
+                    "open_clip:ARCH",
     )
     inputs.bool(
         "remap_by_position", label="Remap checkpoint keys by position",

@@ -324,6 +324,37 @@ def test_bad_settings_say_so(make, message):
         make()
 
 
+def test_pyautoattack_is_the_pinned_version_with_autoattacks_standard_settings():
+    """The installed ``pyautoattack`` is the version pyproject.toml pins, and
+    its ``standard`` version is AutoAttack's as RobustBench runs it
+    (fra31/auto-attack ``autoattack.py`` ``set_version('standard')``, L∞):
+    APGD-CE (1 restart, 100 iterations), APGD-T (9 target classes), FAB-T
+    (9 target classes), Square (5,000 queries)."""
+    from importlib.metadata import version
+
+    from packaging.requirements import Requirement
+    from pyautoattack import AutoAttack
+
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        import tomli as tomllib
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    pin = next(Requirement(d) for d in deps if d.startswith("pyautoattack"))
+    assert str(pin.specifier) == "==0.2.0"
+    assert version("pyautoattack") == "0.2.0"
+
+    aa = AutoAttack(torch.nn.Identity(), norm="Linf", eps=4 / 255, version="standard")
+    assert aa.attacks_to_run == ["apgd-ce", "apgd-t", "fab-t", "square"]
+    assert (aa.apgd.n_restarts, aa.apgd.n_iter, aa.apgd.eot_iter, aa.apgd.thr_decr) == (
+        1, 100, 1, 0.75)
+    assert (aa.apgd_targeted.n_restarts, aa.apgd_targeted.n_target_classes,
+            aa.apgd_targeted.n_iter) == (1, 9, 100)
+    assert (aa.fab.n_restarts, aa.fab.n_target_classes, aa.fab.n_iter) == (1, 9, 100)
+    assert (aa.square.n_queries, aa.square.p_init, aa.square.n_restarts) == (5000, 0.8, 1)
+    assert aa.epsilon == aa.apgd.eps == aa.square.eps == pytest.approx(4 / 255)
+
+
 def test_autoattack_equals_pyautoattack_called_directly(photos):
     """``--attack autoattack --eps 4/255`` on two real photos with the real
     lite0 weights: the same adversarial predictions and robust accuracy as

@@ -289,6 +289,12 @@ def test_attack_operator_attacks_two_photos_and_refuses_bad_budgets(tmp_path):
     assert {"arch", "remap_by_position", "protocol", "attack", "eps", "steps",
             "step_size", "norm", "limit", "device", "batch_size",
             "gt_field"} <= set(form)
+    # RobustBench's preprocessing by name, with its Protocol only (in the form's terms)
+    assert form["preprocessing"].type.values == ["Res256Crop224", "BicubicRes256Crop224",
+                                                 "Res224", "Crop288", "timm"]
+    errors = _form_errors(ATTACK, "plugin-attack", dict(params, preprocessing="Res224"))
+    assert any("Preprocessing Res224 names one of RobustBench's preprocessings: it applies "
+               "with Protocol robustbench" in e for e in errors), errors
 
     # the current view: two of the three photos
     view_ids = ds.limit(2).values("id")

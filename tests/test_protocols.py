@@ -7,6 +7,7 @@ datasets and its logits are those of a script that follows
 ``evaluate_vlm.py``; RobustBench's ids are its own file; the 1/50048
 arithmetic of Gavrikov's PGD columns; departures recorded and said."""
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -22,7 +23,7 @@ from imagenetx.cli import main
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.loader import crop_reader
 from imagenetx.models.options import RunOptions
-from imagenetx.models.protocol_run import apply_preprocessing, resolve_run
+from imagenetx.models.protocol_run import resolve_run, settle_run
 from imagenetx.models.sources import ModelRequest, load_model
 
 open_clip = pytest.importorskip("open_clip")
@@ -56,15 +57,16 @@ def jpegs(tmp_path_factory):
     return [str(save_photo(folder / f"{p}.jpg", p)) for p in PHOTOS]
 
 
-def _fed(spec, request, protocol, benchmark="imagenet_x"):
-    """The classifier as a run under ``protocol`` loads it, and its reader."""
+def _fed(spec, request, protocol, benchmark="imagenet_x", preprocessing=None):
+    """The classifier as a run under ``protocol`` loads it (on the CPU), its
+    reader, and the run's options with the pinned autocast."""
     request, options, run = resolve_run(benchmark, request.with_classes(
         "imagenet_d" if benchmark == "imagenet_d" else "imagenet"),
-        RunOptions(protocol=protocol))
+        RunOptions(protocol=protocol, preprocessing=preprocessing))
     classifier = load_model(spec, request)
-    apply_preprocessing(run, classifier)
+    run, amp = settle_run(run, classifier, request, options.amp, "cpu")
     reader, _ = crop_reader(classifier, options.decoder, torch.device("cpu"))
-    return classifier, reader, options
+    return classifier, reader, dataclasses.replace(options, amp=amp)
 
 
 def _pil(path):
@@ -74,7 +76,7 @@ def _pil(path):
 @pytest.mark.parametrize("spec, request_, protocol", [
     (LITE0, LITE0_REQUEST, "gavrikov"),
     ("timm:efficientnet_lite0", ModelRequest(pretrained=False), "gavrikov"),
-    (LITE0, LITE0_REQUEST, "robustbench"),  # not timm: Res256Crop224
+    (LITE0, LITE0_REQUEST, "robustbench"),  # not a leaderboard entry: Res256Crop224
 ])
 def test_res256_crop224_is_the_authors_transform_bit_for_bit(jpegs, spec, request_, protocol):
     """Gavrikov's TEST_TRANSFORMS (timm models included) and RobustBench's
@@ -87,13 +89,15 @@ def test_res256_crop224_is_the_authors_transform_bit_for_bit(jpegs, spec, reques
         assert torch.equal(reader(path).float().div(255), authors(_pil(path)))
 
 
-def test_robustbench_timm_models_get_robustbenchs_timm_preprocessing(jpegs):
-    """RobustBench's get_timm_model_preprocessing: Resize(floor(size /
-    crop_pct), the model's interpolation) + CenterCrop(size) + ToTensor."""
+def test_robustbench_timm_preprocessing_when_asked(jpegs):
+    """``--preprocessing timm``: RobustBench's get_timm_model_preprocessing,
+    Resize(floor(size / crop_pct), the model's interpolation) +
+    CenterCrop(size) + ToTensor (its XCiT entries' own; never a timm
+    model's default otherwise)."""
     import timm
 
     _, reader, _ = _fed("timm:efficientnet_lite0", ModelRequest(pretrained=False),
-                        "robustbench")
+                        "robustbench", preprocessing="timm")
     cfg = timm.create_model("efficientnet_lite0").default_cfg
     size = cfg["input_size"][1]
     authors = T.Compose([
@@ -121,7 +125,8 @@ def test_imagenet_d_feeds_clips_own_preprocessing_bit_for_bit(jpegs):
 
 def test_model_vs_human_feeds_224_images_as_they_are(tmp_path, jpegs):
     """model-vs-human's PytorchLoader: no resize for 224-pixel images (its
-    cue-conflict stimuli), ImageNet's mean / std whatever the model's."""
+    cue-conflict stimuli), ImageNet's mean / std for a model trained with
+    them (``PytorchModel``; other models: tests/test_protocol_models.py)."""
     square = tmp_path / "cue.png"
     Image.open(jpegs[0]).convert("RGB").resize((224, 224)).save(square)
     classifier, reader, _ = _fed("timm:efficientnet_lite0", ModelRequest(pretrained=False),
@@ -218,9 +223,9 @@ def test_departures_are_recorded_and_said(photos_dir, capsys):
         "g on protocol-departures (gavrikov): not the authors' setting: decoder, n"]
     assert main(args + ["--field", "own", "--protocol", "none", "--limit", "1"]) == 0
     assert "protocol" not in ds.get_field("own").info["imagenetx_model"]
-    # another protocol never adds to the field
-    assert main(args + ["--field", "g", "--protocol", "robustbench"]) == 2
-    assert "(protocol differ)" in capsys.readouterr().err
+    # another protocol (here none) never adds to the field
+    assert main(args + ["--field", "g", "--protocol", "none"]) == 2
+    assert "(protocol, protocol_applied differ)" in capsys.readouterr().err
 
 
 def test_protocols_command_lists_every_pin_with_its_reference(capsys):

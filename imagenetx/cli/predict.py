@@ -9,6 +9,7 @@ from imagenetx.cli.base import CommandGroup, print_result
 from imagenetx.cli.flags import add_gt_field, add_output
 from imagenetx.options import AMPS, DECODERS, ROW_ORDERS
 from imagenetx.protocols import protocol_names
+from imagenetx.protocols.robustbench import PREPROCESSING_CHOICES
 
 TITLE = "predictions and probes"
 
@@ -22,7 +23,8 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--dataset", required=True)
     p.add_argument("--model", required=True, metavar="SPEC", help=MODEL_HELP)
     p.add_argument("--field", required=True, help="prediction field to write")
-    p.add_argument("--arch", help="architecture of a checkpoint: a timm name or torchvision:NAME")
+    p.add_argument("--arch", help="architecture of a checkpoint: a timm name, torchvision:NAME or "
+                        "open_clip:ARCH (a zero-shot model)")
     p.add_argument("--remap-by-position", action="store_true",
                    help="checkpoint only: when its key names differ from --arch's but its "
                         "tensors line up one to one in order and shape, load them by position")
@@ -144,7 +146,8 @@ def add_model_options(p):
     """How ``--model`` is loaded: a checkpoint's architecture, zero-shot
     prompts (``probe``, ``attack``, ``suite``; ``predict`` spells out
     ``--remap-by-position``)."""
-    p.add_argument("--arch", help="architecture of a checkpoint: a timm name or torchvision:NAME")
+    p.add_argument("--arch", help="architecture of a checkpoint: a timm name, torchvision:NAME or "
+                        "open_clip:ARCH (a zero-shot model)")
     p.add_argument("--remap-by-position", action="store_true",
                    help="checkpoint only: load tensors by position (see predict)")
     add_zero_shot(p)
@@ -169,6 +172,11 @@ def add_protocol(p, default=None, help=None):
         "pins; default: the dataset's benchmark's own: imagenet-d on ImageNet-D, "
         "model-vs-human on cue conflict; none: the model's own configuration); settings "
         "given on top are recorded as departures"))
+    p.add_argument("--preprocessing", choices=PREPROCESSING_CHOICES, help=(
+        "with --protocol robustbench: RobustBench's preprocessing by name (default: the "
+        "leaderboard entry's own, for a checkpoint named after its entry; else "
+        "Res256Crop224, recorded as the departure 'preprocessing not named'); timm: the "
+        "model's own timm configuration"))
 
 
 def add_runtime(p, amp_help: str = "autocast dtype (default: bf16 on CUDA, off on CPU)"):

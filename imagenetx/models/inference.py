@@ -33,7 +33,7 @@ from imagenetx.models import writer
 from imagenetx.models.classify import (  # noqa: F401 (error_field re-exported)
     FAILURES_SHOWN, Classify, Predictions, error_field)
 from imagenetx.models.distributed import pick
-from imagenetx.models.engine import Engine, default_batch_size  # noqa: F401
+from imagenetx.models.engine import Engine, amp_dtype, default_batch_size  # noqa: F401
 from imagenetx.models.loader import (  # noqa: F401 (re-exported)
     DeviceInputs, ImageFiles, collate_images, crop_reader, default_workers,
     error_message, make_loader)
@@ -41,7 +41,7 @@ from imagenetx.models.options import RunOptions
 from imagenetx.models.pipeline import place, progress_bar, stream
 from imagenetx.models.preprocess import without_resize
 from imagenetx.models.protocol_run import (
-    apply_preprocessing, departure_note, resolve_run, with_zero_shot_departures)
+    check_dataset, departure_note, resolve_run, settle_run)
 from imagenetx.models.sources import ModelRequest, check_request, load_model
 from imagenetx.store.datasets import all_slices, get_dataset
 from imagenetx.store.evaluation import (
@@ -235,14 +235,15 @@ def run_predict(samples, model: str, field: str, request: ModelRequest,
     options.check()
     benchmark = get_benchmark(dataset)
     request = request.with_classes(benchmark.output_classes)
-    request, options, protocol = resolve_run(benchmark.name, request, options)
+    request, options, protocol = resolve_run(benchmark.name, request, options, dataset.name)
+    check_dataset(protocol, samples)
     check_request(model, request)  # before the slow imports
     at = place(options)
     classifier = load_model(model, request)
-    protocol = with_zero_shot_departures(protocol, classifier, request)
+    protocol, amp = settle_run(protocol, classifier, request, options.amp, at.device.type)
+    at.dtype = amp_dtype(amp, at.device)  # pinned per protocol, model and device
     protocol = protocol.with_departures(departures)
     record = {**(record or {}), **protocol.record()}
-    apply_preprocessing(protocol, classifier)
     if benchmark.keeps_geometry:  # images already at the input size: no zoom
         classifier.preprocessing = without_resize(classifier.preprocessing)
     reader, gpu_share = crop_reader(classifier, options.decoder, at.device)
@@ -384,7 +385,7 @@ class _Todo:
 #: the parts of a field's record that say which predictions it holds: a run
 #: adds to a field only where they are the same
 IDENTITY = ("spec", "classes", "pretrained", "templates", "prompt", "num_templates",
-            "attack", "protocol")
+            "attack", "protocol", "protocol_applied")
 
 
 def run_record(classifier, more: Optional[dict] = None) -> dict:

@@ -17,6 +17,7 @@ from imagenetx.errors import ImageNetXError
 from imagenetx.models.sources import ModelRequest
 from imagenetx.options import AMPS, DECODERS
 from imagenetx.protocols import get_protocol
+from imagenetx.protocols.robustbench import PREPROCESSING_CHOICES
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,10 @@ class RunOptions:
         overwrite: redo samples that already have results
         protocol: a paper's protocol by name (:mod:`imagenetx.protocols`);
             None: the dataset's benchmark's own, ``none``: no protocol
+        preprocessing: RobustBench's preprocessing by name
+            (``Res256Crop224``, ``BicubicRes256Crop224``, ``Res224``,
+            ``Crop288``, ``timm``), with ``protocol="robustbench"``; None:
+            the leaderboard entry's own, else ``Res256Crop224`` (a departure)
     """
 
     batch_size: Optional[int] = None
@@ -46,6 +51,7 @@ class RunOptions:
     limit: Optional[int] = None
     overwrite: bool = False
     protocol: Optional[str] = None
+    preprocessing: Optional[str] = None
 
     def check(self) -> "RunOptions":
         """Returns itself; raises ImageNetXError for a bad option."""
@@ -61,6 +67,14 @@ class RunOptions:
         if self.amp not in AMPS:
             raise ImageNetXError(f"Unknown --amp '{self.amp}': use one of {', '.join(AMPS)}")
         get_protocol(self.protocol)  # an unknown name says so
+        if self.preprocessing is not None and self.preprocessing not in PREPROCESSING_CHOICES:
+            raise ImageNetXError(
+                f"Unknown --preprocessing '{self.preprocessing}': use one of RobustBench's "
+                f"{', '.join(PREPROCESSING_CHOICES)}")
+        if self.preprocessing is not None and self.protocol != "robustbench":
+            raise ImageNetXError(
+                f"--preprocessing {self.preprocessing} names one of RobustBench's "
+                "preprocessings: it applies with --protocol robustbench; leave it out")
         return self
 
 

@@ -1,21 +1,28 @@
 """A protocol (:mod:`imagenetx.protocols`) applied to a model run.
 
-:func:`resolve_run` fills what the user left open with the protocol's pins
-(the decoder, the autocast, a zero-shot prompt) and names every setting
-given on top of them as a departure; :func:`apply_preprocessing` gives the
-loaded classifier the protocol's resize / crop, normalization and logit
-scale. The field's run record keeps the protocol, its pins and the
-departures (:meth:`ProtocolRun.record`).
+:func:`resolve_run` checks the protocol applies to the dataset's benchmark
+and fills what the user left open with its pins (the decoder, a zero-shot
+prompt); once the model is loaded, :func:`settle_run` names the zero-shot
+and precision departures, pins the precision (:func:`resolve_amp`: it
+depends on whether the head is zero-shot and on the device) and gives the
+classifier the protocol's preprocessing (:func:`apply_preprocessing`:
+resize / crop, normalization, logit scale). The field's run record keeps
+the protocol, its pins, the departures and what was applied
+(:meth:`ProtocolRun.record`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from typing import Optional, Sequence, Tuple
 
+from imagenetx.errors import ImageNetXError
 from imagenetx.protocols import Protocol, resolve_protocol
-from imagenetx.protocols.base import IMAGENET_MEAN, IMAGENET_STD
+from imagenetx.protocols.base import IMAGENET_MEAN, IMAGENET_STD, resolve_amp
+from imagenetx.protocols.robustbench import (
+    SUBSET_SIZE, TIMM, choose_preprocessing, robustbench_names)
 from imagenetx.models.zeroshot import ZeroShotClassifier
 
 
@@ -28,23 +35,33 @@ class ProtocolRun:
         departures: the pinned parameters the run set otherwise
         benchmark: the dataset's benchmark (a protocol may pin another
             geometry for it)
+        preprocessing: RobustBench's preprocessing asked for by name
+            (``--preprocessing``; None: the leaderboard entry's own)
+        applied: what the run applied where a pin depends on the model or
+            the device (model-vs-human's wrapper, RobustBench's named
+            preprocessing, the precision, the input size, mean / std)
     """
 
     protocol: Optional[Protocol] = None
     departures: Tuple[str, ...] = ()
     benchmark: str = ""
+    preprocessing: Optional[str] = None
+    applied: dict = field(default_factory=dict)
 
     def with_departures(self, more: Sequence[str]) -> "ProtocolRun":
         return dataclasses.replace(
             self, departures=tuple(dict.fromkeys([*self.departures, *more])))
 
+    def with_applied(self, **applied) -> "ProtocolRun":
+        return dataclasses.replace(self, applied={**self.applied, **applied})
+
     def record(self) -> dict:
         """The run record's part: the protocol's name, every pinned value,
-        the departures (nothing without a protocol)."""
+        the departures and what was applied (nothing without a protocol)."""
         if self.protocol is None:
             return {}
         return {"protocol": self.protocol.name, "protocol_pins": self.protocol.pins(),
-                "departures": list(self.departures)}
+                "departures": list(self.departures), "protocol_applied": dict(self.applied)}
 
     def note(self) -> str:
         """``not the authors' setting: n, attack.eps`` (empty without
@@ -58,7 +75,7 @@ def departure_note(departures: Sequence[str]) -> str:
     return f"not the authors' setting: {', '.join(departures)}" if departures else ""
 
 
-def resolve_run(benchmark: str, request, options) -> tuple:
+def resolve_run(benchmark: str, request, options, dataset: str = "") -> tuple:
     """The run's protocol (``options.protocol``, else the benchmark's own),
     the request and options with its pins filled in where the user gave
     nothing, and the departures.
@@ -67,34 +84,82 @@ def resolve_run(benchmark: str, request, options) -> tuple:
         benchmark: the dataset's benchmark name
         request: the :class:`~imagenetx.models.sources.ModelRequest`
         options: the :class:`~imagenetx.models.options.RunOptions`
+        dataset (""): the dataset's name, for messages
 
     Returns:
         ``(request, options, ProtocolRun)``
 
     Raises:
-        ImageNetXError: for an unknown protocol name
+        ImageNetXError: for an unknown protocol name, or a protocol named on
+            a dataset of a benchmark it does not apply to
     """
 
     protocol = resolve_protocol(options.protocol, benchmark)
+    asked = options.preprocessing  # RunOptions.check: only with robustbench's protocol
     if protocol is None:
         return request, options, ProtocolRun()
+    if not protocol.applies(benchmark):
+        raise ImageNetXError(
+            f"Protocol '{protocol.name}' applies to {' and '.join(protocol.applies_to)} "
+            f"datasets only, and dataset '{dataset}' is a {benchmark} one: leave --protocol "
+            "out (its benchmark's own) or pass --protocol none")
     departures = []
     changes = {}
     if options.decoder == "auto":
         changes["decoder"] = protocol.decoder
     elif options.decoder != protocol.decoder:
         departures.append("decoder")
-    if protocol.amp is not None:
-        if options.amp == "auto":
-            changes["amp"] = protocol.amp
-        elif options.amp != protocol.amp:
-            departures.append("amp")
     if protocol.n is not None and options.limit is not None:
         departures.append("n")
     if protocol.prompt is not None:  # a zero-shot head's default; a classifier ignores it
         request = dataclasses.replace(request, default_prompt=protocol.prompt)
     options = dataclasses.replace(options, **changes)
-    return request, options, ProtocolRun(protocol, tuple(departures), benchmark)
+    return request, options, ProtocolRun(protocol, tuple(departures), benchmark, asked)
+
+
+def check_dataset(run: ProtocolRun, samples) -> None:
+    """Refuses, in one line, RobustBench's protocol on a collection that does
+    not hold its 5,000 validation images (matched by file name).
+
+    Raises:
+        ImageNetXError: naming the dataset, how many it holds and the fix
+    """
+    if run.protocol is None or run.protocol.subset != "robustbench":
+        return
+    held = robustbench_names().intersection(
+        os.path.basename(p) for p in samples.values("filepath"))
+    if len(held) < SUBSET_SIZE:
+        raise ImageNetXError(
+            f"Protocol '{run.protocol.name}' applies to ImageNet validation sets holding "
+            f"RobustBench's {SUBSET_SIZE:,} images, and dataset '{samples._dataset.name}' "
+            f"holds {len(held):,} of them (matched by file name): load the validation set "
+            "(imagenetx load --imagenet-dir DIR), or pass --protocol none")
+
+
+def settle_run(run: ProtocolRun, classifier, request, amp: str,
+               device_type: str) -> Tuple[ProtocolRun, str]:
+    """Once the model is loaded: the zero-shot and precision departures, the
+    pinned precision and the protocol's preprocessing (given to
+    ``classifier`` in place).
+
+    Args:
+        run: the run's protocol (:func:`resolve_run`)
+        classifier: the loaded classifier
+        request: the model request
+        amp: ``--amp`` as given
+        device_type: ``cuda`` or ``cpu``
+
+    Returns:
+        ``(run, amp)``: the run with its departures and what was applied,
+        and the autocast to run with
+    """
+    run = with_zero_shot_departures(run, classifier, request)
+    amp, departs = resolve_amp(run.protocol, amp, bool(classifier.record.get("zero_shot")),
+                               device_type)
+    run = run.with_departures(["amp"] if departs else [])
+    if run.protocol is not None:
+        run = run.with_applied(amp=amp)
+    return apply_preprocessing(run, classifier), amp
 
 
 def with_zero_shot_departures(run: ProtocolRun, classifier, request) -> ProtocolRun:
@@ -112,20 +177,29 @@ def with_zero_shot_departures(run: ProtocolRun, classifier, request) -> Protocol
     return run.with_departures(departures)
 
 
-def apply_preprocessing(run: ProtocolRun, classifier) -> None:
+def apply_preprocessing(run: ProtocolRun, classifier) -> ProtocolRun:
     """Gives ``classifier`` the protocol's geometry, normalization and
-    zero-shot logit scale (in place; nothing without a protocol)."""
+    zero-shot logit scale (in place; nothing without a protocol). Returns
+    ``run`` with what was applied (and RobustBench's preprocessing
+    departure)."""
     protocol = run.protocol
     if protocol is None:
-        return
+        return run
     prep = classifier.preprocessing
     geometry = protocol.geometry_for(run.benchmark)
-    if geometry == "resize256-crop224" or (
-            geometry == "robustbench" and classifier.source != "timm"):
+    if geometry == "resize256-crop224":
         prep = dataclasses.replace(prep, geometry=res256_crop224(), input_size=(3, 224, 224))
-    elif geometry == "model-vs-human":
+    elif geometry == "robustbench":
+        name, entry, departures = choose_preprocessing(classifier.spec, run.preprocessing)
+        prep = robustbench_preprocessing(name, classifier)
+        run = run.with_departures(departures).with_applied(
+            preprocessing=name, leaderboard_entry=entry)
+    elif geometry == "model-vs-human-loader":
         prep = dataclasses.replace(prep, geometry=ModelVsHumanGeometry(),
                                    input_size=(3, 224, 224))
+    elif geometry == "model-vs-human":
+        prep, how = model_vs_human_preprocessing(prep)
+        run = run.with_applied(preprocessing=how)
     if protocol.normalization == "imagenet":
         prep = dataclasses.replace(prep, mean=IMAGENET_MEAN, std=IMAGENET_STD)
     classifier.preprocessing = prep
@@ -133,6 +207,8 @@ def apply_preprocessing(run: ProtocolRun, classifier) -> None:
         head = classifier.module
         if isinstance(head, ZeroShotClassifier) and head.bias is None:
             head.scale = float(protocol.logit_scale)
+    return run.with_applied(input_size=list(prep.input_size), mean=list(prep.mean),
+                            std=list(prep.std))
 
 
 def res256_crop224():
@@ -142,6 +218,72 @@ def res256_crop224():
 
     return T.Compose([T.Resize(256, T.InterpolationMode.BILINEAR, antialias=True),
                       T.CenterCrop(224)])
+
+
+def robustbench_geometry(name: str):
+    """``(geometry, input size)`` of one of RobustBench's named
+    preprocessings before ``ToTensor``, as its ``data.py`` writes them."""
+    import torchvision.transforms as T
+
+    if name == "Res256Crop224":
+        return res256_crop224(), 224
+    if name == "BicubicRes256Crop224":
+        return T.Compose([T.Resize(256, interpolation=T.InterpolationMode("bicubic")),
+                          T.CenterCrop(224)]), 224
+    if name == "Res224":
+        return T.Compose([T.Resize([224, 224])]), 224
+    if name == "Crop288":
+        return T.Compose([T.CenterCrop(288)]), 288
+    raise ValueError(f"not one of RobustBench's preprocessings: {name}")
+
+
+def robustbench_preprocessing(name: str, classifier):
+    """``classifier``'s preprocessing with RobustBench's ``name`` geometry
+    (its own mean / std: RobustBench's models normalize inside);
+    ``timm``: the model's own timm configuration, RobustBench's
+    ``get_timm_model_preprocessing``.
+
+    Raises:
+        ImageNetXError: ``timm`` for a model without a timm configuration
+    """
+    prep = classifier.preprocessing
+    if name == TIMM:
+        arch = str(classifier.record.get("arch") or "")
+        if classifier.source != "timm" and not (
+                classifier.source == "checkpoint" and not arch.startswith("torchvision:")):
+            raise ImageNetXError(
+                f"--preprocessing timm takes a timm model's own configuration, and "
+                f"'{classifier.spec}' is not a timm model: name one of RobustBench's "
+                "Res256Crop224, BicubicRes256Crop224, Res224, Crop288")
+        return prep
+    geometry, size = robustbench_geometry(name)
+    return dataclasses.replace(prep, geometry=geometry, input_size=(3, size, size))
+
+
+def model_vs_human_preprocessing(own) -> tuple:
+    """model-vs-human's loader and wrappers for a model whose own
+    preprocessing is ``own``: ``(preprocessing, what applied)``.
+
+    A model trained with ImageNet's mean / std at 224 gets the loader's
+    tensor (``PytorchModel``); any other gets what the wrappers feed
+    (``ClipPytorchModel``, ``ViTPytorchModel``, ``SwagPytorchModel``,
+    ``EfficientNetPytorchModel``): the loader's image back through
+    ``undo_default_preprocessing`` and ``ToPILImage``, the model's own resize
+    and crop where its input size is not 224, and its own mean / std.
+    """
+    loader = ModelVsHumanGeometry()
+    if _close(own.mean, IMAGENET_MEAN) and _close(own.std, IMAGENET_STD) and tuple(
+            own.input_size[1:]) == (224, 224):
+        return dataclasses.replace(own, geometry=loader, input_size=(3, 224, 224)), "loader"
+    resize = tuple(own.input_size[1:]) != (224, 224)
+    geometry = ModelVsHumanWrapper(loader, own.geometry if resize else None)
+    how = "wrapper: own mean / std" + (", own resize and crop" if resize else "")
+    return dataclasses.replace(own, geometry=geometry, input_size=(
+        own.input_size if resize else (3, 224, 224))), how
+
+
+def _close(a: Sequence[float], b: Sequence[float]) -> bool:
+    return len(a) == len(b) and all(abs(x - y) < 1e-4 for x, y in zip(a, b))
 
 
 class ModelVsHumanGeometry:
@@ -156,3 +298,32 @@ class ModelVsHumanGeometry:
         if image.size == (224, 224):
             return image
         return self.resize_crop(image)
+
+
+class ModelVsHumanWrapper:
+    """What a model-vs-human wrapper does to the loader's image before its
+    own ``ToTensor`` + ``Normalize``: ``ToTensor``, ImageNet's
+    ``Normalize``, ``undo_default_preprocessing`` (``x * std + mean``), then
+    ``ToPILImage`` (which truncates ``x * 255`` to bytes), then its own
+    resize and crop (None: the image stays 224 x 224).
+
+    Args:
+        loader: the loader's geometry (:class:`ModelVsHumanGeometry`)
+        own (None): the model's own resize and crop
+    """
+
+    def __init__(self, loader: ModelVsHumanGeometry, own=None):
+        import torch
+
+        self.loader = loader
+        self.own = own
+        self.mean = torch.tensor(IMAGENET_MEAN)
+        self.std = torch.tensor(IMAGENET_STD)
+
+    def __call__(self, image):
+        import torchvision.transforms.functional as F
+
+        x = F.normalize(F.to_tensor(self.loader(image)), IMAGENET_MEAN, IMAGENET_STD)
+        x = x * self.std[:, None, None] + self.mean[:, None, None]
+        image = F.to_pil_image(x)
+        return image if self.own is None else self.own(image)

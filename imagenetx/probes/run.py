@@ -34,13 +34,12 @@ from imagenetx.errors import ImageNetXError
 from imagenetx.models import writer
 from imagenetx.models.classify import FAILURES_SHOWN
 from imagenetx.models.distributed import pick
-from imagenetx.models.engine import Engine
+from imagenetx.models.engine import Engine, amp_dtype
 from imagenetx.models.inference import record_differences, run_record
 from imagenetx.models.loader import ImageFiles, crop_reader, error_message, make_loader
 from imagenetx.models.options import RunOptions
 from imagenetx.models.pipeline import place, progress_bar, stream
-from imagenetx.models.protocol_run import (
-    apply_preprocessing, resolve_run, with_zero_shot_departures)
+from imagenetx.models.protocol_run import check_dataset, resolve_run, settle_run
 from imagenetx.models.sources import ModelRequest, check_request, load_model
 from imagenetx.probes.base import get_probe
 from imagenetx.store.datasets import all_slices, get_dataset
@@ -202,13 +201,14 @@ def run_probe_with(samples, model: str, field: str, probe, request: ModelRequest
     stored = _stored_info(dataset, pfield, probe.name, model, overwrite)
     benchmark = get_benchmark(dataset)
     request = request.with_classes(benchmark.output_classes)
-    request, options, protocol = resolve_run(benchmark.name, request, options)
+    request, options, protocol = resolve_run(benchmark.name, request, options, dataset.name)
+    check_dataset(protocol, samples)
     check_request(model, request)
     at = place(options)
     ranks, dev = at.ranks, at.device
     classifier = load_model(model, request)
-    protocol = with_zero_shot_departures(protocol, classifier, request)
-    apply_preprocessing(protocol, classifier)
+    protocol, amp = settle_run(protocol, classifier, request, options.amp, dev.type)
+    at.dtype = amp_dtype(amp, dev)  # pinned per protocol, model and device
     run = run_record(classifier, protocol.record())
     differ = record_differences(stored["run"], run) if stored and stored.get("run") else []
     if differ and all_slices(dataset).count(pfield):  # the same spec, other weights or prompts

@@ -20,10 +20,18 @@ GEOMETRIES = {
     "clip": "CLIP's own preprocess transform (open_clip's, the model's own for "
             "other models)",
     "resize256-crop224": "PIL Resize(256) bilinear + CenterCrop(224) for every model",
-    "robustbench": "timm models: their own Resize(floor(size / crop_pct)) + CenterCrop; "
-                   "others: Res256Crop224, PIL Resize(256) bilinear + CenterCrop(224)",
-    "model-vs-human": "224 x 224 images as they are (ToTensor only); other sizes PIL "
-                      "Resize(256) bilinear + CenterCrop(224)",
+    "robustbench": "the leaderboard entry's named preprocessing (Res256Crop224, "
+                   "BicubicRes256Crop224, Res224, Crop288; timm: RobustBench's "
+                   "get_timm_model_preprocessing), --preprocessing NAME, else "
+                   "Res256Crop224 (a departure: preprocessing not named)",
+    "model-vs-human-loader": "model-vs-human's loader: 224 x 224 images as they are "
+                             "(ToTensor only); other sizes PIL Resize(256) bilinear + "
+                             "CenterCrop(224)",
+    "model-vs-human": "model-vs-human's loader, then its wrappers: a model trained with "
+                      "ImageNet's mean / std at 224 gets the loader's tensor; any other "
+                      "gets it back as a PIL image (undo_default_preprocessing, "
+                      "ToPILImage), its own Resize + CenterCrop where its input size is "
+                      "not 224, and its own mean / std",
 }
 
 #: how the [0, 1] input is normalized, by name
@@ -55,10 +63,15 @@ class Protocol:
         n: how many images the published numbers use (None: not pinned)
         attack: an attack's settings (``AttackSettings`` fields), or None
         amp: autocast (``off``: float32), or None (not pinned)
+        cuda_zero_shot_amp: the autocast of a zero-shot (CLIP) head on CUDA,
+            where the reference loads CLIP in half precision
+            (``clip.load(..., "cuda")``); None: :attr:`amp`
         batch_size: the batch size the published arithmetic depends on
         metric: the published column's arithmetic, in words
         benchmarks: the benchmarks whose own protocol this is (their
             datasets get it by default)
+        applies_to: the benchmarks whose datasets it may be applied to
+            (empty: any)
         benchmark_geometry: benchmark name -> the geometry the authors used
             on that benchmark's images instead of :attr:`geometry`
         references: pin -> the authors' line it comes from
@@ -76,9 +89,11 @@ class Protocol:
     n: Optional[int] = None
     attack: Optional[Dict[str, object]] = None
     amp: Optional[str] = None
+    cuda_zero_shot_amp: Optional[str] = None
     batch_size: Optional[int] = None
     metric: str = ""
     benchmarks: Tuple[str, ...] = ()
+    applies_to: Tuple[str, ...] = ()
     benchmark_geometry: Dict[str, str] = field(default_factory=dict)
     references: Dict[str, str] = field(default_factory=dict)
 
@@ -89,7 +104,7 @@ class Protocol:
         out.update({f"geometry.{b}": g for b, g in self.benchmark_geometry.items()})
         out["normalization"] = self.normalization
         for name in ("classes", "prompt", "logit_scale", "subset", "n", "amp",
-                     "batch_size"):
+                     "cuda_zero_shot_amp", "batch_size"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
@@ -98,6 +113,18 @@ class Protocol:
         if self.metric:
             out["metric"] = self.metric
         return out
+
+    def applies(self, benchmark: str) -> bool:
+        """Whether it may be applied to a dataset of ``benchmark``."""
+        return not self.applies_to or benchmark in self.applies_to
+
+    def amp_for(self, zero_shot: bool, device_type: str) -> Optional[str]:
+        """The pinned autocast of a model on a device type (``cuda``,
+        ``cpu``): half precision for a zero-shot head on CUDA where the
+        reference loads CLIP so, else :attr:`amp` (None: not pinned)."""
+        if zero_shot and device_type == "cuda" and self.cuda_zero_shot_amp is not None:
+            return self.cuda_zero_shot_amp
+        return self.amp
 
     def geometry_for(self, benchmark: str) -> str:
         """The geometry on ``benchmark``'s images."""
@@ -112,3 +139,26 @@ class Protocol:
             if self.attack and k[7:] in self.attack:
                 words[k] = f"{self.attack[k[7:]] * 255:g}/255"
         return {k: str(words.get(k, v)) for k, v in self.pins().items()}
+
+
+def resolve_amp(protocol: Optional[Protocol], requested: str, zero_shot: bool,
+                device_type: str) -> Tuple[str, bool]:
+    """The autocast a run uses and whether it departs from the protocol's.
+
+    Args:
+        protocol: the run's protocol (None: nothing pinned)
+        requested: ``--amp`` (``auto``: the protocol's, else the device's
+            default)
+        zero_shot: whether the model is a zero-shot (CLIP-style) head
+        device_type: ``cuda`` or ``cpu``
+
+    Returns:
+        ``(amp, departs)``: ``amp`` as ``--amp`` takes it, and True when the
+        user's ``--amp`` differs from the pinned precision
+    """
+    pinned = protocol.amp_for(zero_shot, device_type) if protocol is not None else None
+    if pinned is None:
+        return requested, False
+    if requested == "auto":
+        return pinned, False
+    return requested, requested != pinned

@@ -5,8 +5,10 @@ Sources read: ImageNet-D (chenshuang-zhang/imagenet_d) ``evaluate_vlm.py``
 and ``utils/data_loaders_imgnet_d_id.py``; Gavrikov & Keuper
 (paulgavrikov/biases_vs_generalization) ``code/eval_imagenet_adv.py``,
 ``code/utils.py``, ``code/model_zoo.py``; RobustBench 1.1.1 ``eval.py``,
-``data.py``, ``loaders.py``; model-vs-human (bethgelab/model-vs-human)
-``modelvshuman/datasets/base.py`` and ``dataloaders.py``.
+``data.py``, ``loaders.py``, ``model_zoo/imagenet.py``; model-vs-human
+(bethgelab/model-vs-human) ``modelvshuman/datasets/base.py``,
+``dataloaders.py``, ``models/wrappers/pytorch.py`` and
+``models/pytorch/model_zoo.py``.
 """
 
 from __future__ import annotations
@@ -23,10 +25,18 @@ IMAGENET_D = register_protocol(Protocol(
     classes="imagenet_d",
     prompt="A photo of a {c}",
     logit_scale=100.0,
+    amp="off",
+    cuda_zero_shot_amp="fp16",
     metric="top-1 over the 113 ImageNet-D classes, per nuisance (background, texture, "
            "material)",
     benchmarks=("imagenet_d",),
+    applies_to=("imagenet_d",),
     references={
+        "amp": "evaluate_vlm.py: clip.load(args.model, \"cuda\", jit=False) builds CLIP "
+               "in float16 on CUDA (clip's build_model: convert_weights; only a CPU load "
+               "calls model.float()); a classifier runs in float32",
+        "cuda_zero_shot_amp": "evaluate_vlm.py: clip.load(args.model, \"cuda\", "
+                              "jit=False): CLIP's weights in float16 on CUDA",
         "decoder": "utils/data_loaders_imgnet_d_id.py: "
                    "img = Image.open(path_list).convert(\"RGB\")",
         "geometry": "evaluate_vlm.py: model, test_transform = clip.load(args.model, "
@@ -59,11 +69,12 @@ GAVRIKOV = register_protocol(Protocol(
     amp="off",
     batch_size=128,
     metric="PGD-40 columns: 1 - perturbed / (391 x 128), i.e. (robust + 48) / 50048",
-    benchmark_geometry={"cue_conflict": "model-vs-human"},
+    benchmark_geometry={"cue_conflict": "model-vs-human-loader"},
     references={
         "geometry.cue_conflict": "code/eval_model_vs_human.py: model-vs-human's own loader "
                                  "(load_dataset(dataset_name).loader), x = (x * d_std + "
-                                 "d_mean) before the NormalizedModel",
+                                 "d_mean) before the NormalizedModel (the model's own mean "
+                                 "/ std at the loader's 224, no resize to its own size)",
         "decoder": "code/utils.py: torchvision.datasets.ImageNet(path, split=\"val\", "
                    "transform=TEST_TRANSFORMS) (torchvision's PIL loader)",
         "geometry": "code/utils.py: TEST_TRANSFORMS = Compose([Resize(256), "
@@ -98,11 +109,13 @@ ROBUSTBENCH = register_protocol(Protocol(
     references={
         "decoder": "robustbench/loaders.py pil_loader: img = Image.open(f); "
                    "return img.convert('RGB')",
-        "geometry": "robustbench/data.py get_preprocessing: timm models "
-                    "get_timm_model_preprocessing (Resize(floor(img_size / crop_pct), "
-                    "interpolation), CenterCrop(img_size), ToTensor()); zoo models "
-                    "PREPROCESSINGS['Res256Crop224'] = Compose([Resize(256), "
-                    "CenterCrop(224), ToTensor()])",
+        "geometry": "robustbench/data.py get_preprocessing: PREPROCESSINGS[model_zoo/"
+                    "imagenet.py's entry['preprocessing']] (Res256Crop224, "
+                    "BicubicRes256Crop224, Res224, Crop288; data/robustbench/"
+                    "imagenet_linf_preprocessing.json), get_timm_model_preprocessing only "
+                    "for the XCiT entries RobustBench registers in timm; a model outside "
+                    "the zoo must name its preprocessing (load_imagenet's default "
+                    "Res256Crop224)",
         "normalization": "RobustBench's zoo models normalize inside the model",
         "subset": "robustbench/loaders.py: make_custom_dataset(self.root, "
                   "'helper_files/imagenet_test_image_ids.txt', class_to_idx)",
@@ -121,17 +134,34 @@ MODEL_VS_HUMAN = register_protocol(Protocol(
     title="model-vs-human (Geirhos et al.), cue conflict and shape bias",
     decoder="pil",
     geometry="model-vs-human",
-    normalization="imagenet",
+    normalization="model",
+    logit_scale=100.0,
+    amp="off",
+    cuda_zero_shot_amp="fp16",
     metric="shape bias: shape / (shape + texture) decisions over the conflict images "
            "(shape and texture classes differ)",
     benchmarks=("cue_conflict",),
+    applies_to=("cue_conflict",),
     references={
         "decoder": "modelvshuman/datasets/dataloaders.py: ImageFolderWithPaths"
                    "(datasets.ImageFolder) (torchvision's PIL loader)",
         "geometry": "modelvshuman/datasets/base.py: resize = False if params.image_size == "
                     "224 else True; dataloaders.py PytorchLoader: Resize(256), "
-                    "CenterCrop(224) only if resize",
+                    "CenterCrop(224) only if resize; models/wrappers/pytorch.py: "
+                    "ClipPytorchModel, ViTPytorchModel, SwagPytorchModel, "
+                    "EfficientNetPytorchModel.forward_batch: images = "
+                    "undo_default_preprocessing(images); [self.preprocess()(ToPILImage()"
+                    "(image)) ...] with the model's own Resize / CenterCrop (CLIP n_px, "
+                    "SWAG 384-518, EfficientNet-L2 475) and Normalize",
         "normalization": "modelvshuman/datasets/dataloaders.py: transforms.Normalize("
-                         "mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])",
+                         "mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225]) for "
+                         "PytorchModel; the wrappers' own Normalize otherwise (CLIP's "
+                         "(0.48145466, ...), ViT's 0.5 / 0.5)",
+        "logit_scale": "modelvshuman/models/wrappers/pytorch.py ClipPytorchModel: "
+                       "logits = 100. * image_features @ self.zeroshot_weights",
+        "amp": "modelvshuman/models/wrappers/pytorch.py PytorchModel: float32",
+        "cuda_zero_shot_amp": "modelvshuman/models/pytorch/model_zoo.py clip: "
+                              "clip.load(\"ViT-B/32\") on CUDA when available (float16 "
+                              "weights)",
     },
 ))

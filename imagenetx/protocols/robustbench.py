@@ -1,21 +1,41 @@
 """RobustBench's 5,000 ImageNet validation images, shipped with the package
 (``data/robustbench/imagenet_test_image_ids.txt``, RobustBench's own file,
 MIT), and the rule that picks them out of a dataset: every one of the 5,000
-found exactly once, by validation file name."""
+found exactly once, by validation file name.
+
+And its preprocessing by name: the ImageNet L-inf leaderboard's entry ->
+preprocessing table (``data/robustbench/imagenet_linf_preprocessing.json``,
+read from RobustBench's ``model_zoo/imagenet.py``), and the rule that picks
+a run's (:func:`choose_preprocessing`): the one asked for, else the entry's
+own, else ``Res256Crop224`` with a departure.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
-from typing import List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from imagenetx.errors import ImageNetXError
 
 #: the ids file, as RobustBench ships it
 IDS_FILE = Path(__file__).parent / "data" / "robustbench" / "imagenet_test_image_ids.txt"
 SUBSET_SIZE = 5000
+#: the leaderboard's entry -> preprocessing table, with its source
+PREPROCESSING_FILE = IDS_FILE.parent / "imagenet_linf_preprocessing.json"
+#: RobustBench's named ImageNet preprocessings (``data.py`` ``PREPROCESSINGS``)
+PREPROCESSINGS = ("Res256Crop224", "BicubicRes256Crop224", "Res224", "Crop288")
+#: RobustBench's ``get_timm_model_preprocessing``: a timm model's own config
+TIMM = "timm"
+#: ``--preprocessing`` takes these
+PREPROCESSING_CHOICES = (*PREPROCESSINGS, TIMM)
+#: what ``load_imagenet`` uses when nothing is named
+DEFAULT_PREPROCESSING = "Res256Crop224"
+#: the departure of a model outside the zoo that names no preprocessing
+NOT_NAMED = "preprocessing not named"
 
 
 @lru_cache(maxsize=1)
@@ -58,3 +78,50 @@ def select_subset(paths: Sequence[str], dataset: str) -> List[int]:
             "validation set (imagenetx load --imagenet-dir DIR), or pass --protocol none "
             "--attack autoattack --eps 4/255 to attack the images it has")
     return found
+
+
+@lru_cache(maxsize=1)
+def leaderboard() -> Dict[str, str]:
+    """Entry name -> its preprocessing (a name of :data:`PREPROCESSINGS`, or
+    ``timm:<timm model>`` for the entries RobustBench registers in timm)."""
+    with open(PREPROCESSING_FILE, encoding="utf-8") as f:
+        return dict(json.load(f)["imagenet_linf"])
+
+
+def leaderboard_entry(spec: str) -> Optional[str]:
+    """The leaderboard entry a model spec is, or None: a ``checkpoint:``
+    file named after the entry (RobustBench saves ``<entry>.pt``), or a
+    ``timm:`` model RobustBench registers for an entry."""
+    scheme, _, rest = spec.partition(":")
+    table = leaderboard()
+    if scheme == "checkpoint":
+        stem = os.path.splitext(os.path.basename(rest))[0]
+        return stem if stem in table else None
+    if scheme == "timm":
+        name = rest.split(".")[0]
+        return next((e for e, p in table.items() if p == f"{TIMM}:{name}"), None)
+    return None
+
+
+def choose_preprocessing(spec: str, asked: Optional[str]) -> Tuple[str, Optional[str],
+                                                                   Tuple[str, ...]]:
+    """The preprocessing a run under RobustBench's protocol uses.
+
+    Args:
+        spec: the model spec
+        asked: ``--preprocessing`` (None: not given)
+
+    Returns:
+        ``(name, entry, departures)``: a name of
+        :data:`PREPROCESSING_CHOICES`; the leaderboard entry (None: not
+        one); ``("preprocessing",)`` when ``asked`` is not the entry's own,
+        ``(NOT_NAMED,)`` when neither names one
+    """
+    entry = leaderboard_entry(spec)
+    own = leaderboard()[entry] if entry else None
+    own = TIMM if own and own.startswith(f"{TIMM}:") else own
+    if asked is not None:
+        return asked, entry, (("preprocessing",) if own and asked != own else ())
+    if own:
+        return own, entry, ()
+    return DEFAULT_PREPROCESSING, None, (NOT_NAMED,)

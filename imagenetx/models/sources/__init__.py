@@ -5,7 +5,9 @@ A lazy registry, like the probes': a source's module (and the library it
 wraps) is imported only when a spec names it. Each source module defines
 
 -   ``SYNTAX``: how its specs look, for messages
--   ``ZERO_SHOT``: whether it builds zero-shot heads (templates apply)
+-   ``ZERO_SHOT``: whether it builds zero-shot heads (templates apply); a
+    function of the request where that depends on it (a checkpoint of an
+    ``open_clip:`` architecture)
 -   ``parse(rest, request)``: checks a spec's syntax, importing nothing heavy
 -   ``load(rest, request)``: the classifier
 
@@ -144,7 +146,9 @@ def check_request(spec: str, request: ModelRequest) -> None:
             raise ImageNetXError(
                 f"--arch applies to checkpoint:PATH specs only, not '{spec}'")
     source = source_of(scheme)
-    if request.zero_shot_options and not getattr(source, "ZERO_SHOT", False):
+    zero_shot = getattr(source, "ZERO_SHOT", False)
+    if request.zero_shot_options and not (zero_shot(request) if callable(zero_shot)
+                                          else zero_shot):
         raise ImageNetXError(
             f"--templates and --prompt apply to zero-shot models (open_clip:, "
             f"hf: CLIP or SigLIP), not '{spec}'")

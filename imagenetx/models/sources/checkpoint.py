@@ -1,6 +1,7 @@
 """``checkpoint:PATH``: a local state dict (``torch.save`` file or
 ``.safetensors``), with ``arch`` naming the architecture (a timm name,
-``timm:NAME`` or ``torchvision:NAME``); its keys must be the
+``timm:NAME``, ``torchvision:NAME``, or ``open_clip:ARCH``: a zero-shot
+classifier built as ``open_clip:`` builds it); its keys must be the
 architecture's, unless ``remap_by_position`` maps tensors that line up one
 to one in order and shape."""
 
@@ -15,7 +16,11 @@ from imagenetx.errors import ImageNetXError
 from imagenetx.models.sources._common import first_line
 
 SYNTAX = "checkpoint:PATH --arch NAME"
-ZERO_SHOT = False
+
+
+def ZERO_SHOT(request) -> bool:  # noqa: N802 (the sources' flag, per request here)
+    """A checkpoint of an ``open_clip:`` architecture is a zero-shot model."""
+    return (request.arch or "").startswith("open_clip:")
 
 
 def parse(rest: str, request) -> None:
@@ -35,6 +40,8 @@ def load(path: str, request):
 
     arch = request.arch
     scheme, _, arch_name = arch.partition(":")
+    if scheme == "open_clip" and arch_name:
+        return _open_clip(path, arch_name, request)
     if scheme == "torchvision" and arch_name:
         model, prep = torchvision_model(arch_name, None, pretrained=False)
     else:
@@ -48,6 +55,27 @@ def load(path: str, request):
     )
     return Classifier(f"checkpoint:{path}", model, prep, imagenet_outputs(),
                       "checkpoint", record={"arch": arch})
+
+
+def _open_clip(path: str, arch: str, request):
+    """An OpenCLIP architecture with the checkpoint's weights, as a zero-shot
+    classifier (:func:`~imagenetx.models.sources.open_clip.zero_shot_classifier`)."""
+    import open_clip
+
+    from imagenetx.models.sources.open_clip import zero_shot_classifier
+
+    if arch not in open_clip.list_models():
+        raise ImageNetXError(
+            f"Unknown open_clip architecture '{arch}' (--arch open_clip:{arch}): see "
+            "open_clip.list_models()")
+    model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=None)
+    state = _read_state_dict(path)
+    model.load_state_dict(_fit_state_dict(state, model, path, f"open_clip:{arch}",
+                                          request.remap_by_position))
+    classifier = zero_shot_classifier(model, open_clip.get_tokenizer(arch), preprocess,
+                                      f"checkpoint:{path}", request)
+    classifier.record["arch"] = f"open_clip:{arch}"
+    return classifier
 
 
 #: wrappers of a state dict that timm's ``load_state_dict`` leaves on
