@@ -100,7 +100,22 @@ def format_ratios(result: dict) -> str:
     for name in names:
         if models[name].get("groups") is not None:
             lines += ["", *_group_matrix(name, result, models[name]["groups"])]
+    if result.get("readouts"):
+        lines += ["", *readout_lines(result["readouts"])]
     return "\n".join(lines)
+
+
+def readout_lines(readouts: dict) -> list:
+    """``FIELD: LINE`` per field and line of
+    :func:`~imagenetx.analysis.readouts.readout_notes` (which images the
+    numbers count, what they may be compared with)."""
+    return [f"{field}: {line}" for field, lines in readouts.items() for line in lines]
+
+
+def readout_markdown(readouts: dict) -> str:
+    """The same lines as markdown bullets."""
+    return "\n".join(f"- **{field}**: {line}"
+                     for field, lines in readouts.items() for line in lines)
 
 
 def _group_matrix(name: str, result: dict, groups: dict) -> list:

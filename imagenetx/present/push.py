@@ -17,8 +17,9 @@ from typing import List, Optional
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.analysis import compute_ratios
+from imagenetx.analysis.readouts import readout_notes
 from imagenetx.present.figures import error_ratio_chart
-from imagenetx.present.formatting import ratios_rows
+from imagenetx.present.formatting import ratios_rows, readout_markdown
 from imagenetx.store.datasets import get_dataset
 from imagenetx.store.hub import _hub_error, _token, check_repo_id
 from imagenetx.store.schema import prediction_fields
@@ -223,6 +224,10 @@ def _card_section(dataset, repo_id, fields, evaluations, source, stand_ins,
             cells = [_fmt(by[(f, s)]["error_ratio"]) for f in fields]
             lines.append(f"| {s} | {by[(fields[0], s)]['n']:,} | " + " | ".join(cells) + " |")
         lines.append("")
+        readouts = readout_notes(dataset, fields)
+        if readouts:
+            lines += ["Which images the numbers count, and what they compare with:", "",
+                      readout_markdown(readouts), ""]
     if chart:
         lines += ["![error ratio per factor](dataset_preview.png)", ""]
     if stand_ins:

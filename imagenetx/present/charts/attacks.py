@@ -38,13 +38,16 @@ def attack_summary(result: dict) -> str:
                  else f"as easily in each of {', '.join(f'**{v}**' for v in top)}")
         name = _describe(m["attack"])
         head = (f"- **{field}** ({name}): accuracy {m['clean_accuracy']:.1%} clean, "
-                f"{m['robust_accuracy']:.1%} robust on {m['n']:,} images")
+                f"{m['robust_accuracy']:.1%} robust on {m['evaluated']:,} images")
+        if m.get("population"):
+            head += f" ({m['population']})"
         if not m["clean_right"]:
             lines.append(head + "; none of them was right before the attack, so it "
                          "broke nothing")
             continue
         lines.append(
-            head + f"; it broke {m['broken']:,} of the {m['clean_right']:,} right ones "
+            head + f"; of the {m['n']:,} counted per {result['slice_title']}, it broke "
+            f"{m['broken']:,} of the {m['clean_right']:,} right ones "
             f"({m['success_rate']:.1%}), {where}")
     return "\n".join(lines)
 
