@@ -196,11 +196,7 @@ def summary_result(summary) -> dict:
     """What every model run returns: the summary in words with the field's
     comparability line, the samples predicted and failed, and the
     evaluation key."""
-    from imagenetx.analysis.comparability import comparability
+    from imagenetx.present.protocols import run_summary
 
-    compared = comparability(summary.dataset, summary.field)
-    text = str(summary) + (f"\nCompared with published numbers: {compared.line()}"
-                           if compared is not None else "")
-    return {"summary": text, "comparability": compared.line() if compared else "",
-            "predicted": summary.predicted, "failed": summary.failed,
-            "eval_key": summary.eval_key}
+    return {"summary": run_summary(summary), "predicted": summary.predicted,
+            "failed": summary.failed, "eval_key": summary.eval_key}
