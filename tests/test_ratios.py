@@ -412,3 +412,24 @@ def test_imagenet_top1_is_over_all_50000_val_images(val_dataset, capsys):
     out = capsys.readouterr().out
     assert ("ResNet50: 46,110 of 50,000 images carry ImageNet-X factors, prototypes "
             "aside: per-factor numbers count those, whole-set numbers") in out
+
+
+@needs_shared_data
+def test_robustbench_5000_say_which_images_count(val_dataset):
+    """RobustBench's 5,000 images: a whole-set number counts all of them
+    (the toolkit's ResNet-50: 76.68 % clean top-1), the per-factor numbers
+    the 4,645 with ImageNet-X factors (75.44 %), and the readout says so."""
+    from imagenetx.analysis.populations import population, whole_set_top1
+    from imagenetx.analysis.readouts import readout_notes
+    from imagenetx.attacks.subsets import robustbench_view
+
+    view = robustbench_view(val_dataset)
+    assert len(view) == 5000
+    top1 = whole_set_top1(view, ["ResNet50"])["ResNet50"]
+    assert (top1.correct, top1.n) == (3834, 5000) and top1.accuracy == 0.7668
+    factors = _ratios(view, "ResNet50", intervals=False)["models"]["ResNet50"]
+    assert factors["n"] == 4645 and round(100 * factors["accuracy"], 2) == 75.44
+    counted = population(view, "ResNet50")
+    assert (counted.counted, counted.evaluated) == (4645, 5000)
+    assert readout_notes(view, ["ResNet50"])["ResNet50"][0].startswith(
+        "4,645 of 5,000 images carry ImageNet-X factors, prototypes aside")
