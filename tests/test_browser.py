@@ -1012,8 +1012,9 @@ def test_attack_form_checks_its_budget_and_attacks_two_images(demo_build, app_ur
     assert "Attack: PGD-2 L∞ ε=8/255" in said
     # what the number compares with: departures from gavrikov, and 2 images
     # against the column's 50,000 with the sampling error
-    compared = next(x for x in said.splitlines() if "Compared with published numbers" in x)
-    assert "not the authors' setting: " in compared and "(--protocol gavrikov)" in compared
+    compared = said.split("Compared with published numbers: ", 1)[1]
+    assert compared.startswith("not the authors' setting: ")
+    assert "(Protocol gavrikov)" in compared  # the form's words for --protocol
     assert "on 2 of the column's 50,000 images" in compared and "95% interval" in compared
     _close_result(page)
     ds = fo.load_dataset(name)
