@@ -12,11 +12,10 @@ so where the two differ ("4,645 of 5,000 images carry ImageNet-X factors").
 from dataclasses import dataclass
 from typing import Dict, Optional, Sequence
 
-import numpy as np
-
 from imagenetx.analysis.columns import read_columns
 from imagenetx.analysis.settings import Settings
 from imagenetx.benchmarks import get_benchmark
+from imagenetx.classes.spaces import int_column
 from imagenetx.store.datasets import get_dataset
 
 #: ImageNet's validation images by file name (``ILSVRC2012_val_00000001.JPEG``,
@@ -63,17 +62,13 @@ def whole_set_top1(samples, fields: Sequence[str], gt_field: str = "ground_truth
     gt_path = f"{gt_field}.class_index"
     paths = {f: f"{f}.{attribute}" for f in fields}
     columns = read_columns(get_dataset(samples), [gt_path, *paths.values()])
-    truth = _ints(columns[gt_path])
+    truth = int_column(columns[gt_path])
     out = {}
     for f, path in paths.items():
-        predicted = _ints(columns[path])
+        predicted = int_column(columns[path])
         both = (truth >= 0) & (predicted >= 0)
         out[f] = TopOne(int((both & (predicted == truth)).sum()), int(both.sum()))
     return out
-
-
-def _ints(values) -> np.ndarray:
-    return np.array([-1 if v is None else int(v) for v in values], np.int64)
 
 
 @dataclass(frozen=True)
@@ -122,6 +117,8 @@ def population(samples, field: str, settings: Settings = None,
     benchmark = get_benchmark(samples, s.benchmark, s)
     if benchmark.name != "imagenet_x" or not samples.has_field(field):
         return None
-    evaluated = samples.exists(f"{s.gt_field}.class_index").exists(field)
-    counted = benchmark.base_view(evaluated, s)
-    return Population(counted.count(), evaluated.count(), not s.include_prototypes)
+    # the columns the panel's ratios just read (read_columns' cache): no query
+    # when nothing changed
+    counted = whole_set_top1(benchmark.base_view(samples, s), [field], s.gt_field)[field]
+    evaluated = whole_set_top1(samples, [field], s.gt_field)[field]
+    return Population(counted.n, evaluated.n, not s.include_prototypes)
