@@ -84,6 +84,11 @@ def imagenet_c_errors(samples, field: str, clean_dataset: Optional[str] = None,
         if get_benchmark(clean_view).name == "imagenet_x":
             # every val image with a ground truth (all 50,000), annotated or not
             clean = whole_set_top1(val_images(clean_view), [field], gt_field)[field]
+            if not clean.n:
+                raise ImageNetXError(
+                    f"No val image of clean dataset '{clean_view._dataset.name}' has both "
+                    f"a ground truth and predictions '{field}': predict the model there "
+                    "first, or give --clean-accuracy")
             clean_accuracy = clean.accuracy
         else:
             clean = compute_ratios(clean_view, [field], intervals=False, gt_field=gt_field)
