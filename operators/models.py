@@ -219,7 +219,10 @@ def run_model(ctx, run, finish):
 
 
 def summary_result(summary) -> dict:
-    """What every model run returns: the summary in words, the samples
-    predicted and failed, and the evaluation key."""
-    return {"summary": str(summary), "predicted": summary.predicted,
+    """What every model run returns: the summary in words with the field's
+    comparability line, the samples predicted and failed, and the
+    evaluation key."""
+    from imagenetx.present.protocols import run_summary
+
+    return {"summary": run_summary(summary), "predicted": summary.predicted,
             "failed": summary.failed, "eval_key": summary.eval_key}

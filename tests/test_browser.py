@@ -1008,7 +1008,14 @@ def test_attack_form_checks_its_budget_and_attacks_two_images(demo_build, app_ur
         result.wait_for(timeout=T(240_000))
     finally:
         _shot(page, "attack-result")
-    assert "Attack: PGD-2 L∞ ε=8/255" in page.get_by_role("dialog").inner_text()
+    said = page.get_by_role("dialog").inner_text()
+    assert "Attack: PGD-2 L∞ ε=8/255" in said
+    # what the number compares with: departures from gavrikov, and 2 images
+    # against the column's 50,000 with the sampling error
+    compared = said.split("Compared with published numbers: ", 1)[1]
+    assert compared.startswith("not the authors' setting: ")
+    assert "(Protocol gavrikov)" in compared  # the form's words for --protocol
+    assert "on 2 of the column's 50,000 images" in compared and "95% interval" in compared
     _close_result(page)
     ds = fo.load_dataset(name)
     ds.reload()  # the App's server wrote the field
@@ -1026,6 +1033,11 @@ def test_attack_form_checks_its_budget_and_attacks_two_images(demo_build, app_ur
     _wait_traces(page, [[FIELD_ADV, True], ["imagenet_labels", False]])
     page.get_by_text("Attack success per", exact=False).first.wait_for(timeout=T(60_000))
     page.get_by_text(f"{FIELD_ADV} (PGD-2", exact=False).first.wait_for(timeout=T(60_000))
+    # beside the chart: the field's comparability line
+    beside = page.get_by_text("on 2 of the column's 50,000 images", exact=False).first
+    beside.wait_for(timeout=T(60_000))
+    assert "not the authors' setting" in beside.inner_text()
+    beside.scroll_into_view_if_needed()
     _shot(page, "panel-attack-success")
     _panel_pick(page, "Chart", "error ratios")
     _wait_traces(page, [["imagenet_labels", True]])

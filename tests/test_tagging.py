@@ -4,6 +4,8 @@ import fiftyone as fo
 import pytest
 
 from conftest import TRAIN_FILE, UNANNOTATED_VAL, make_dataset, save_photo
+from imagenetx.benchmarks.imagenet_x import annotations as anno
+from imagenetx.classes.imagenet import class_table
 from imagenetx.errors import ImageNetXError
 from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
 
@@ -23,7 +25,8 @@ def test_tagging_writes_the_data_contract_and_is_idempotent(photos_dir, tmp_path
     assert summary.annotated == 4  # 3 val + 1 train
     assert summary.unannotated == 2  # unannotated val image + holiday.jpg
     assert summary.by_split == {"val": 3, "train": 1}
-    assert summary.ground_truth_added == 4
+    # the unannotated val image too, from ImageNet's val labels
+    assert summary.ground_truth_added == 5
 
     s = ds.one(fo.ViewField("filepath").ends_with("ILSVRC2012_val_00000001.JPEG"))
     assert s.tags == ["x:background"]
@@ -41,9 +44,13 @@ def test_tagging_writes_the_data_contract_and_is_idempotent(photos_dir, tmp_path
     assert t.ground_truth.label == "ladle" and t.imagenetx.split == "train"
     assert t.imagenetx.real_labels is None
 
-    for name in (UNANNOTATED_VAL, "holiday.jpg"):
-        u = ds.one(fo.ViewField("filepath").ends_with(name))
-        assert u.tags == [] and u.imagenetx is None and u.ground_truth is None
+    u = ds.one(fo.ViewField("filepath").ends_with(UNANNOTATED_VAL))
+    assert u.tags == [] and u.imagenetx is None
+    truth = anno.val_labels()[anno.val_number(UNANNOTATED_VAL) - 1]
+    assert u.ground_truth.class_index == truth
+    assert u.ground_truth.label == class_table().labels[truth]
+    h = ds.one(fo.ViewField("filepath").ends_with("holiday.jpg"))
+    assert h.tags == [] and h.imagenetx is None and h.ground_truth is None
 
     # the App filters by these fields: they must be declared in the schema
     assert ds.get_field("imagenetx.top_factor") is not None

@@ -20,6 +20,7 @@ import numpy as np
 from scipy.stats import binomtest
 
 from imagenetx.analysis.engine import Prepared, prepare
+from imagenetx.analysis.populations import Population, whole_set_top1
 from imagenetx.analysis.settings import Settings
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.stats import INTERVAL_LEVEL, to_json
@@ -92,10 +93,15 @@ def attack_success(samples, fields, settings: Settings = None, **kwargs) -> dict
 
     Returns:
         a JSON-ready ``{"slicing", "slice_title", "label_space", "values",
-        "models": {field: {"n", "clean_right", "broken", "clean_accuracy",
-        "robust_accuracy", "success_rate", "ci_low", "ci_high", "attack",
-        "slices": {value: {"n", "clean_right", "broken", "success_rate",
-        "ci_low", "ci_high"}}}}}``
+        "models": {field: {"n", "evaluated", "population", "clean_right",
+        "broken", "clean_accuracy", "robust_accuracy", "success_rate",
+        "ci_low", "ci_high", "attack", "slices": {value: {"n",
+        "clean_right", "broken", "success_rate", "ci_low", "ci_high"}}}}}``.
+        On ImageNet-X, ``clean_accuracy`` and ``robust_accuracy`` are top-1
+        over every attacked image with a ground truth (``evaluated``: all
+        5,000 of RobustBench's), as the papers count; ``n``, the success
+        rates and the slices count the images with ImageNet-X factors, and
+        ``population`` says so where the two differ
 
     Raises:
         ImageNetXError: for a field not written by an attack, and as
@@ -104,7 +110,12 @@ def attack_success(samples, fields, settings: Settings = None, **kwargs) -> dict
     p = _prepared(samples, fields, settings, kwargs)
     level = p.settings.level or INTERVAL_LEVEL
     values = [str(v) for v in p.slicing.values]
-    dataset = get_dataset(samples)._dataset
+    view = get_dataset(samples)
+    dataset = view._dataset
+    whole = p.benchmark.name == "imagenet_x"
+    if whole:  # every attacked image with a ground truth, factors or not
+        robust = whole_set_top1(view, list(p.correct), p.settings.gt_field)
+        clean = whole_set_top1(view, list(p.correct), p.settings.gt_field, CLEAN)
     models = {}
     for f in p.correct:
         counted = p.counted[f]
@@ -116,12 +127,20 @@ def attack_success(samples, fields, settings: Settings = None, **kwargs) -> dict
         broken_slice = (inside & broken[:, None]).sum(axis=0)
         n = int(counted.sum())
         info = (dataset.get_field(f).info or {}).get("imagenetx_model") or {}
+        if whole:
+            evaluated = robust[f].n
+            accuracies = (clean[f].accuracy, robust[f].accuracy)
+        else:
+            evaluated, accuracies = n, (right.sum() / n, p.correct[f].sum() / n)
+        population = Population(n, evaluated, not p.settings.include_prototypes)
         models[f] = {
             "n": n,
+            "evaluated": evaluated,
+            "population": population.note(),
             "clean_right": int(right.sum()),
             "broken": int(broken.sum()),
-            "clean_accuracy": right.sum() / n,
-            "robust_accuracy": p.correct[f].sum() / n,
+            "clean_accuracy": accuracies[0],
+            "robust_accuracy": accuracies[1],
             **_rate(int(broken.sum()), int(right.sum()), level),
             "attack": (info.get("attack") or {}),
             "slices": {

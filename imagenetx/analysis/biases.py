@@ -31,6 +31,7 @@ import numpy as np
 
 from imagenetx.analysis.corruption import corruption_accuracy_of
 from imagenetx.analysis.engine import compute_ratios
+from imagenetx.analysis.populations import val_images, whole_set_top1
 from imagenetx.analysis.probes import probe_results
 from imagenetx.analysis.shape_bias import shape_bias
 from imagenetx.benchmarks import get_benchmark
@@ -282,8 +283,8 @@ def gather_values(datasets: Sequence[str], fields: Sequence[str]) -> Tuple[Dict,
 
     -   cue-conflict: ``shape-bias`` (:func:`~imagenetx.analysis.shape_bias.
         shape_bias` over the 1,200 conflict images)
-    -   ImageNet-X: ``top1_acc/imagenet``, accuracy over its validation
-        images (prototypes included: all of ImageNet val the dataset has)
+    -   ImageNet-X: ``top1_acc/imagenet``, top-1 over every validation image
+        with a ground truth (all 50,000 as the table, annotated or not)
     -   ImageNet-A / -R (argmax over their 200 classes), -Sketch: their
         accuracy column; ImageNetV2: the matched-frequency images where the
         dataset has them (the variant the table reports), else all
@@ -396,9 +397,7 @@ def _measure_dataset(ds, benchmark: str, fields, notes) -> Dict[str, Dict[str, f
         return {f: {"shape-bias": overall.shape_bias}
                 for f, (overall, _) in result.models.items()}
     if benchmark == "imagenet_x":
-        view = ds.match({"imagenetx.split": "val"})
-        return {f: {"top1_acc/imagenet": v}
-                for f, v in _accuracy(view, fields, include_prototypes=True).items()}
+        return _imagenet_top1(ds, fields, notes)
     if benchmark == "imagenet_v2":
         view = ds.match({"variant": "matched-frequency"})
         if not len(view):
@@ -423,6 +422,26 @@ def _measure_dataset(ds, benchmark: str, fields, notes) -> Dict[str, Dict[str, f
         f"Dataset '{ds.name}' is a {benchmark} dataset, which measures none of the "
         "published biases or measures: name cue-conflict, ImageNet-X, ImageNet-A, -R, "
         "-Sketch, V2, -C or -C-bar datasets")
+
+
+def _imagenet_top1(ds, fields, notes) -> Dict[str, Dict[str, float]]:
+    """ImageNet top-1 over every val image with a ground truth (all 50,000,
+    as the table), ImageNet-X-annotated or not."""
+    val = val_images(ds)
+    out = {}
+    for f, top1 in whole_set_top1(val, fields).items():
+        if not top1.n:
+            continue
+        out[f] = {"top1_acc/imagenet": 100.0 * top1.accuracy}
+        predicted = val.exists(f).count()
+        if top1.n < predicted:
+            notes.append(f"{f}: ImageNet top-1 over the {top1.n:,} of {predicted:,} val "
+                         f"images of {ds.name} that have a ground truth (run `imagenetx tag "
+                         f"--dataset {ds.name}` to give the others theirs)")
+        elif top1.n != 50000:
+            notes.append(f"{f}: ImageNet top-1 over {top1.n:,} val images of {ds.name}; "
+                         "the table's over all 50,000")
+    return out
 
 
 def _imagenet_c(ds, fields, notes) -> Dict[str, Dict[str, float]]:

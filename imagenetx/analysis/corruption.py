@@ -26,6 +26,7 @@ from imagenetx.metrics.corruption import (
     corruption_errors,
 )
 from imagenetx.analysis.engine import compute_ratios
+from imagenetx.analysis.populations import val_images, whole_set_top1
 from imagenetx.analysis.settings import Settings
 from imagenetx.benchmarks import get_benchmark
 from imagenetx.classes.spaces import int_column
@@ -46,7 +47,8 @@ def imagenet_c_errors(samples, field: str, clean_dataset: Optional[str] = None,
         samples: an ImageNet-C dataset, view or dataset name
         field: the prediction field
         clean_dataset (None): a dataset of the clean images (ImageNet val)
-            whose ``field`` gives the clean accuracy
+            whose ``field`` gives the clean accuracy: top-1 over every val
+            image with a ground truth (all 50,000, annotated or not)
         clean_accuracy (None): the clean top-1 accuracy, as a fraction
         gt_field ("ground_truth"): the ground truth field
 
@@ -78,14 +80,19 @@ def imagenet_c_errors(samples, field: str, clean_dataset: Optional[str] = None,
         raise ImageNetXError(
             f"Clean accuracy {clean_accuracy} is not a fraction in [0, 1], e.g. 0.76")
     if clean_dataset is not None:
-        clean_view, settings = get_dataset(clean_dataset), {}
+        clean_view = get_dataset(clean_dataset)
         if get_benchmark(clean_view).name == "imagenet_x":
-            # all of ImageNet val the dataset has, prototypes included
-            clean_view = clean_view.match({"imagenetx.split": "val"})
-            settings["include_prototypes"] = True
-        clean = compute_ratios(clean_view, [field], intervals=False, gt_field=gt_field,
-                               **settings)
-        clean_accuracy = clean.models[field].accuracy
+            # every val image with a ground truth (all 50,000), annotated or not
+            clean = whole_set_top1(val_images(clean_view), [field], gt_field)[field]
+            if not clean.n:
+                raise ImageNetXError(
+                    f"No val image of clean dataset '{clean_view._dataset.name}' has both "
+                    f"a ground truth and predictions '{field}': predict the model there "
+                    "first, or give --clean-accuracy")
+            clean_accuracy = clean.accuracy
+        else:
+            clean = compute_ratios(clean_view, [field], intervals=False, gt_field=gt_field)
+            clean_accuracy = clean.models[field].accuracy
 
     result = compute_ratios(samples, [field], intervals=False, gt_field=gt_field,
                             slicing="corruption", by="severity")

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field as dc_field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from scipy.stats import binomtest
+
 from imagenetx.errors import ImageNetXError
 from imagenetx.analysis.biases import collect_values, compare_biases
 from imagenetx.analysis.demo import DEFAULT_NAME
@@ -29,6 +31,7 @@ from imagenetx.models.options import RunOptions
 from imagenetx.models.protocol_run import departure_note
 from imagenetx.models.sources import ModelRequest, check_request
 from imagenetx.probes.run import run_probe_with
+from imagenetx.metrics.stats import INTERVAL_LEVEL
 from imagenetx.protocols.arithmetic import padded_batch_accuracy, padded_batches
 from imagenetx.store.datasets import all_slices
 
@@ -67,6 +70,8 @@ class ColumnValue:
         exact: ``correct / n``, in percent
         correct, n: the counts
         how: the table's arithmetic, in words
+        interval: on fewer images than the column's, the 95 % Wilson
+            interval of ``exact`` in percent (its sampling error); else None
     """
 
     column: str
@@ -75,14 +80,20 @@ class ColumnValue:
     correct: int
     n: int
     how: str
+    interval: Optional[Tuple[float, float]] = None
 
     def to_dict(self) -> dict:
         return {"column": self.column, "value": self.value, "exact": self.exact,
-                "correct": self.correct, "n": self.n, "how": self.how}
+                "correct": self.correct, "n": self.n, "how": self.how,
+                "interval": list(self.interval) if self.interval else None}
 
     def note(self, label: str) -> str:
+        sampled = (f"; {INTERVAL_LEVEL:.0%} interval {self.interval[0]:.2f}-"
+                   f"{self.interval[1]:.2f}% on these {self.n:,} images"
+                   if self.interval else "")
         return (f"{label}: {self.column} = {self.value:.4f}% as the table computes it "
-                f"({self.how}); exactly {self.correct:,} / {self.n:,} = {self.exact:.4f}%")
+                f"({self.how}); exactly {self.correct:,} / {self.n:,} = {self.exact:.4f}%"
+                + sampled)
 
 
 def pgd_column_value(robust: int, n: int, batch_size: int = 128,
@@ -97,9 +108,13 @@ def pgd_column_value(robust: int, n: int, batch_size: int = 128,
 
     exact = 100.0 * robust / n if n else float("nan")
     if n != full:
+        interval = None
+        if n:
+            ci = binomtest(robust, n).proportion_ci(INTERVAL_LEVEL, method="wilson")
+            interval = (100.0 * ci.low, 100.0 * ci.high)
         return ColumnValue(PGD_LOW_COLUMN, exact, exact, robust, n,
                            f"the exact ratio: the table's (robust + 48) / 50,048 needs all "
-                           f"{full:,} images")
+                           f"{full:,} images", interval)
     padded = padded_batches(n, batch_size)
     how = (f"their script counts the last partial batch as a full one of {batch_size}: "
            f"(robust + {padded - n}) / {padded:,}")
@@ -250,8 +265,11 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
                 column = pgd_column_value(*robust_count(name, f"{field}_pgd"))
                 result.columns.append(column)
                 given[PGD_LOW_COLUMN] = column.value
+                sampled = (f", {INTERVAL_LEVEL:.0%} interval {column.interval[0] / 100:.4f}-"
+                           f"{column.interval[1] / 100:.4f} against the column's 50,000"
+                           if column.interval else "")
                 line = (f"{head}: PGD-40 0.5/255 robust accuracy {column.exact / 100:.4f} "
-                        f"({s.evaluated:,} images)")
+                        f"({s.evaluated:,} images{sampled})")
             else:
                 robust = "n/a" if s.accuracy is None else f"{s.accuracy:.4f}"
                 line = f"{head}: {s.attack} robust accuracy {robust} ({s.evaluated:,} images)"

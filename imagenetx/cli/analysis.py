@@ -95,11 +95,13 @@ def register(group: CommandGroup) -> None:
 
 def run_ratios(args) -> int:
     from imagenetx.analysis import compute_ratios
+    from imagenetx.analysis.readouts import readout_notes
     from imagenetx.present.formatting import format_ratios, ratios_csv
 
     result = compute_ratios(args.dataset, args.pred_fields,
                             intervals=not args.no_intervals,
                             **settings(args)).to_dict()
+    result["readouts"] = readout_notes(args.dataset, list(result["models"]), **settings(args))
     return print_result(args, result, format_ratios, ratios_csv)
 
 

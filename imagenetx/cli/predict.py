@@ -272,7 +272,9 @@ def run_predict(args) -> int:
                           gt_field=args.gt_field, logits=args.logits,
                           slices=args.slices.split(",") if args.slices else None)
     if _main_rank():  # under torchrun, rank 0 prints
-        print(summary)
+        from imagenetx.present.protocols import run_summary
+
+        print(run_summary(summary))
     return 0
 
 
@@ -307,7 +309,9 @@ def run_attack(args) -> int:
                      gt_field=args.gt_field,
                      slices=args.slices.split(",") if args.slices else None)
     if _main_rank():
-        print(summary)
+        from imagenetx.present.protocols import run_summary
+
+        print(run_summary(summary))
     return 0
 
 

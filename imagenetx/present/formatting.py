@@ -4,6 +4,7 @@ results (what ``imagenetx ratios`` prints). Input is the result's
 
 import csv
 import io
+import re
 
 CSV_COLUMNS = (
     "model", "group", "slice", "n", "correct", "accuracy",
@@ -100,7 +101,36 @@ def format_ratios(result: dict) -> str:
     for name in names:
         if models[name].get("groups") is not None:
             lines += ["", *_group_matrix(name, result, models[name]["groups"])]
+    if result.get("readouts"):
+        lines += ["", *readout_lines(result["readouts"])]
     return "\n".join(lines)
+
+
+def readout_lines(readouts: dict) -> list:
+    """``FIELD: LINE`` per field and line of
+    :func:`~imagenetx.analysis.readouts.readout_notes` (which images the
+    numbers count, what they may be compared with)."""
+    return [f"{field}: {line}" for field, lines in readouts.items() for line in lines]
+
+
+def code_span(text, in_table: bool = True) -> str:
+    """A user string as one Markdown code span, shown as written and never
+    read as Markdown or HTML: a fence longer than any run of backticks in
+    it, newlines as spaces, and (in a table row) pipes escaped, as GitHub's
+    tables need even inside code spans."""
+    text = " ".join(str(text).splitlines())
+    if in_table:
+        text = text.replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def readout_markdown(readouts: dict) -> str:
+    """The same lines as markdown bullets."""
+    return "\n".join(f"- {code_span(field, False)}: {line}"
+                     for field, lines in readouts.items() for line in lines)
 
 
 def _group_matrix(name: str, result: dict, groups: dict) -> list:

@@ -1,10 +1,12 @@
 """The protocols as a table: what each pins, in words, and the authors' line
-each pin comes from (``imagenetx protocols``)."""
+each pin comes from (``imagenetx protocols``); a run's summary with what its
+numbers compare with."""
 
 from __future__ import annotations
 
 from typing import Optional
 
+from imagenetx.analysis.comparability import comparability
 from imagenetx.protocols import get_protocol, list_protocols
 
 
@@ -55,3 +57,13 @@ def protocols_csv(result: dict) -> str:
     writer.writeheader()
     writer.writerows(rows)
     return buffer.getvalue()
+
+
+def run_summary(summary) -> str:
+    """A predict or attack summary in words, ending with the field's
+    comparability line (:func:`~imagenetx.analysis.comparability.comparability`)
+    where a protocol run made it: the command line and the App's result say
+    the same."""
+    compared = comparability(summary.dataset, summary.field)
+    return str(summary) + (f"\nCompared with published numbers: {compared.line()}"
+                           if compared is not None and compared.protocol else "")

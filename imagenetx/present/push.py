@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence
 
 from imagenetx.analysis import compute_ratios
+from imagenetx.analysis.readouts import readout_notes
 from imagenetx.benchmarks.imagenet_x.hub_pull import known_media_roots
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.sources import TEMPLATE_SETS
 from imagenetx.present.figures import error_ratio_chart
-from imagenetx.present.formatting import format_size, ratios_rows
+from imagenetx.present.formatting import code_span, format_size, ratios_rows, readout_markdown
 from imagenetx.store.datasets import all_slices, get_dataset
 from imagenetx.store.hub import _hub_error, _token, check_repo_id
 from imagenetx.store.media import examples, outside, sample_media
@@ -303,20 +304,6 @@ def _chart_png(dataset, fields: list, path: str) -> Optional[str]:
     return path
 
 
-def code_span(text, in_table: bool = True) -> str:
-    """A user string as one Markdown code span, shown as written and never
-    read as Markdown or HTML: a fence longer than any run of backticks in
-    it, newlines as spaces, and (in a table row) pipes escaped, as GitHub's
-    tables need even inside code spans."""
-    text = " ".join(str(text).splitlines())
-    if in_table:
-        text = text.replace("|", "\\|")
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
 def public_path(path: str) -> str:
     """A local path as a card shows it: under the pusher's home as
     ``~/...``, elsewhere its base name only (a card is public: it should
@@ -406,6 +393,10 @@ def _card_section(dataset, repo_id, fields, evaluations, source, stand_ins,
             cells = [_fmt(by[(f, s)]["error_ratio"]) for f in fields]
             lines.append(f"| {s} | {by[(fields[0], s)]['n']:,} | " + " | ".join(cells) + " |")
         lines.append("")
+        readouts = readout_notes(dataset, fields)
+        if readouts:
+            lines += ["Which images the numbers count, and what they compare with:", "",
+                      readout_markdown(readouts), ""]
     if chart:
         lines += ["![error ratio per factor](dataset_preview.png)", ""]
     if stand_ins:

@@ -24,6 +24,7 @@ from imagenetx.analysis import Settings, compute_ratios, discover_slices, slice_
 from imagenetx.analysis.context import reference_cloud
 from imagenetx.analysis.paired import paired_scores
 from imagenetx.analysis.published import compare_with_published
+from imagenetx.analysis.readouts import readout_notes
 from imagenetx.analysis.shape_bias import shape_bias
 from imagenetx.benchmarks import get_benchmark
 from imagenetx.errors import ImageNetXError
@@ -209,7 +210,8 @@ def write_report(samples, pred_fields, out: str, settings=None,
             "conjunctions ranked by a Bonferroni lower bound on the error ratio)",
             _html_table(found) if found else
             "<p>No conjunction errs significantly above average.</p>"))
-    page = _page(ratios, benchmark.title, sections)
+    page = _page(ratios, benchmark.title, sections,
+                 readout_notes(samples, list(ratios["models"]), settings))
     with open(out, "w", encoding="utf-8") as f:
         f.write(page)
     return ReportSummary(out, csvs)
@@ -317,13 +319,19 @@ def _cell(value) -> str:
     return "" if value is None else str(value)
 
 
-def _page(ratios: dict, benchmark: str, sections: list) -> str:
+def _page(ratios: dict, benchmark: str, sections: list, readouts: dict) -> str:
     title = ratios["slice_title"]
+
+    def notes(field) -> str:
+        lines = readouts.get(field) or []
+        return ("<ul>" + "".join(f'<li class="readout">{html.escape(line)}</li>'
+                                 for line in lines) + "</ul>") if lines else ""
+
     models = "".join(
         f"<li><b>{html.escape(field)}</b>: accuracy "
         f"{_cell(m['accuracy'])} on {m['n']:,} images, worst {html.escape(title)} "
         f"{html.escape(str(m.get('worst_reliable_slice') or m['worst_slice']))}"
-        "</li>"
+        f"{notes(field)}</li>"
         for field, m in ratios["models"].items()
     )
     settings = html.escape(describe_settings(ratios))

@@ -17,6 +17,7 @@ that actually change, so a second run changes nothing.
 """
 
 import functools
+import itertools
 import os
 from dataclasses import dataclass, field
 
@@ -85,7 +86,7 @@ class TagSummary:
             f"Dataset '{self.dataset}': {self.samples:,} samples, "
             f"{self.annotated:,} with ImageNet-X annotations"
             + (f" ({splits})" if splits else "")
-            + f", {self.unannotated:,} without (left alone); "
+            + f", {self.unannotated:,} without; "
             f"{self.ground_truth_added:,} ground truth labels added, "
             f"{self.samples_written:,} samples updated"
             + "".join(
@@ -127,6 +128,9 @@ def tag_dataset(
     dataset: the samples of all its group slices) get ground truth
     where missing (existing labels are mapped to class indices, whatever
     scheme they use), an ``x:<factor>`` tag and the ``imagenetx`` field.
+    ImageNet images it does not annotate (1,132 of the 50,000 val images)
+    get ground truth where missing, from their file name (ImageNet's val
+    labels, the train folder's WordNet id), so whole-set numbers count them.
     Other samples are counted and keep their tags and fields, except labels
     of earlier versions: a name two classes share (``crane``) becomes the
     unique label (``crane (bird)``) in the ground truth of annotated
@@ -248,10 +252,26 @@ def tag_dataset(
                 updates[ids[i]] = update
         return updates
 
+    # ImageNet images ImageNet-X does not annotate (1,132 of the 50,000 val
+    # images) still count in whole-set numbers: their file name says the class
+    unlabeled = [
+        i for i, r in enumerate(rows)
+        if r is None and not (gts[i] and gts[i].get("label"))
+        and anno.class_of_file(names[i]) is not None
+    ]
+
+    def ground_truth_of(chunk):
+        summary.ground_truth_added += len(chunk)
+        return {ids[i]: {gt_field: raw_classification(
+                    labels_of_class[k], k)}
+                for i, k in ((i, anno.class_of_file(names[i])) for i in chunk)}
+
     declare_classification(dataset._dataset, gt_field)
     declare_imagenetx_field(dataset._dataset, field_name)
     summary.samples_written = write_raw(
-        dataset._dataset, map(updates_of, chunked(annotated))
+        dataset._dataset,
+        itertools.chain(map(updates_of, chunked(annotated)),
+                        map(ground_truth_of, chunked(unlabeled))),
     )
 
     # earlier versions' shared names elsewhere, by class index: ground truth

@@ -20,12 +20,16 @@ Charts are registered as ``"module:NAME"`` (imported when a dataset is
 looked at) or as :class:`Chart` objects.
 """
 
+import dataclasses
 from dataclasses import dataclass
 from importlib import import_module
 from typing import Callable, Dict, List, Optional, Union
 
 from imagenetx.analysis import compute_ratios, mistakes_view
+from imagenetx.analysis.readouts import readout_notes
+from imagenetx.analysis.settings import Settings
 from imagenetx.present.figures import error_ratio_chart
+from imagenetx.present.formatting import readout_markdown
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,17 @@ class Chart:
         result = self.compute(view, fields, settings)
         traces, layout = self.figure(result)
         title = self.slice_title or result.get("slice_title") or "slice"
-        return traces, layout, self.summary(result), title
+        summary = self.summary(result)
+        # beside every chart: which images its numbers count, what they compare with
+        readouts = readout_markdown(readout_notes(view, fields, **_analysis(settings)))
+        return traces, layout, "\n".join(filter(None, (summary, readouts))), title
+
+
+def _analysis(settings: dict) -> dict:
+    """The panel's settings that :class:`Settings` knows (a chart may be
+    given more)."""
+    known = {f.name for f in dataclasses.fields(Settings)}
+    return {k: v for k, v in (settings or {}).items() if k in known}
 
 
 def _resolve(entry: Union[str, "Chart"]) -> "Chart":

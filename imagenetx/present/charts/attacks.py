@@ -27,8 +27,10 @@ def _compute(view, fields, settings):
 
 
 def attack_summary(result: dict) -> str:
-    """Per field: the attack, clean and robust accuracy, its overall success
-    and the slice it breaks most easily."""
+    """Per field: the attack, clean and robust accuracy (over every attacked
+    image), its overall success and the slice it breaks most easily (over
+    those with the slicing's labels; the panel adds the population line
+    where the two differ)."""
     lines = []
     for field, m in result["models"].items():
         rated = [(v, r) for v, r in m["slices"].items() if r["success_rate"] is not None]
@@ -38,13 +40,14 @@ def attack_summary(result: dict) -> str:
                  else f"as easily in each of {', '.join(f'**{v}**' for v in top)}")
         name = _describe(m["attack"])
         head = (f"- **{field}** ({name}): accuracy {m['clean_accuracy']:.1%} clean, "
-                f"{m['robust_accuracy']:.1%} robust on {m['n']:,} images")
+                f"{m['robust_accuracy']:.1%} robust on {m['evaluated']:,} images")
         if not m["clean_right"]:
             lines.append(head + "; none of them was right before the attack, so it "
                          "broke nothing")
             continue
         lines.append(
-            head + f"; it broke {m['broken']:,} of the {m['clean_right']:,} right ones "
+            head + f"; of the {m['n']:,} counted per {result['slice_title']}, it broke "
+            f"{m['broken']:,} of the {m['clean_right']:,} right ones "
             f"({m['success_rate']:.1%}), {where}")
     return "\n".join(lines)
 

@@ -1,0 +1,41 @@
+"""The lines a reader needs beside a field's numbers, wherever they are
+shown (the command line, the panel, the run's result in the App, the HTML
+report, the Hub card): which images they count
+(:mod:`imagenetx.analysis.populations`) and what they may be compared with
+(:mod:`imagenetx.analysis.comparability`)."""
+
+from typing import Dict, List, Sequence
+
+from imagenetx.analysis.comparability import comparability
+from imagenetx.analysis.populations import population
+from imagenetx.analysis.settings import Settings
+from imagenetx.store.datasets import get_dataset
+
+
+def readout_notes(samples, fields: Sequence[str], settings: Settings = None,
+                  **kwargs) -> Dict[str, List[str]]:
+    """Per field, its population line (where per-factor and whole-set
+    numbers count different images) and its comparability line (where a
+    run of this project made it); fields with neither are left out.
+
+    Args:
+        samples: a dataset, view, or dataset name
+        fields: prediction fields
+        settings (None): as in :func:`imagenetx.analysis.compute_ratios`,
+            with keyword overrides
+    """
+    samples = get_dataset(samples)
+    s = Settings.create(settings, **kwargs)
+    out: Dict[str, List[str]] = {}
+    for f in fields:
+        lines = []
+        counted = population(samples, f, s)
+        if counted is not None and counted.note():
+            lines.append(counted.note())
+        compared = comparability(samples, f)
+        if compared is not None:
+            lines.append(compared.line())
+        if lines:
+            out[f] = lines
+    return out
+
