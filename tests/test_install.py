@@ -225,6 +225,36 @@ def test_a_plugin_folder_beside_another_installed_version(release, tmp_path):
     assert line in found["log"]
 
 
+def test_the_floor_environment_sees_the_venv_that_makes_it(tmp_path):
+    """``make install-test`` run in a venv: the floor environment
+    (scripts/fiftyone_floor_env.py) sees that venv's packages, not only the
+    base interpreter's, and its own come first. Two real venvs."""
+    import venv
+
+    def python(env):
+        return str(env / ("Scripts" if os.name == "nt" else "bin") / "python")
+
+    def purelib(env):
+        return Path(subprocess.run(
+            [python(env), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True, text=True, check=True).stdout.strip())
+
+    outer, floor = tmp_path / "outer", tmp_path / "floor"
+    venv.create(outer, with_pip=False)
+    venv.create(floor, system_site_packages=True, with_pip=False)
+    (purelib(outer) / "only_in_outer.py").write_text("HERE = True\n")
+    (purelib(outer) / "in_both.py").write_text("WHERE = 'outer'\n")
+    (purelib(floor) / "in_both.py").write_text("WHERE = 'floor'\n")
+    scripts = str(REPO / "scripts")
+    subprocess.run([python(outer), "-c", f"import sys; sys.path.insert(0, {scripts!r}); "
+                    "import fiftyone_floor_env as f; "
+                    f"f.see_outer_environment({python(floor)!r})"], check=True)
+    r = subprocess.run([python(floor), "-c", "import only_in_outer, in_both; "
+                        "print(only_in_outer.HERE, in_both.WHERE)"],
+                       capture_output=True, text=True)
+    assert r.stdout.split() == ["True", "floor"], r.stderr
+
+
 @pytest.mark.parametrize("end", ["lowest", "highest"])
 def test_the_supported_fiftyone_range_passes_the_smoke_set(end, val_photos, tmp_path):
     """The range ``pyproject.toml`` declares, at both ends: the lowest
