@@ -28,6 +28,7 @@ setup(
     package_data={
         "imagenetx.classes": ["data/*", "data/**/*"],
         "imagenetx.protocols": ["data/*", "data/**/*"],
+        "imagenetx.probes.imagecorruptions": ["frost/*", "LICENSE", "NOTICE"],
         PLUGIN: ["fiftyone.yml", "requirements.txt"],
     },
 )

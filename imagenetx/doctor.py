@@ -52,7 +52,9 @@ OPTIONAL = [
     ("transformers", "transformers", "transformers", "Hugging Face models"),
     ("foolbox", "foolbox", "foolbox", "attacks (PGD, FGSM)"),
     ("AutoAttack", "pyautoattack", "pyautoattack", "AutoAttack"),
-    ("corruptions", "imagecorruptions-imaug", "imagecorruptions", "ImageNet-C probes"),
+    # imagecorruptions-imaug's code, carried in the library: its OpenCV is the headless build
+    ("corruptions", "opencv-python-headless", "imagenetx.probes.imagecorruptions",
+     "ImageNet-C probes"),
 ]
 
 
@@ -106,7 +108,23 @@ def versions() -> List[Line]:
         version = _version(dist, module)
         lines.append(Line(topic, version) if version else Line(
             topic, f"missing (for {what}): pip install '{_requirement(dist)}'", False))
+    gui = _gui_opencv()
+    if gui:
+        lines.append(Line("corruptions", gui, False))
     return lines
+
+
+def _gui_opencv() -> Optional[str]:
+    """A line when the GUI OpenCV is installed beside the headless one (both
+    install ``cv2/``; the later install wins)."""
+    try:
+        gui = importlib.metadata.version("opencv-python")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    return (f"opencv-python {gui} (the GUI build) is installed beside opencv-python-headless: "
+            "both write cv2/, and on a server without libGL `import cv2` fails; pip uninstall "
+            "opencv-python imagecorruptions-imaug, then pip install --force-reinstall "
+            "--no-deps opencv-python-headless")
 
 
 def _cuda() -> Line:

@@ -255,6 +255,42 @@ def test_the_floor_environment_sees_the_venv_that_makes_it(tmp_path):
     assert r.stdout.split() == ["True", "floor"], r.stderr
 
 
+def test_one_opencv_the_headless_build():
+    """Nothing the project requires pulls the GUI OpenCV (``opencv-python``)
+    beside FiftyOne's headless one: walked through the installed packages'
+    own requirements; ``pip check`` finds no OpenCV problem; ``cv2`` is the
+    headless build, in FiftyOne's range."""
+    import importlib.metadata as md
+
+    import cv2
+
+    def requires(name):
+        try:
+            reqs = md.requires(name) or []
+        except md.PackageNotFoundError:
+            return []
+        return [r for r in map(Requirement, reqs)
+                if r.marker is None or r.marker.evaluate({"extra": ""})]
+
+    seen, todo = set(), [Requirement(d) for d in _pyproject()["project"]["dependencies"]]
+    while todo:
+        req = todo.pop()
+        name = req.name.lower().replace("_", "-")
+        if name not in seen:
+            seen.add(name)
+            todo += requires(name)
+    assert "opencv-python-headless" in seen and "opencv-python" not in seen
+    check = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True)
+    assert not [line for line in check.stdout.splitlines() if "opencv" in line.lower()], check.stdout
+    with pytest.raises(md.PackageNotFoundError):
+        md.version("opencv-python")
+    headless = md.distribution("opencv-python-headless")
+    owned = {str(f) for f in headless.files or []}
+    assert f"cv2{os.sep}__init__.py" in owned and Path(cv2.__file__).parent.name == "cv2"
+    assert cv2.__version__ == md.version("opencv-python-headless").rsplit(".", 1)[0]
+    assert int(cv2.__version__.split(".")[0]) < 5  # FiftyOne's pin
+
+
 @pytest.mark.parametrize("end", ["lowest", "highest"])
 def test_the_supported_fiftyone_range_passes_the_smoke_set(end, val_photos, tmp_path):
     """The range ``pyproject.toml`` declares, at both ends: the lowest
