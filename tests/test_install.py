@@ -378,6 +378,44 @@ def test_doctor_says_what_is_missing(tmp_path):
             "imagenetx plugin install") in r.stdout
 
 
+def test_doctor_with_a_database_that_does_not_answer(tmp_path):
+    """FIFTYONE_DATABASE_URI naming a port nothing listens on: FiftyOne is
+    not imported (its import waits half a minute for the database), the
+    checks that need the database say so by name, the database line names
+    the database, and no check fails unnamed."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = ("import sys; from imagenetx.cli import main; status = main(['doctor']); "
+            "print('FiftyOne imported:', 'fiftyone' in sys.modules); sys.exit(status)")
+    uri = f"mongodb://127.0.0.1:{port}"
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                       text=True, env=_env(PYTHONPATH=str(REPO), FIFTYONE_DATABASE_URI=uri,
+                                           FIFTYONE_DATABASE_NAME="doctor-db"))
+    out = r.stdout
+    assert r.returncode == 1, out + r.stderr
+    assert _topics(out) == DOCTOR_TOPICS, out
+    assert "FiftyOne imported: False" in out
+    assert (f"ERR database     not reachable: no database answers at {uri} "
+            "(FIFTYONE_DATABASE_URI)") in out and "(database 'doctor-db')" in out
+    assert "--  plugin       not checked: it needs the database, which is not reachable" in out
+    assert "--  Hub pulls    not checked: which datasets use them is in the database" in out
+    assert "check failed" not in out
+
+
+def test_db_install_is_a_command():
+    """The offline database fallback from the command line: with mongod
+    there, it says where (and installs nothing)."""
+    from imagenetx.store.service import mongod_path
+
+    r = subprocess.run([sys.executable, "-m", "imagenetx", "db", "install"],
+                       capture_output=True, text=True, env=_env(PYTHONPATH=str(REPO)))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"FiftyOne's mongod is installed: {mongod_path()}"
+
+
 def test_the_readme_install_section_shows_the_three_tested_ways():
     """The README's three command blocks, FiftyOne way first, name what the
     tests above install: the repository URL and plugin name of
