@@ -110,7 +110,11 @@ def use_library(plugin_dir: str) -> Library:
     note = f"imagenet-x plugin {wanted}: runs on imagenetx {version} ({source}: {path})"
     if installed_dir and not _same(installed_dir, path):
         note += f"; the installed imagenetx at {installed_dir} is not used"
-    logger.info(note)
+    # once per process: FiftyOne reloads the plugin (and this module) often,
+    # the library module stays
+    if getattr(module, "_imagenetx_plugin_note", None) != note:
+        logger.info(note)
+        module._imagenetx_plugin_note = note
     if version == wanted:
         return Library(version, path, source, None)
     line = (f"imagenet-x plugin {wanted} needs imagenetx {wanted}, but this Python runs "

@@ -312,3 +312,28 @@ def _form(uri, dataset, params) -> dict:
 
     ctx = ExecutionContext(request_params={"dataset_name": dataset, "params": params})
     return foo.get_operator(uri).resolve_input(ctx).type.properties
+
+
+def test_the_plugin_says_which_library_it_runs_on_once_per_process(caplog):
+    """FiftyOne reloads a plugin's modules often: the line naming the
+    library the plugin runs on is logged by the first load only."""
+    import importlib.util
+    import logging
+
+    from conftest import REPO
+
+    def load_plugin_library():
+        spec = importlib.util.spec_from_file_location("imagenetx_plugin_library",
+                                                      REPO / "library.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # as a plugin reload re-runs it
+        return module
+
+    import imagenetx
+
+    vars(imagenetx).pop("_imagenetx_plugin_note", None)  # as in a new process
+    with caplog.at_level(logging.INFO):
+        for _ in range(3):
+            load_plugin_library().use_library(str(REPO))
+    notes = [r.getMessage() for r in caplog.records if "runs on imagenetx" in r.getMessage()]
+    assert len(notes) == 1, notes
