@@ -33,8 +33,9 @@ import yaml
 logger = logging.getLogger("fiftyone.plugins.imagenet-x")
 
 PACKAGE = "imagenetx"
-#: the distribution that installs :data:`PACKAGE`
-DISTRIBUTION = "imagenetx-fiftyone"
+#: where the library (the distribution ``imagenetx-fiftyone``) installs from: no
+#: package registry has it yet, so the README's Python way
+SOURCE = "git+https://github.com/imagenet-x/fiftyone-imagenet-x"
 PLUGIN_NAME = "@imagenet-x/imagenet-x"
 
 
@@ -101,7 +102,7 @@ def use_library(plugin_dir: str) -> Library:
         source = "the plugin folder" if bundled else "installed"
     else:
         line = (f"imagenet-x plugin {wanted}: no imagenetx library in this Python "
-                f"({sys.executable}): run `pip install {DISTRIBUTION}=={wanted}`, "
+                f"({sys.executable}): run `pip install {SOURCE}` (version {wanted}), "
                 "then restart the App")
         logger.warning(line)
         return Library(None, None, "none", line)
@@ -118,8 +119,8 @@ def use_library(plugin_dir: str) -> Library:
     if version == wanted:
         return Library(version, path, source, None)
     line = (f"imagenet-x plugin {wanted} needs imagenetx {wanted}, but this Python runs "
-            f"imagenetx {version} ({source}: {path}): run `pip install "
-            f"{DISTRIBUTION}=={wanted}` or install the plugin of that version "
+            f"imagenetx {version} ({source}: {path}): run `pip install {SOURCE}` "
+            f"(version {wanted}) or install the plugin of that version "
             "(`imagenetx plugin install`), then restart the App")
     logger.warning(line)
     return Library(version, path, source, line)
