@@ -200,6 +200,8 @@ class _Writer:
         self.present = 0
         self.lock = threading.Lock()
         self.dirs = set()
+        #: folder -> the file names in it, listed once (not a stat per image)
+        self.listed: dict = {}
         #: set when the pull stops early: shards being written give up
         self.abort = threading.Event()
 
@@ -219,6 +221,21 @@ class _Writer:
 
     def stop(self) -> None:
         shutil.rmtree(self.partial, ignore_errors=True)
+
+    def _in_place(self, path: str) -> bool:
+        """Whether an image is already in place: its folder is listed once.
+        A file another pull puts there meanwhile is written again, with the
+        same bytes (the same revision), and replaced whole."""
+        parent, name = os.path.split(path)
+        with self.lock:
+            names = self.listed.get(parent)
+            if names is None:
+                try:
+                    names = set(os.listdir(parent))
+                except FileNotFoundError:
+                    names = set()
+                self.listed[parent] = names
+            return name in names
 
     def marker(self, shard: str, oid: Optional[str], size: Optional[int]) -> str:
         return os.path.join(self.markers, f"{shard.replace('/', '--')}.{oid or 'none'}."
@@ -263,7 +280,7 @@ class _Writer:
                         "class index (0-999): the repo is not ImageNet-1k")
                 seen.add(name)
                 path = image_path(self.folder, name)
-                if not os.path.exists(path):
+                if not self._in_place(path):
                     tmp = os.path.join(stage, name)
                     with open(tmp, "wb") as f:
                         f.write(data)
@@ -280,6 +297,9 @@ class _Writer:
         finally:
             shutil.rmtree(stage, ignore_errors=True)
         with self.lock:
+            for _, path in staged:
+                parent, name = os.path.split(path)
+                self.listed.setdefault(parent, set()).add(name)
             self.written += len(staged)
             self.present += len(entries) - len(staged)
         self._mark(shard, oid, size, entries, skipped)
