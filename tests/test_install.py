@@ -140,6 +140,8 @@ def release(tmp_path_factory) -> Path:
     r = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out),
                         str(REPO)], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    # the data folders are packages: setuptools prints no banner for them
+    assert "Package would be ignored" not in r.stdout + r.stderr
     return out
 
 
