@@ -64,6 +64,10 @@ def test_app_command_serves_the_app_with_the_plugin(tmp_env, photos_dir, address
         port = s.getsockname()[1]
     env = dict(tmp_env)
     env.pop("FIFTYONE_DEFAULT_APP_ADDRESS", None)
+    link = os.path.join(fo.config.plugins_dir, "imagenet-x")
+    if address is None and os.path.islink(link):
+        os.remove(link)  # as `imagenetx plugin uninstall` leaves it: the App links it again
+    relinked = not os.path.lexists(link)
     proc = subprocess.Popen(
         [sys.executable, "-m", "imagenetx", "app", "--dataset", "plugin-app",
          "--remote", "--port", str(port)] + (["--address", address] if address else []),
@@ -97,6 +101,8 @@ def test_app_command_serves_the_app_with_the_plugin(tmp_env, photos_dir, address
     assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE
                    for w in workers)
     assert "service is exiting" not in out
+    said = "Linked the plugin @imagenet-x/imagenet-x into FiftyOne's plugins folder for the App"
+    assert (said in out) == relinked, out
 
 
 def _snapshot(name):
