@@ -139,7 +139,9 @@ def run_demo(args) -> int:
         "Label bias: ImageNet's own labels scored against ReaL "
         "(top factor, prototypes left out, empty ReaL set = wrong)",
         label="factor"))
-    print(f"\nOpen it in the App:\n  imagenetx app --dataset {s.dataset}")
+    print(f"\nOpen it in the App:\n  imagenetx app --dataset {s.dataset}\n"
+          "The ImageNet-X panel opens with Correct if: ReaL and Empty ReaL sets: clean "
+          "(those images left out); pick 'paper' there for this table's figures")
     return 0
 
 
