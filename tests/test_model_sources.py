@@ -461,3 +461,35 @@ def test_bad_input_one_line_each(tmp_path, monkeypatch):
     one_line("open_clip:ViT-B-32", ModelRequest(prompt="a photo of a cat"),
              match=r"must hold the class name as \{c\}")
     one_line("timm:resnet18", ModelRequest(templates="simple"), match="apply to zero-shot")
+
+
+class Payload:
+    """What a weights-only load refuses: a class it does not know."""
+
+
+def test_an_unsafe_local_folder_is_refused_in_one_whole_line(tmp_path):
+    """A save_pretrained folder whose pickled weights hold an arbitrary
+    object: nothing is unpickled, and the refusal is one whole line with a
+    local fix (no advice to connect to the internet)."""
+    from transformers import ViTConfig, ViTForImageClassification, ViTImageProcessor
+
+    from imagenetx.classes.imagenet import class_table
+
+    names = class_table().labels
+    config = ViTConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                       intermediate_size=37, image_size=32, patch_size=16, num_labels=1000,
+                       id2label=dict(enumerate(names)),
+                       label2id={n: i for i, n in enumerate(names)})
+    model = ViTForImageClassification(config)
+    model.save_pretrained(tmp_path)
+    (tmp_path / "model.safetensors").unlink()
+    state = model.state_dict()
+    state["payload"] = Payload()
+    torch.save(state, tmp_path / "pytorch_model.bin")
+    ViTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(tmp_path)
+    msg = one_line(f"hf:{tmp_path}", match="from its folder: its pickled weights hold "
+                                           "objects a safe load refuses")
+    assert "Payload was not an allowed global by default" in msg
+    assert msg.endswith("save the model there again with model.save_pretrained(path), which "
+                        "writes safetensors weights, or pass a Hub id hf:ORG/NAME")
+    assert "internet" not in msg and "\x1b" not in msg

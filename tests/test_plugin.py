@@ -64,6 +64,10 @@ def test_app_command_serves_the_app_with_the_plugin(tmp_env, photos_dir, address
         port = s.getsockname()[1]
     env = dict(tmp_env)
     env.pop("FIFTYONE_DEFAULT_APP_ADDRESS", None)
+    link = os.path.join(fo.config.plugins_dir, "imagenet-x")
+    if address is None and os.path.islink(link):
+        os.remove(link)  # as `imagenetx plugin uninstall` leaves it: the App links it again
+    relinked = not os.path.lexists(link)
     proc = subprocess.Popen(
         [sys.executable, "-m", "imagenetx", "app", "--dataset", "plugin-app",
          "--remote", "--port", str(port)] + (["--address", address] if address else []),
@@ -97,6 +101,8 @@ def test_app_command_serves_the_app_with_the_plugin(tmp_env, photos_dir, address
     assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE
                    for w in workers)
     assert "service is exiting" not in out
+    said = "Linked the plugin @imagenet-x/imagenet-x into FiftyOne's plugins folder for the App"
+    assert (said in out) == relinked, out
 
 
 def _snapshot(name):
@@ -320,3 +326,28 @@ def _form(uri, dataset, params) -> dict:
 
     ctx = ExecutionContext(request_params={"dataset_name": dataset, "params": params})
     return foo.get_operator(uri).resolve_input(ctx).type.properties
+
+
+def test_the_plugin_says_which_library_it_runs_on_once_per_process(caplog):
+    """FiftyOne reloads a plugin's modules often: the line naming the
+    library the plugin runs on is logged by the first load only."""
+    import importlib.util
+    import logging
+
+    from conftest import REPO
+
+    def load_plugin_library():
+        spec = importlib.util.spec_from_file_location("imagenetx_plugin_library",
+                                                      REPO / "library.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # as a plugin reload re-runs it
+        return module
+
+    import imagenetx
+
+    vars(imagenetx).pop("_imagenetx_plugin_note", None)  # as in a new process
+    with caplog.at_level(logging.INFO):
+        for _ in range(3):
+            load_plugin_library().use_library(str(REPO))
+    notes = [r.getMessage() for r in caplog.records if "runs on imagenetx" in r.getMessage()]
+    assert len(notes) == 1, notes

@@ -143,7 +143,8 @@ def run_attack(
                          record={"attack": settings.to_dict(), "amp": options.amp},
                          needs_truth=True,
                          check=lambda engine: check_gradients(engine, model),
-                         departures=attack_departures(protocol, settings))
+                         departures=attack_departures(protocol, settings),
+                         what=f"attack {settings.describe()} of {model}")
     for name in PredictSummary.__dataclass_fields__:
         setattr(summary, name, getattr(result, name))
     return summary

@@ -24,7 +24,8 @@ NUISANCES = ("background", "texture", "material")
 
 NUM_CLASSES = 113
 
-_REINSTALL = "reinstall the package (`pip install --force-reinstall imagenetx-fiftyone`)"
+_REINSTALL = ("reinstall the package (`pip install --force-reinstall "
+              "git+https://github.com/imagenet-x/fiftyone-imagenet-x`)")
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,10 @@ def register(group: CommandGroup) -> None:
               "there)", database=False)
 
     p = group.add("db", run_db, "the database service the commands share: start, stop, "
-                                "status (the first command starts it by itself)",
+                                "status (the first command starts it by itself); install: "
+                                "FiftyOne's mongod where an offline install left none",
                   database=False)
-    p.add_argument("action", choices=["start", "stop", "status"])
+    p.add_argument("action", choices=["start", "stop", "status", "install"])
 
 
 def run_app(args) -> int:
@@ -72,6 +73,9 @@ def run_db(args) -> int:
         return 0
     if args.action == "stop":
         print(service.stop())
+        return 0
+    if args.action == "install":
+        print(service.install_mongod())
         return 0
     uri, where = service.configured_uri()
     if uri:

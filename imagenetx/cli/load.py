@@ -50,8 +50,8 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--max-samples", type=int, help="Hub only: load at most N samples "
                                                    "(ImageNet shards: only the shards they need)")
     p.add_argument("--workers", type=int, help="Hub ImageNet shards: shards downloaded at "
-                                               "once (default: 4; at most one per CPU core "
-                                               "is read at a time)")
+                                               "once (default: 4; parquet: at most one per "
+                                               "CPU core is read at a time, tars: one)")
     p.add_argument("--revision", metavar="REV",
                    help="--hub: the branch, tag or commit to pull (default: the main "
                         "branch, resolved to its commit when the pull starts)")
@@ -143,7 +143,9 @@ def run_demo(args) -> int:
         "Label bias: ImageNet's own labels scored against ReaL "
         "(top factor, prototypes left out, empty ReaL set = wrong)",
         label="factor"))
-    print(f"\nOpen it in the App:\n  imagenetx app --dataset {s.dataset}")
+    print(f"\nOpen it in the App:\n  imagenetx app --dataset {s.dataset}\n"
+          "The ImageNet-X panel opens with Correct if: ReaL and Empty ReaL sets: clean "
+          "(those images left out); pick 'paper' there for this table's figures")
     return 0
 
 

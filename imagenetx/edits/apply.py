@@ -26,7 +26,7 @@ from imagenetx.edits import operations as ops
 from imagenetx.edits.masks import check_mask_field, label_mask, resolve_target
 from imagenetx.edits.specs import ORIGINAL_EDIT, Edit, parse_edits
 from imagenetx.errors import ImageNetXError
-from imagenetx.store.datasets import check_new_dataset_name, get_dataset
+from imagenetx.store.datasets import check_new_dataset_name, get_dataset, replace_dataset
 
 GROUP_FIELD = "group"
 ORIGINAL_SLICE = "ori"
@@ -419,7 +419,7 @@ def _grouped_copy(originals, name, groups, overwrite) -> fo.Dataset:
     """A grouped dataset whose ``ori`` slice is a copy of the originals."""
     if fo.dataset_exists(name):
         check_new_dataset_name(name, overwrite)
-        fo.delete_dataset(name)
+        replace_dataset(name)
     dataset = fo.Dataset(name)
     dataset.persistent = True
     dataset.add_group_field(GROUP_FIELD, default=ORIGINAL_SLICE)

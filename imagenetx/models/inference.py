@@ -43,6 +43,7 @@ from imagenetx.models.preprocess import without_resize
 from imagenetx.models.protocol_run import (
     check_dataset, departure_note, resolve_run, settle_run)
 from imagenetx.models.sources import ModelRequest, check_request, load_model
+from imagenetx.store.claims import claim_field
 from imagenetx.store.datasets import all_slices, get_dataset
 from imagenetx.store.evaluation import (
     Written,
@@ -84,6 +85,8 @@ class PredictSummary:
     protocol: Optional[str] = None
     #: the protocol's pinned parameters the run set otherwise
     departures: list = dc_field(default_factory=list)
+    #: the line saying whose stale claim of the field this run took over
+    took_over: Optional[str] = None
 
     @property
     def images_per_second(self) -> float:
@@ -97,6 +100,8 @@ class PredictSummary:
             f"images/s), {self.already_predicted:,} already predicted "
             f"(left alone), {self.failed:,} unreadable"
         ]
+        if self.took_over:
+            lines.insert(0, self.took_over)
         if self.protocol:
             lines.append(f"Protocol '{self.protocol}': " + (
                 departure_note(self.departures) or "every pinned value as its authors ran it"))
@@ -210,7 +215,8 @@ def run_predict(samples, model: str, field: str, request: ModelRequest,
                 slices: Optional[Sequence[str]] = None, task=None,
                 attributes: Optional[dict] = None, record: Optional[dict] = None,
                 needs_truth: bool = False, check=None,
-                departures: Sequence[str] = ()) -> PredictSummary:
+                departures: Sequence[str] = (),
+                what: Optional[str] = None) -> PredictSummary:
     """:func:`predict` with its options as objects (the command line and
     the App build them with :mod:`imagenetx.models.options`).
 
@@ -228,6 +234,8 @@ def run_predict(samples, model: str, field: str, request: ModelRequest,
             before anything is written (an attack checks its gradients)
         departures (()): the task's own departures from the protocol (an
             attack's budget), recorded with the protocol's
+        what (None): the run in words, as another run refused the field
+            while this one holds it reads it (default ``predict MODEL``)
     """
     samples = group_slices_of(get_dataset(samples), slices)
     dataset = samples._dataset
@@ -239,67 +247,70 @@ def run_predict(samples, model: str, field: str, request: ModelRequest,
     check_dataset(protocol, samples)
     check_request(model, request)  # before the slow imports
     at = place(options)
-    classifier = load_model(model, request)
-    protocol, amp = settle_run(protocol, classifier, request, options.amp, at.device.type)
-    at.dtype = amp_dtype(amp, at.device)  # pinned per protocol, model and device
-    protocol = protocol.with_departures(departures)
-    record = {**(record or {}), **protocol.record()}
-    if benchmark.keeps_geometry:  # images already at the input size: no zoom
-        classifier.preprocessing = without_resize(classifier.preprocessing)
-    reader, gpu_share = crop_reader(classifier, options.decoder, at.device)
-    decisions = benchmark.decisions() if classifier.classes.is_imagenet else None
-    labels = (decisions.labels if decisions else
-              None if classifier.classes.is_imagenet else classifier.classes.labels)
-    replace = _check_resume(dataset, field, classifier, record, options.overwrite)
-    engine = Engine(classifier, at.device, at.dtype, options.compile, at.batch_size)
-    if check is not None:
-        check(engine)
-    if replace and at.ranks.main:  # after the checks, before the listing
-        _clear_other_run(dataset, field)
-    todo = _Todo.list(samples, field, gt_field, options, at.ranks, labels,
-                      attributes or {}, needs_truth,
-                      on_declare=lambda: _record(dataset, field, classifier, record))
-    summary = PredictSummary(dataset=dataset.name, field=field, model=model,
-                             device=str(at.device), samples=todo.n_samples,
-                             already_predicted=todo.already_predicted,
-                             protocol=protocol.protocol and protocol.protocol.name,
-                             departures=list(protocol.departures))
+    # one run per field at a time: claimed before the model loads, released at the end
+    with claim_field(dataset, field, what or f"predict {model}", at.ranks) as claim:
+        classifier = load_model(model, request)
+        protocol, amp = settle_run(protocol, classifier, request, options.amp, at.device.type)
+        at.dtype = amp_dtype(amp, at.device)  # pinned per protocol, model and device
+        protocol = protocol.with_departures(departures)
+        record = {**(record or {}), **protocol.record()}
+        if benchmark.keeps_geometry:  # images already at the input size: no zoom
+            classifier.preprocessing = without_resize(classifier.preprocessing)
+        reader, gpu_share = crop_reader(classifier, options.decoder, at.device)
+        decisions = benchmark.decisions() if classifier.classes.is_imagenet else None
+        labels = (decisions.labels if decisions else
+                  None if classifier.classes.is_imagenet else classifier.classes.labels)
+        replace = _check_resume(dataset, field, classifier, record, options.overwrite)
+        engine = Engine(classifier, at.device, at.dtype, options.compile, at.batch_size)
+        if check is not None:
+            check(engine)
+        if replace and at.ranks.main:  # after the checks, before the listing
+            _clear_other_run(dataset, field)
+        todo = _Todo.list(samples, field, gt_field, options, at.ranks, labels,
+                          attributes or {}, needs_truth,
+                          on_declare=lambda: _record(dataset, field, classifier, record))
+        summary = PredictSummary(dataset=dataset.name, field=field, model=model,
+                                 device=str(at.device), samples=todo.n_samples,
+                                 already_predicted=todo.already_predicted,
+                                 protocol=protocol.protocol and protocol.protocol.name,
+                                 departures=list(protocol.departures),
+                                 took_over=claim.took_over)
 
-    ids, paths = todo.ids, todo.paths
-    predictions = None
-    start = time.perf_counter()
-    if ids:
-        batches = iter(make_loader(paths, reader, at.device, at.batch_size,
-                                   at.num_workers, gpu_share))
-        classify = Classify(engine, logits or benchmark.needs_logits, decisions)
-        run_task = classify if task is None else task(classify, todo)
-        predictions = Predictions(dataset, field, ids, paths, todo.old_errors, summary,
-                                  classifier.classes, decisions, gt=todo.gt,
-                                  eval_key=todo.eval_key)
-        depth = max(1, writer.WRITE_EVERY // at.batch_size)
-        with progress_bar(len(ids), progress, at.ranks) as pb, writer.BackgroundWrites(
-                dataset, predictions, depth, ready=lambda r: r.ready()) as writes:
-            stream(batches, DeviceInputs(at.device, reader, paths), run_task, writes.put, pb)
-    outcomes = predictions.columns if predictions and todo.gt else None
-    if at.ranks.sharded:
-        outcomes = _gather(at.ranks, summary, outcomes)
-        if not at.ranks.main:
-            return summary  # this rank's share; rank 0 evaluates
-        if not todo.has_errors and not summary.failed and dataset.has_field(todo.err_field):
-            dataset.delete_sample_field(todo.err_field)  # declared, never needed
-    if summary.predicted or summary.failed:
-        benchmark.predictions_written(dataset, field)
-        _record(dataset, field, classifier, record)
-    summary.seconds = time.perf_counter() - start
+        ids, paths = todo.ids, todo.paths
+        predictions = None
+        start = time.perf_counter()
+        if ids:
+            batches = iter(make_loader(paths, reader, at.device, at.batch_size,
+                                       at.num_workers, gpu_share))
+            classify = Classify(engine, logits or benchmark.needs_logits, decisions)
+            run_task = classify if task is None else task(classify, todo)
+            predictions = Predictions(dataset, field, ids, paths, todo.old_errors, summary,
+                                      classifier.classes, decisions, gt=todo.gt,
+                                      eval_key=todo.eval_key)
+            depth = max(1, writer.WRITE_EVERY // at.batch_size)
+            with progress_bar(len(ids), progress, at.ranks) as pb, writer.BackgroundWrites(
+                    dataset, predictions, depth, ready=lambda r: r.ready()) as writes:
+                stream(batches, DeviceInputs(at.device, reader, paths), run_task, writes.put, pb)
+        outcomes = predictions.columns if predictions and todo.gt else None
+        if at.ranks.sharded:
+            outcomes = _gather(at.ranks, summary, outcomes)
+            if not at.ranks.main:
+                return summary  # this rank's share; rank 0 evaluates
+            if not todo.has_errors and not summary.failed and dataset.has_field(todo.err_field):
+                dataset.delete_sample_field(todo.err_field)  # declared, never needed
+        if summary.predicted or summary.failed:
+            benchmark.predictions_written(dataset, field)
+            _record(dataset, field, classifier, record)
+        summary.seconds = time.perf_counter() - start
 
-    # an unreadable image clears an old prediction only with --overwrite
-    changed = summary.predicted > 0 or (options.overwrite and summary.failed > 0)
-    written = Written(outcomes, todo.previous) if outcomes is not None else None
-    _evaluate(dataset, field, gt_field, summary, changed=changed, labels=labels,
-              written=written)
-    if todo.declared and not dataset.has_evaluation(todo.eval_key):
-        dataset.delete_sample_field(todo.eval_key)  # values of no evaluation
-    return summary
+        # an unreadable image clears an old prediction only with --overwrite
+        changed = summary.predicted > 0 or (options.overwrite and summary.failed > 0)
+        written = Written(outcomes, todo.previous) if outcomes is not None else None
+        _evaluate(dataset, field, gt_field, summary, changed=changed, labels=labels,
+                  written=written)
+        if todo.declared and not dataset.has_evaluation(todo.eval_key):
+            dataset.delete_sample_field(todo.eval_key)  # values of no evaluation
+        return summary
 
 
 @dataclass

@@ -1,8 +1,10 @@
 """The 15 ImageNet-C corruptions x 5 severities, applied while predicting.
 
-The corruptions come from ``imagecorruptions-imaug``, the maintained fork
+The corruptions are ``imagecorruptions-imaug``'s, the maintained fork
 of ``imagecorruptions`` (which generalizes Hendrycks & Dietterich's
-``make_imagenet_c.py`` to any image size); docs/benchmarks/ood.md says why not the
+``make_imagenet_c.py`` to any image size), carried verbatim in
+:mod:`imagenetx.probes.imagecorruptions` because the package pulls the GUI
+OpenCV beside FiftyOne's headless one; docs/benchmarks/ood.md says why not the
 2020 release. They work on uint8 ``H x W x 3`` images on the CPU, so the
 DataLoader workers apply them to the image after the model's resize and
 crop (as ImageNet-C corrupts the 224 x 224 centre crop) and before
@@ -69,7 +71,7 @@ def corrupt_image(image: np.ndarray, corruption: str, severity: int,
                   seed: int) -> np.ndarray:
     """One corrupted copy of a uint8 ``H x W x 3`` image, the same for the
     same seed."""
-    from imagecorruptions import corrupt
+    from imagenetx.probes.imagecorruptions import corrupt  # lazy: start-up
 
     np.random.seed(seed % 2**32)
     kwargs = {"seed": seed % 2**32} if corruption in _SEEDED else {}
@@ -125,8 +127,8 @@ class Corruptions(Probe):
 
 def _check_installed() -> None:
     try:
-        import imagecorruptions  # noqa: F401
+        import imagenetx.probes.imagecorruptions  # noqa: F401  # lazy: start-up
     except ImportError as e:
         raise ImageNetXError(
-            "Corruptions need the imagecorruptions-imaug package: pip install "
-            f"imagecorruptions-imaug ({e})") from e
+            "Corruptions need numba, scikit-image and the headless OpenCV: pip install "
+            f"numba scikit-image opencv-python-headless ({e})") from e

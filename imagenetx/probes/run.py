@@ -42,6 +42,7 @@ from imagenetx.models.pipeline import place, progress_bar, stream
 from imagenetx.models.protocol_run import check_dataset, resolve_run, settle_run
 from imagenetx.models.sources import ModelRequest, check_request, load_model
 from imagenetx.probes.base import get_probe
+from imagenetx.store.claims import claim_field
 from imagenetx.store.datasets import all_slices, get_dataset
 #: the key of a probe field's ``info``
 INFO_KEY = "imagenetx_probe"
@@ -96,6 +97,8 @@ class ProbeSummary:
     failed: int = 0
     failures: list = dc_field(default_factory=list)
     seconds: float = 0.0
+    #: the line saying whose stale claim of the field this run took over
+    took_over: Optional[str] = None
 
     @property
     def images_per_second(self) -> float:
@@ -111,6 +114,8 @@ class ProbeSummary:
             f"({self.forwards:,} model inputs, {self.images_per_second:.1f}/s), "
             f"{self.complete:,} already complete (left alone), "
             f"{self.failed:,} unreadable"]
+        if self.took_over:
+            lines.insert(0, self.took_over)
         if self.failures:
             lines.append(
                 f"Unreadable images are recorded in '{self.field}_error', e.g. "
@@ -198,7 +203,6 @@ def run_probe_with(samples, model: str, field: str, probe, request: ModelRequest
             f"Unknown level(s) {', '.join(map(repr, unknown)) or '(none given)'} of "
             f"probe '{probe.name}': use some of {', '.join(all_levels)}")
     pfield = probe_field(field, probe.name)
-    stored = _stored_info(dataset, pfield, probe.name, model, overwrite)
     benchmark = get_benchmark(dataset)
     request = request.with_classes(benchmark.output_classes)
     request, options, protocol = resolve_run(benchmark.name, request, options, dataset.name)
@@ -206,98 +210,101 @@ def run_probe_with(samples, model: str, field: str, probe, request: ModelRequest
     check_request(model, request)
     at = place(options)
     ranks, dev = at.ranks, at.device
-    classifier = load_model(model, request)
-    protocol, amp = settle_run(protocol, classifier, request, options.amp, dev.type)
-    at.dtype = amp_dtype(amp, dev)  # pinned per protocol, model and device
-    run = run_record(classifier, protocol.record())
-    differ = record_differences(stored["run"], run) if stored and stored.get("run") else []
-    if differ and all_slices(dataset).count(pfield):  # the same spec, other weights or prompts
-        if not overwrite:
-            raise ImageNetXError(
-                f"'{pfield}' holds probe results of '{model}' with other "
-                f"{', '.join(differ)}: pass another --field, or --overwrite to replace them")
-        stored = None  # replaced whole, as another model's
-    # the probes apply their levels to CPU-decoded crops
-    reader, _ = crop_reader(classifier, options.decoder, torch.device("cpu"))
-    if stored is None and dataset.has_field(pfield) and ranks.main:
-        # --overwrite with another model, now that it loads: no sample keeps
-        # the old model's lists (with --limit the rest would read as the new one's)
-        all_slices(dataset).clear_sample_field(pfield)
+    # one run per field at a time: claimed before the model loads, released at the end
+    with claim_field(dataset, pfield, f"probe {probe.name} of {model}", ranks) as claim:
+        stored = _stored_info(dataset, pfield, probe.name, model, overwrite)
+        classifier = load_model(model, request)
+        protocol, amp = settle_run(protocol, classifier, request, options.amp, dev.type)
+        at.dtype = amp_dtype(amp, dev)  # pinned per protocol, model and device
+        run = run_record(classifier, protocol.record())
+        differ = record_differences(stored["run"], run) if stored and stored.get("run") else []
+        if differ and all_slices(dataset).count(pfield):  # the same spec, other weights or prompts
+            if not overwrite:
+                raise ImageNetXError(
+                    f"'{pfield}' holds probe results of '{model}' with other "
+                    f"{', '.join(differ)}: pass another --field, or --overwrite to replace them")
+            stored = None  # replaced whole, as another model's
+        # the probes apply their levels to CPU-decoded crops
+        reader, _ = crop_reader(classifier, options.decoder, torch.device("cpu"))
+        if stored is None and dataset.has_field(pfield) and ranks.main:
+            # --overwrite with another model, now that it loads: no sample keeps
+            # the old model's lists (with --limit the rest would read as the new one's)
+            all_slices(dataset).clear_sample_field(pfield)
 
-    order = list(stored["levels"]) if stored else []
-    order += [lv for lv in wanted if lv not in order]
-    position = {lv: i for i, lv in enumerate(order)}
-    # without stored info (a new field, or --overwrite with another model)
-    # the old lists, in another level order, are not read
-    has_list = stored is not None
-    paths_read = ["_id", "filepath"] + ([pfield] if has_list else [])
-    err_field, added = f"{pfield}_error", False
-    columns = None
-    if ranks.main:  # one list for all ranks, read and declared before any writes
-        columns = samples.values(paths_read, _raw=True)
-        _declare(dataset, pfield, field, probe.name, model, order, run)
-        if ranks.sharded and not dataset.has_field(err_field):  # not by two ranks at once
-            dataset.add_sample_field(err_field, fo.StringField)
-            added = True
-    columns = ranks.agree(columns)
-    if not ranks.main:
-        dataset.reload()
-    ids, paths = columns[0], columns[1]
-    current = columns[2] if has_list else [None] * len(ids)
+        order = list(stored["levels"]) if stored else []
+        order += [lv for lv in wanted if lv not in order]
+        position = {lv: i for i, lv in enumerate(order)}
+        # without stored info (a new field, or --overwrite with another model)
+        # the old lists, in another level order, are not read
+        has_list = stored is not None
+        paths_read = ["_id", "filepath"] + ([pfield] if has_list else [])
+        err_field, added = f"{pfield}_error", False
+        columns = None
+        if ranks.main:  # one list for all ranks, read and declared before any writes
+            columns = samples.values(paths_read, _raw=True)
+            _declare(dataset, pfield, field, probe.name, model, order, run)
+            if ranks.sharded and not dataset.has_field(err_field):  # not by two ranks at once
+                dataset.add_sample_field(err_field, fo.StringField)
+                added = True
+        columns = ranks.agree(columns)
+        if not ranks.main:
+            dataset.reload()
+        ids, paths = columns[0], columns[1]
+        current = columns[2] if has_list else [None] * len(ids)
 
-    todo, missing = [], set()
-    for k, values in enumerate(current):
-        values = list(values or [])
-        gaps = [lv for lv in wanted if overwrite or position[lv] >= len(values)
-                or values[position[lv]] is None or values[position[lv]] < 0]
-        if gaps:
-            todo.append(k)
-            missing.update(gaps)
-    summary = ProbeSummary(dataset.name, pfield, probe.name, model, str(dev),
-                           len(ids), levels=order,
-                           complete=len(ids) - len(todo))
-    if limit is not None:
-        todo = todo[:limit]
-    run_levels = [lv for lv in wanted if lv in missing]
-    summary.levels_run = run_levels if todo else []
-    if not todo:
-        if added:
-            dataset.delete_sample_field(err_field)
+        todo, missing = [], set()
+        for k, values in enumerate(current):
+            values = list(values or [])
+            gaps = [lv for lv in wanted if overwrite or position[lv] >= len(values)
+                    or values[position[lv]] is None or values[position[lv]] < 0]
+            if gaps:
+                todo.append(k)
+                missing.update(gaps)
+        summary = ProbeSummary(dataset.name, pfield, probe.name, model, str(dev),
+                               len(ids), levels=order,
+                               complete=len(ids) - len(todo), took_over=claim.took_over)
+        if limit is not None:
+            todo = todo[:limit]
+        run_levels = [lv for lv in wanted if lv in missing]
+        summary.levels_run = run_levels if todo else []
+        if not todo:
+            if added:
+                dataset.delete_sample_field(err_field)
+            return summary
+        todo = pick(todo, ranks.share(len(todo)))
+
+        start = time.perf_counter()
+        groups = (probe.level_groups(run_levels) if hasattr(probe, "level_groups")
+                  else [run_levels])
+        engine = Engine(classifier, dev, at.dtype, options.compile, at.batch_size)
+        lists = {k: _padded(current[k], len(order)) for k in todo}
+        seeds = [sample_seed(ids[k]) for k in todo]
+        todo_paths = [paths[k] for k in todo]
+        failed_at = {}
+        with progress_bar(len(todo) * len(groups), progress, ranks) as pb:
+            for group in groups:
+                images = _ProbeImages(todo_paths, seeds, reader, probe, group)
+                batches = make_loader(todo_paths, reader, dev, at.batch_size,
+                                      at.num_workers, dataset=images)
+                updates = _Updates(group, todo, ids, lists, position, pfield, dataset,
+                                   failed_at, todo_paths, summary)
+                with writer.BackgroundWrites(dataset, updates, depth=4) as writes:
+                    stream(batches, _host_inputs, _ProbeLevels(engine, probe, group, seeds),
+                           writes.put, pb)
+                summary.passes += 1
+        summary.probed = len(todo) - len(failed_at)
+        summary.failed = len(failed_at)
+        summary.forwards = engine.forwards
+        if ranks.sharded:  # rank 0's summary counts every rank's
+            shares = ranks.gather((summary.probed, summary.failed, summary.forwards,
+                                   summary.failures))
+            summary.probed, summary.failed, summary.forwards = (
+                sum(s[i] for s in shares) for i in range(3))
+            summary.failures = [f for s in shares for f in s[3]][:FAILURES_SHOWN]
+            if added and not summary.failed:
+                dataset.delete_sample_field(err_field)  # declared, never needed
+        summary.seconds = time.perf_counter() - start
         return summary
-    todo = pick(todo, ranks.share(len(todo)))
-
-    start = time.perf_counter()
-    groups = (probe.level_groups(run_levels) if hasattr(probe, "level_groups")
-              else [run_levels])
-    engine = Engine(classifier, dev, at.dtype, options.compile, at.batch_size)
-    lists = {k: _padded(current[k], len(order)) for k in todo}
-    seeds = [sample_seed(ids[k]) for k in todo]
-    todo_paths = [paths[k] for k in todo]
-    failed_at = {}
-    with progress_bar(len(todo) * len(groups), progress, ranks) as pb:
-        for group in groups:
-            images = _ProbeImages(todo_paths, seeds, reader, probe, group)
-            batches = make_loader(todo_paths, reader, dev, at.batch_size,
-                                  at.num_workers, dataset=images)
-            updates = _Updates(group, todo, ids, lists, position, pfield, dataset,
-                               failed_at, todo_paths, summary)
-            with writer.BackgroundWrites(dataset, updates, depth=4) as writes:
-                stream(batches, _host_inputs, _ProbeLevels(engine, probe, group, seeds),
-                       writes.put, pb)
-            summary.passes += 1
-    summary.probed = len(todo) - len(failed_at)
-    summary.failed = len(failed_at)
-    summary.forwards = engine.forwards
-    if ranks.sharded:  # rank 0's summary counts every rank's
-        shares = ranks.gather((summary.probed, summary.failed, summary.forwards,
-                               summary.failures))
-        summary.probed, summary.failed, summary.forwards = (
-            sum(s[i] for s in shares) for i in range(3))
-        summary.failures = [f for s in shares for f in s[3]][:FAILURES_SHOWN]
-        if added and not summary.failed:
-            dataset.delete_sample_field(err_field)  # declared, never needed
-    summary.seconds = time.perf_counter() - start
-    return summary
 
 
 def _check_field(field: str) -> None:

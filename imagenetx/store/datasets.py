@@ -1,8 +1,15 @@
 """Find FiftyOne datasets by name, with errors that say what to do."""
 
+import logging
+
 import fiftyone as fo
 
 from imagenetx.errors import ImageNetXError
+
+logger = logging.getLogger(__name__)
+
+#: the fields every FiftyOne sample has: not named when a dataset is replaced
+_DEFAULT_FIELDS = {"id", "filepath", "tags", "metadata", "created_at", "last_modified_at"}
 
 
 def get_dataset(dataset) -> fo.Dataset:
@@ -37,11 +44,27 @@ def check_new_dataset_name(name: str, overwrite: bool) -> None:
         )
 
 
+def describe_dataset(name: str) -> str:
+    """What an existing dataset holds, in a line: its samples and its own
+    fields (a run's predictions, tags added since it was made)."""
+    dataset = fo.load_dataset(name)
+    fields = [f for f in dataset.get_field_schema() if f not in _DEFAULT_FIELDS]
+    return (f"{len(dataset):,} samples; fields: {', '.join(fields) or 'none'}")
+
+
+def replace_dataset(name: str) -> None:
+    """Deletes ``name`` for its replacement, and says what it held (logged
+    as a warning: the command line prints it)."""
+    held = describe_dataset(name)
+    fo.delete_dataset(name)
+    logger.warning("Replaced dataset '%s' (--overwrite), which held %s", name, held)
+
+
 def make_dataset(name: str, overwrite: bool) -> fo.Dataset:
     """Creates an empty persistent dataset, replacing ``name`` if asked."""
     check_new_dataset_name(name, overwrite)
     if fo.dataset_exists(name):
-        fo.delete_dataset(name)
+        replace_dataset(name)
     dataset = fo.Dataset(name)
     dataset.persistent = True
     return dataset

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence
 
-import fiftyone.core.utils as fou
-
 from imagenetx.errors import ImageNetXError
 
 #: the environment variable that relocates the download cache
@@ -98,6 +96,10 @@ class RemoteFiles:
         out = [cache / r for r in relpaths]
         todo = [(r, p) for r, p in zip(relpaths, out) if not p.is_file()]
         if todo:
+            # lazy: start-up (doctor reads cache_root without FiftyOne, whose
+            # import waits for a database that does not answer)
+            import fiftyone.core.utils as fou
+
             with fou.ProgressBar(total=len(todo), progress=progress) as pb:
                 with ThreadPoolExecutor(DOWNLOAD_THREADS) as pool:
                     for _ in pool.map(lambda rp: self._download(*rp), todo):

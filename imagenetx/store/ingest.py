@@ -33,7 +33,7 @@ from pymongo.errors import BulkWriteError
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.memory import gc_paused
-from imagenetx.store.datasets import check_new_dataset_name
+from imagenetx.store.datasets import check_new_dataset_name, replace_dataset
 from imagenetx.store.schema import new_object_ids
 
 #: documents per ``insert_many``: large enough to amortize a round trip,
@@ -74,7 +74,7 @@ def new_dataset(name: str, overwrite: bool = False,
         if temp != name:
             if fo.dataset_exists(name):
                 check_new_dataset_name(name, overwrite)  # made meanwhile by someone else
-                fo.delete_dataset(name)
+                replace_dataset(name)
             dataset.name = name
     except BaseException:
         dataset.delete()

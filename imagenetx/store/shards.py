@@ -234,14 +234,27 @@ def _read_parquet(path: str, source: str) -> Iterator[Member]:
 
 
 def _tar_members(path: str, source: str) -> Iterator[Tuple[str, bytes]]:
-    """``(member name, bytes)`` of each file of a tar, read as a stream."""
+    """``(member name, bytes)`` of each file of a tar, in the tar's order.
+
+    tarfile parses the headers; an uncompressed tar's member bytes are then
+    one ``os.pread`` of their range each, not tarfile's 10 KB stream reads
+    through Python buffers (which made the webdataset pull half as fast as
+    plain extraction). A compressed tar is read through tarfile."""
     import zlib
 
     try:
-        with tarfile.open(path, "r|*") as tar:
+        with open(path, "rb") as raw, tarfile.open(fileobj=raw, mode="r:*") as tar:
+            ranges = tar.fileobj is raw and hasattr(os, "pread")
             for member in tar:
-                if member.isfile():
-                    yield member.name, tar.extractfile(member).read()
+                if not member.isfile():
+                    continue
+                if ranges and not member.issparse():
+                    data = os.pread(raw.fileno(), member.size, member.offset_data)
+                    if len(data) != member.size:
+                        raise tarfile.ReadError(f"unexpected end of data in {member.name}")
+                else:
+                    data = tar.extractfile(member).read()
+                yield member.name, data
     except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
         raise _unreadable(source, "a tar archive", e) from None
 

@@ -28,7 +28,7 @@ import os
 from typing import List, Optional
 
 from imagenetx.errors import ImageNetXError
-from imagenetx.models.sources._common import first_line
+from imagenetx.models.sources._common import first_line, whole_message
 from imagenetx.models.sources._network import (
     hub_cache,
     hub_name,
@@ -50,6 +50,11 @@ _RESAMPLE = {0: "NEAREST", 1: "LANCZOS", 2: "BILINEAR", 3: "BICUBIC", 4: "BOX",
 _FIX = ("connect to the internet (and unset HF_HUB_OFFLINE), check the id on "
         "huggingface.co, or pass a folder saved with save_pretrained as "
         "hf:/path/to/saved_model")
+
+
+#: the fix for a local folder whose weights do not load (nothing to download)
+_LOCAL_FIX = ("save the model there again with model.save_pretrained(path), which writes "
+              "safetensors weights, or pass a Hub id hf:ORG/NAME")
 
 
 def is_local(rest: str) -> bool:
@@ -163,6 +168,15 @@ def _from_pretrained(cls, source: str, config, spec: str, pretrained: bool):
         reason = None if is_local(source) else hub_unreachable()
         if reason is not None:
             raise _missing(spec, source, reason) from None
+        if is_local(source):
+            refused = next((line.strip().split(". ")[0] for line in str(e).splitlines()
+                            if "WeightsUnpickler error" in line), None)
+            why = (f"its pickled weights hold objects a safe load refuses ({refused}); "
+                   "nothing of them was unpickled" if refused else
+                   f"{type(e).__name__}: {whole_message(e)}")
+            raise ImageNetXError(
+                f"Cannot load the weights of Hugging Face model '{spec}' from its folder: "
+                f"{why}: {_LOCAL_FIX}") from e
         raise ImageNetXError(
             f"Cannot load the weights of Hugging Face model '{spec}' "
             f"({type(e).__name__}: {first_line(e)}): {_FIX}") from e
