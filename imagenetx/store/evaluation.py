@@ -26,6 +26,7 @@ from imagenetx.classes.imagenet import class_table
 from imagenetx.store.bulk import chunked
 from imagenetx.store.classifications import relabel_shared_names
 from imagenetx.store.datasets import all_slices
+from imagenetx.store.indexes import ensure_indexes, prediction_index_paths
 from imagenetx.store.schema import eval_key_of
 
 #: sample ids per update command
@@ -213,6 +214,8 @@ def evaluate_simple(samples, pred_field: str, gt_field: str, eval_key: str,
     _save_results(method, samples, eval_key, results)
     method.add_fields_to_sidebar_group(
         samples, eval_key, omit_fields=(pred_field, gt_field))
+    # the panels and the mistakes views filter on them
+    ensure_indexes(samples, prediction_index_paths(pred_field, eval_key))
     return results
 
 

@@ -1,0 +1,128 @@
+"""A benchmark's slicings as scenarios of FiftyOne's own Model Evaluation
+panel, and the indexes on what the panels query.
+
+The scenarios are read back by FiftyOne's own ``get_scenarios`` and computed
+by the native panel's own ``load_scenario`` (run through
+``execute_operator`` as the App calls it); its subsets must hold exactly
+the images this project counts per factor.
+"""
+
+import types
+
+import fiftyone as fo
+import fiftyone.operators as foo
+import numpy as np
+import pytest
+
+from imagenetx.analysis import compute_ratios
+from imagenetx.benchmarks.imagenet_x import annotations as anno
+from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
+from imagenetx.benchmarks.scenarios import prune_scenarios
+from imagenetx.store.classifications import write_classifications
+from imagenetx.store.evaluation import evaluate_predictions
+from imagenetx.store.indexes import added_indexes
+from imagenetx.store.scenarios import read_scenarios, write_scenarios
+
+NATIVE_PANEL = "@voxel51/panels/model_evaluation_panel_builtin"
+N = 1500  # the first val images: every top factor has images, prototypes too
+
+
+def _native_scenarios(ds) -> dict:
+    """The scenarios as the native panel's own helper reads them."""
+    from plugins.utils.model_evaluation import get_scenarios
+
+    return get_scenarios(types.SimpleNamespace(dataset=ds))
+
+
+def _by_name(ds) -> dict:
+    return {s["name"]: s for s in _native_scenarios(ds).values()}
+
+
+def _native_subsets(ds, scenario_id: str, eval_key: str) -> dict:
+    """``{subset: (count, accuracy)}`` as the native panel computes them."""
+    result = foo.execute_operator(NATIVE_PANEL, ctx={"dataset": ds.name, "params": {
+        "panel_id": "native-1", "__method__": "load_scenario", "id": scenario_id,
+        "panel_state": {"view": {"key": eval_key}}, "refresh_cache": True}})
+    assert result.error is None, result.error_message
+    (data,) = [r.params["data"] for r in result.executor._requests
+               if r.operator_uri.endswith("patch_panel_data")]
+    scenario = data[f"scenario_{scenario_id}_{eval_key}"]
+    return {name: (d["distribution"], float(d["metrics"]["accuracy"]))
+            for name, d in scenario["subsets_data"].items()}
+
+
+@pytest.fixture(scope="module")
+def tagged():
+    """The first val images by file name (no image read), tagged, with one
+    model's predictions evaluated."""
+    name = "scenarios-val"
+    if fo.dataset_exists(name):
+        fo.delete_dataset(name)
+    ds = fo.Dataset(name)
+    ids = ds.add_samples(fo.Sample(filepath=f"/data/val/ILSVRC2012_val_{i:08d}.JPEG")
+                         for i in range(1, N + 1))
+    tag_dataset(ds)
+    truth = anno.val_labels()[:N].astype(np.int64)
+    rng = np.random.default_rng(0)
+    predicted = np.where(rng.random(N) < 0.3, (truth + 1) % 1000, truth)
+    write_classifications(ds, "model", ids, predicted, confidence=[0.5] * N)
+    assert evaluate_predictions(ds, "model").key == "eval_model"
+    yield ds
+    fo.delete_dataset(name)
+
+
+def test_the_native_panel_computes_each_factor_over_the_images_counted_here(tagged):
+    ds = tagged
+    scenarios = _by_name(ds)
+    assert set(scenarios) == {"ImageNet-X: top factor", "ImageNet-X: factors",
+                              "ImageNet-X: metaclass"}
+    assert ds.match({"imagenetx.prototype": True}).count() > 0  # left out here
+    for name, which in [("ImageNet-X: top factor", "top"), ("ImageNet-X: factors", "multi")]:
+        expected = compute_ratios(ds, "model", which=which).to_dict()["models"]["model"]["factors"]
+        native = _native_subsets(ds, scenarios[name]["id"], "eval_model")
+        assert set(native) == {f for f, row in expected.items() if row["n"]}
+        for factor, (count, accuracy) in native.items():
+            row = expected[factor]
+            assert count == row["n"], (name, factor)
+            assert accuracy == pytest.approx(row["correct"] / row["n"]), (name, factor)
+
+
+def test_retagging_keeps_the_scenarios_and_a_deleted_field_drops_them(tagged):
+    ds = fo.load_dataset(tagged.name).clone("scenarios-clone")
+    try:
+        tag_dataset(ds)
+        before = _native_scenarios(ds)
+        assert len(before) == 3
+        # a user's own scenario, written as the panel writes one
+        mine = {"id": "0123456789abcdef01234567", "name": "mine", "type": "sample_field",
+                "subsets": ["x:pose"], "field": "tags"}
+        write_scenarios(ds, {**read_scenarios(ds), mine["id"]: mine})
+
+        tag_dataset(ds)  # again: the same scenarios, the same ids, nothing added
+        assert _native_scenarios(ds) == {**before, mine["id"]: mine}
+
+        indexed = added_indexes(ds)
+        assert {"tags", "imagenetx.top_factor", "imagenetx.factors", "model.label",
+                "eval_model"} <= set(indexed)
+
+        ds.delete_sample_field("imagenetx")
+        assert prune_scenarios(ds).removed == ["ImageNet-X: top factor", "ImageNet-X: factors",
+                                               "ImageNet-X: metaclass"]
+        assert _native_scenarios(ds) == {mine["id"]: mine}
+        # FiftyOne drops the field's indexes with it
+        assert not [i for i in added_indexes(ds) if i.startswith("imagenetx.")]
+        assert not prune_scenarios(ds)  # nothing more to do
+    finally:
+        ds.delete()
+
+
+def test_a_dataset_without_factor_tags_gets_no_scenario(photos_dir):
+    from conftest import make_dataset
+
+    ds = make_dataset("scenarios-untagged", photos_dir / "nothing")  # empty folder
+    ds.add_samples([fo.Sample(filepath=str(photos_dir / "holiday.jpg"))])
+    try:
+        tag_dataset(ds)  # no ImageNet-X file name: nothing tagged
+        assert _native_scenarios(ds) == {}
+    finally:
+        ds.delete()
