@@ -126,3 +126,30 @@ def test_a_dataset_without_factor_tags_gets_no_scenario(photos_dir):
         assert _native_scenarios(ds) == {}
     finally:
         ds.delete()
+
+
+def test_the_error_ratio_is_a_custom_metric_of_fiftyones_evaluations(tagged):
+    from imagenetx.plugin import install_plugin
+    from imagenetx.store.evaluation import ERROR_RATIO_METRIC
+
+    install_plugin()
+    ds = tagged
+    expected = compute_ratios(ds, "model").to_dict()["models"]["model"]["slices"]
+    # FiftyOne's own evaluation, asked for the metric
+    ds.evaluate_classifications("model", eval_key="native", custom_metrics=[ERROR_RATIO_METRIC])
+    # and this project's evaluation, which asks for it where the plugin is registered
+    evaluate_predictions(ds, "model")
+    for key in ("native", "eval_model"):
+        metrics = ds.load_evaluation_results(key).custom_metrics
+        for factor, row in expected.items():
+            if not row["n"]:
+                continue
+            entry = metrics[f"{ERROR_RATIO_METRIC}/{factor}"]
+            assert entry["label"] == f"Error ratio: {factor}"
+            assert entry["value"] == pytest.approx(row["error_ratio"])
+            assert (entry["ci_low"], entry["ci_high"], entry["n"]) == (
+                pytest.approx(row["ci_low"]), pytest.approx(row["ci_high"]), row["n"])
+        largest = max(r["error_ratio"] for r in expected.values() if r["n"])
+        assert metrics[ERROR_RATIO_METRIC]["value"] == pytest.approx(largest)
+        assert ds.load_evaluation_results(key).metrics()["error_ratio"] == pytest.approx(largest)
+    ds.delete_evaluation("native")

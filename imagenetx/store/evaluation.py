@@ -32,6 +32,22 @@ from imagenetx.store.schema import eval_key_of
 #: sample ids per update command
 ID_CHUNK = 100_000
 
+#: the plugin's custom metric (``operators/evaluation_metric.py``): every
+#: evaluation written here computes it where FiftyOne has the plugin
+ERROR_RATIO_METRIC = "@imagenet-x/imagenet-x/error_ratio"
+
+
+def project_metrics() -> Optional[list]:
+    """The custom metrics an evaluation of this project computes: the error
+    ratio where FiftyOne registers the plugin, else none."""
+    import fiftyone.operators as foo
+
+    try:
+        foo.get_operator(ERROR_RATIO_METRIC)
+    except ValueError:
+        return None
+    return [ERROR_RATIO_METRIC]
+
 
 @dataclass
 class Evaluation:
@@ -193,7 +209,8 @@ def evaluate_simple(samples, pred_field: str, gt_field: str, eval_key: str,
     Returns:
         the ``fiftyone.utils.eval.classification.ClassificationResults``
     """
-    config = fouc._parse_config(pred_field, gt_field, "simple")
+    config = fouc._parse_config(pred_field, gt_field, "simple",
+                                custom_metrics=project_metrics())
     method = config.build()
     method.ensure_requirements()
     # cleanup would delete the field of an existing run under the key
