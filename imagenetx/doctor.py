@@ -211,6 +211,17 @@ def caches() -> List[Line]:
     return lines + [Line("Hub pulls", text)]
 
 
+def indexes() -> List[Line]:
+    """The indexes the project made on each dataset (what the panels and
+    views query: tags, slicing fields, prediction labels, correctness)."""
+    from imagenetx.store.indexes import indexes_by_dataset
+
+    found = indexes_by_dataset()
+    if not found:
+        return [Line("indexes", "none beyond FiftyOne's own (no dataset tagged or evaluated yet)")]
+    return [Line("indexes", f"{name}: {', '.join(paths)}") for name, paths in sorted(found.items())]
+
+
 def diagnose() -> List[Line]:
     """Every line, in order; the FiftyOne-dependent ones only when FiftyOne
     imports."""
@@ -220,6 +231,8 @@ def diagnose() -> List[Line]:
         return lines
     steps: List[Callable[[], List[Line]]] = [
         plugin, lambda: database(connect_error), caches]
+    if not connect_error:
+        steps.append(indexes)
     for step in steps:
         try:
             lines += step()

@@ -153,3 +153,32 @@ def test_the_error_ratio_is_a_custom_metric_of_fiftyones_evaluations(tagged):
         assert metrics[ERROR_RATIO_METRIC]["value"] == pytest.approx(largest)
         assert ds.load_evaluation_results(key).metrics()["error_ratio"] == pytest.approx(largest)
     ds.delete_evaluation("native")
+
+
+def test_the_sample_panel_shows_an_images_factors_and_predictions(tagged):
+    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+
+    install_plugin()
+    ds = tagged
+    sample = ds.first()
+    result = foo.execute_operator(f"{PLUGIN_NAME}/imagenetx_sample_panel", ctx={
+        "dataset": ds.name, "current_sample": sample.id,
+        "params": {"panel_id": "sample-1", "__method__": "on_load", "panel_state": {}}})
+    assert result.error is None, result.error_message
+    (state,) = [r.params["state"] for r in result.executor._requests
+                if r.operator_uri.endswith("patch_panel_state") and "card" in r.params["state"]]
+    card = state["card"]
+    assert card["id"] == sample.id
+    assert card["top_factor"] == sample.imagenetx.top_factor
+    assert card["factors"] == list(sample.imagenetx.factors)
+    (pred,) = card["predictions"]
+    assert (pred["field"], pred["label"], pred["correct"]) == (
+        "model", sample.model.label, sample.eval_model)
+    assert pred["correct"] == (sample.model.label == sample.ground_truth.label)
+
+
+def test_doctor_lists_the_indexes(tagged):
+    from imagenetx.doctor import indexes
+
+    (line,) = [l for l in indexes() if l.text.startswith(f"{tagged.name}:")]
+    assert "imagenetx.top_factor" in line.text and "eval_model" in line.text

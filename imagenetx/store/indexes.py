@@ -7,7 +7,7 @@ is an index on each such field (``create_index``); FiftyOne drops an index
 with its field (``delete_sample_field``).
 """
 
-from typing import Iterable, List
+from typing import Dict, Iterable, List
 
 from imagenetx.store.schema import eval_key_of
 
@@ -45,3 +45,23 @@ def added_indexes(dataset) -> List[str]:
     if dataset.media_type == "group":
         own |= {f"{dataset.group_field}.id", f"{dataset.group_field}.name"}
     return [name for name in dataset.list_indexes() if name not in own]
+
+
+def indexes_by_dataset() -> Dict[str, List[str]]:
+    """``{dataset name: its added indexes}`` of every dataset that has any,
+    read from the database's index listings (no dataset is loaded)."""
+    import fiftyone.core.odm as foo  # lazy: start-up (doctor imports this module early)
+
+    conn = foo.get_db_conn()
+    out = {}
+    for doc in conn.datasets.find({}, {"name": 1, "sample_collection_name": 1,
+                                       "group_field": 1}):
+        own = {"_id", *FIFTYONE_INDEXES}
+        if doc.get("group_field"):
+            own |= {f"{doc['group_field']}._id", f"{doc['group_field']}.name"}
+        info = conn[doc["sample_collection_name"]].index_information()
+        added = [", ".join(k for k, _ in spec["key"]) for spec in info.values()]
+        added = [name for name in added if name not in own]
+        if added:
+            out[doc["name"]] = added
+    return out
