@@ -179,6 +179,7 @@ def test_the_python_way_installs_the_plugin_from_a_wheel(release, tmp_path):
     assert os.path.realpath(link) == os.path.realpath(source)
     assert f"at {link} -> {source}" in r.stdout
     assert f"FiftyOne finds it in its plugins folder ({plugins})" in r.stdout
+    assert "\"Reload plugins\" operator" in r.stdout  # FiftyOne 1.21+: no restart
 
     r2 = subprocess.run([sys.executable, CHECK, "--library", str(target)], cwd=tmp_path,
                         capture_output=True, text=True, env=env)
