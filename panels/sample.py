@@ -12,7 +12,7 @@ def _mark(correct) -> str:
 
 
 def _markdown(card: dict) -> str:
-    lines = [f"### {card['ground_truth'] or 'no ground truth'}"]
+    lines = [f"**Ground truth:** {card['ground_truth'] or '-'}  "]
     if card["top_factor"] or card["factors"]:
         lines.append(f"**Top factor:** {card['top_factor'] or '-'}  ")
         lines.append(f"**Factors:** {', '.join(card['factors']) or '-'}  ")
@@ -65,9 +65,9 @@ class ImageNetXSamplePanel(foo.Panel):
         from imagenetx.analysis.sample_card import sample_card
 
         if ctx.current_sample is None:
-            ctx.panel.state.card = None
+            ctx.panel.state.sample_card = None
             return
-        ctx.panel.state.card = sample_card(ctx.dataset, ctx.current_sample).to_dict()
+        ctx.panel.state.sample_card = sample_card(ctx.dataset, ctx.current_sample).to_dict()
 
     def show_broken(self, ctx):
         """The images the attack of ``field`` broke (right before, wrong after)."""
@@ -77,11 +77,11 @@ class ImageNetXSamplePanel(foo.Panel):
 
     def render(self, ctx):
         panel = types.Object()
-        card = ctx.panel.state.card
+        card = ctx.panel.state.sample_card
         if not card:
-            panel.md("Open a sample to see it here.", name="card")
+            panel.md("Open a sample to see it here.", name="card_text")
         else:
-            panel.md(_markdown(card), name="card")
+            panel.md(_markdown(card), name="card_text")
             for p in card["predictions"]:
                 if p["adversarial"]:
                     panel.btn(f"broken_{p['field']}", label=f"Images {p['field']} broke",

@@ -1088,3 +1088,26 @@ def test_attack_success_chart_shows_the_images_the_attack_broke(app_url, page):
     page.get_by_text(f"{broken} samples", exact=True).wait_for(timeout=T(60_000))
     _settle(page)  # the grid draws its images
     _shot(page, "panel-attack-success-broken")
+
+
+def test_the_sample_panel_shows_the_opened_images_factors_and_predictions(
+        demo_build, app_url, page):
+    import fiftyone as fo
+
+    name, _ = demo_build
+    _open(page, app_url, 48868)
+    first = fo.load_dataset(name).first()
+    page.locator("[data-cy=looker]").first.click()
+    page.locator("[data-cy=panel-tab-imagenetx_sample_panel]").click()
+    card = page.locator("[data-cy=modal]")
+    try:
+        expect(card.get_by_text("Top factor:")).to_be_visible(timeout=T(60_000))
+        text = card.inner_text()
+    finally:
+        _shot(page, "sample-panel")
+    assert f"Ground truth: {first.ground_truth.label}" in text
+    assert f"Top factor: {first.imagenetx.top_factor}" in text
+    assert f"Factors: {', '.join(first.imagenetx.factors)}" in text
+    row = next(line for line in text.splitlines() if line.startswith("imagenet_labels"))
+    assert first.imagenet_labels.label in row
+    page.keyboard.press("Escape")

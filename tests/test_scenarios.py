@@ -166,8 +166,8 @@ def test_the_sample_panel_shows_an_images_factors_and_predictions(tagged):
         "params": {"panel_id": "sample-1", "__method__": "on_load", "panel_state": {}}})
     assert result.error is None, result.error_message
     (state,) = [r.params["state"] for r in result.executor._requests
-                if r.operator_uri.endswith("patch_panel_state") and "card" in r.params["state"]]
-    card = state["card"]
+                if r.operator_uri.endswith("patch_panel_state") and "sample_card" in r.params["state"]]
+    card = state["sample_card"]
     assert card["id"] == sample.id
     assert card["top_factor"] == sample.imagenetx.top_factor
     assert card["factors"] == list(sample.imagenetx.factors)
