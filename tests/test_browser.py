@@ -56,6 +56,8 @@ FIELD_IMPORT = "resnet50_csv"
 RESNET50_CSV = SHARED_DATA / "predictions" / "ResNet50.csv"
 #: the field Attack a model writes (PGD-2 on 2 images)
 FIELD_ADV = "lite0_pgd"
+#: the field FiftyOne's Model Evaluation panel is read for (ImageNet's labels, 20% changed)
+FIELD_NATIVE = "labels_native"
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +109,7 @@ def _restore_demo(name):
     from fiftyone.operators.store import ExecutionStore
 
     ds = fo.load_dataset(name)
-    for field in (FIELD_NOW, FIELD_BG, FIELD_IMPORT, FIELD_ADV):
+    for field in (FIELD_NOW, FIELD_BG, FIELD_IMPORT, FIELD_ADV, FIELD_NATIVE):
         if ds.has_evaluation(f"eval_{field}"):
             ds.delete_evaluation(f"eval_{field}")
         for f in (field, f"eval_{field}", f"{field}_error"):
@@ -1089,6 +1091,46 @@ def test_attack_success_chart_shows_the_images_the_attack_broke(app_url, page):
     _settle(page)  # the grid draws its images
     _shot(page, "panel-attack-success-broken")
 
+
+def test_fiftyones_model_evaluation_panel_shows_a_factors_accuracy(demo_build, app_url, page):
+    """FiftyOne's own panel, its ImageNet-X scenario: a factor's correct and
+    incorrect counts are those `imagenetx ratios` gives."""
+    import fiftyone as fo
+    import numpy as np
+
+    from imagenetx.store.classifications import write_classifications
+    from imagenetx.store.evaluation import evaluate_predictions
+
+    name, _ = demo_build
+    ds = fo.load_dataset(name)
+    truth = np.array(ds.values("ground_truth.class_index"))
+    changed = np.random.default_rng(0).random(len(truth)) < 0.2
+    write_classifications(ds, FIELD_NATIVE, ds.values("id"),
+                          np.where(changed, (truth + 1) % 1000, truth),
+                          confidence=[0.5] * len(truth))
+    key = evaluate_predictions(ds, FIELD_NATIVE).key
+    texture = compute_ratios(name, FIELD_NATIVE, correct="class").to_dict()[
+        "models"][FIELD_NATIVE]["slices"]["texture"]
+
+    _open(page, app_url, 48868, reload=True)
+    page.locator("[title='New panel']").first.click()
+    page.get_by_text("Model Evaluation", exact=True).first.click()
+    panel = page.locator("p", has_text=re.compile(f"^{key}$")).last
+    panel.click()
+    page.get_by_role("tab", name="Scenario Analysis").click()
+    expect(page.get_by_text("ImageNet-X: top factor")).to_be_visible(timeout=T(120_000))
+    page.locator("[data-testid=TableChartOutlinedIcon]").click()
+    # the texture subset's row: the nearest block around its name that holds its counts
+    row = page.locator("xpath=//*[normalize-space(text())='texture']"
+                       "/ancestor::div[contains(., 'Incorrect:')][1]").first
+    try:
+        expect(row).to_contain_text("Correct:", timeout=T(300_000))
+    finally:
+        _shot(page, "native-model-evaluation-scenario")
+    numbers = re.findall(r"Correct:\s*([\d,]+)\s*Incorrect:\s*([\d,]+)", row.inner_text())
+    correct, incorrect = (int(x.replace(",", "")) for x in numbers[0])
+    assert (correct, correct + incorrect) == (texture["correct"], texture["n"])
+    assert correct / (correct + incorrect) == pytest.approx(texture["accuracy"])
 
 def test_the_sample_panel_shows_the_opened_images_factors_and_predictions(
         demo_build, app_url, page):
