@@ -1120,14 +1120,24 @@ def test_fiftyones_model_evaluation_panel_shows_a_factors_accuracy(demo_build, a
     page.get_by_role("tab", name="Scenario Analysis").click()
     expect(page.get_by_text("ImageNet-X: top factor")).to_be_visible(timeout=T(120_000))
     page.locator("[data-testid=TableChartOutlinedIcon]").click()
-    # the texture subset's row: the nearest block around its name that holds its counts
-    row = page.locator("xpath=//*[normalize-space(text())='texture']"
-                       "/ancestor::div[contains(., 'Incorrect:')][1]").first
+    # the texture subset's row: the smallest block around its name that holds
+    # one subset's counts
+    row_text = """() => {
+      for (const e of document.querySelectorAll('*')) {
+        if (e.children.length || e.textContent.trim() !== 'texture') continue;
+        for (let p = e.parentElement; p; p = p.parentElement) {
+          const n = (p.innerText.match(/Incorrect:/g) || []).length;
+          if (n === 1) return p.innerText;
+          if (n > 1) break;
+        }
+      }
+      return null;
+    }"""
     try:
-        expect(row).to_contain_text("Correct:", timeout=T(300_000))
+        page.wait_for_function(row_text, timeout=T(300_000))
     finally:
         _shot(page, "native-model-evaluation-scenario")
-    numbers = re.findall(r"Correct:\s*([\d,]+)\s*Incorrect:\s*([\d,]+)", row.inner_text())
+    numbers = re.findall(r"Correct:\s*([\d,]+)\s*Incorrect:\s*([\d,]+)", page.evaluate(row_text))
     correct, incorrect = (int(x.replace(",", "")) for x in numbers[0])
     assert (correct, correct + incorrect) == (texture["correct"], texture["n"])
     assert correct / (correct + incorrect) == pytest.approx(texture["accuracy"])
