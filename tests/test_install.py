@@ -267,7 +267,7 @@ def test_the_supported_fiftyone_range_passes_the_smoke_set(end, val_photos, tmp_
 DOCTOR_TOPICS = ["imagenetx", "Python", "FiftyOne", "torch", "torchvision", "timm", "numpy",
                  "scipy", "annotations", "CUDA", "open_clip", "transformers", "foolbox",
                  "AutoAttack", "corruptions", "plugin", "database", "heads", "downloads",
-                 "reports", "Hub pulls"]
+                 "reports", "Hub pulls", "indexes"]
 
 
 def _topics(out: str) -> list:
