@@ -253,6 +253,17 @@ def caches(pulls: bool = True) -> List[Line]:
     return lines + [Line("Hub pulls", text)]
 
 
+def indexes() -> List[Line]:
+    """The indexes the project made on each dataset (what the panels and
+    views query: tags, slicing fields, prediction labels, correctness)."""
+    from imagenetx.store.indexes import indexes_by_dataset
+
+    found = indexes_by_dataset()
+    if not found:
+        return [Line("indexes", "none beyond FiftyOne's own (no dataset tagged or evaluated yet)")]
+    return [Line("indexes", f"{name}: {', '.join(paths)}") for name, paths in sorted(found.items())]
+
+
 def diagnose() -> List[Line]:
     """Every line, in order; the FiftyOne-dependent ones only when FiftyOne
     imports, and those that need the database only when it answers."""
@@ -266,6 +277,8 @@ def diagnose() -> List[Line]:
          lambda: [Line("plugin", unchecked, False)]),
         ("database", lambda: database(connect_error)),
         ("caches", lambda: caches(pulls=connect_error is None))]
+    if connect_error is None:
+        steps.append(("indexes", indexes))
     for name, step in steps:
         try:
             lines += step()

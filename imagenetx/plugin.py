@@ -102,6 +102,15 @@ def registered_plugin_dir():
         return None
 
 
+#: FiftyOne 1.21+ lists a plugins folder's plugins afresh on each request, and
+#: its App's "Reload plugins" operator asks again: a new plugin shows up in an
+#: App already running; an imagenetx library the App's Python has imported
+#: stays until that Python restarts
+RELOAD_HINT = ("An App already open loads it without a restart: run FiftyOne's "
+               "\"Reload plugins\" operator (press ` in the App, type \"Reload plugins\"); "
+               "after an upgrade, restart the App so that it imports the new imagenetx")
+
+
 def install_report(link: str) -> str:
     """What :func:`install_plugin` did, and how FiftyOne sees the plugin."""
     how = "linked" if os.path.islink(link) else "copied"
@@ -111,6 +120,7 @@ def install_report(link: str) -> str:
         lines.append(f"FiftyOne finds it in its plugins folder ({os.path.dirname(link)}): open "
                      "the App (`imagenetx app --dataset NAME` or `fiftyone app launch`) for the "
                      "ImageNet-X panel and operators; `fiftyone plugins list` lists it")
+        lines.append(RELOAD_HINT)
     elif found:
         lines.append(f"FiftyOne loads {PLUGIN_NAME} from {found} instead (another copy comes "
                      f"first): remove that one with `fiftyone plugins delete {PLUGIN_NAME}`")

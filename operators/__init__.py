@@ -7,6 +7,7 @@ from .attacks import AttackModel
 from .cue_conflict import LoadCueConflict
 from .discovery import DiscoverSlices
 from .edits import EditObjects
+from .evaluation_metric import ErrorRatioMetric
 from .forms import user_errors
 from .hub import LoadFromHub, PushToHub
 from .imagenet_d import LoadImageNetD
@@ -82,3 +83,4 @@ def register_operators(plugin):
     plugin.register(DiscoverSlices)
     plugin.register(ExportReport)
     plugin.register(EditObjects)
+    plugin.register(ErrorRatioMetric)

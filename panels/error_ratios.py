@@ -56,6 +56,14 @@ def _charts(ctx) -> list:
     return charts_for(ctx.dataset, benchmark)
 
 
+def _prune_scenarios(ctx) -> None:
+    """Drops the Model Evaluation scenarios of fields deleted since."""
+    from imagenetx.benchmarks.scenarios import prune_scenarios
+
+    if ctx.dataset is not None:
+        prune_scenarios(ctx.dataset)
+
+
 def _chart(ctx):
     """The chart shown, a :class:`imagenetx.present.charts.Chart`."""
     charts = _charts(ctx)
@@ -83,10 +91,12 @@ class ImageNetXPanel(foo.Panel):
         )
 
     def on_load(self, ctx):
+        _prune_scenarios(ctx)
         restore_choice(ctx)
         self._refresh(ctx)
 
     def on_change_dataset(self, ctx):
+        _prune_scenarios(ctx)
         ctx.panel.state.set({"drill": None, "options": None})
         self._refresh(ctx)
 

@@ -56,6 +56,8 @@ FIELD_IMPORT = "resnet50_csv"
 RESNET50_CSV = SHARED_DATA / "predictions" / "ResNet50.csv"
 #: the field Attack a model writes (PGD-2 on 2 images)
 FIELD_ADV = "lite0_pgd"
+#: the field FiftyOne's Model Evaluation panel is read for (ImageNet's labels, 20% changed)
+FIELD_NATIVE = "labels_native"
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +109,7 @@ def _restore_demo(name):
     from fiftyone.operators.store import ExecutionStore
 
     ds = fo.load_dataset(name)
-    for field in (FIELD_NOW, FIELD_BG, FIELD_IMPORT, FIELD_ADV):
+    for field in (FIELD_NOW, FIELD_BG, FIELD_IMPORT, FIELD_ADV, FIELD_NATIVE):
         if ds.has_evaluation(f"eval_{field}"):
             ds.delete_evaluation(f"eval_{field}")
         for f in (field, f"eval_{field}", f"{field}_error"):
@@ -1100,3 +1102,76 @@ def test_attack_success_chart_shows_the_images_the_attack_broke(app_url, page):
     page.get_by_text(f"{broken} samples", exact=True).wait_for(timeout=T(60_000))
     _settle(page)  # the grid draws its images
     _shot(page, "panel-attack-success-broken")
+
+
+def test_fiftyones_model_evaluation_panel_shows_a_factors_accuracy(demo_build, app_url, page):
+    """FiftyOne's own panel, its ImageNet-X scenario: a factor's correct and
+    incorrect counts are those `imagenetx ratios` gives."""
+    import fiftyone as fo
+    import numpy as np
+
+    from imagenetx.store.classifications import write_classifications
+    from imagenetx.store.evaluation import evaluate_predictions
+
+    name, _ = demo_build
+    ds = fo.load_dataset(name)
+    truth = np.array(ds.values("ground_truth.class_index"))
+    changed = np.random.default_rng(0).random(len(truth)) < 0.2
+    write_classifications(ds, FIELD_NATIVE, ds.values("id"),
+                          np.where(changed, (truth + 1) % 1000, truth),
+                          confidence=[0.5] * len(truth))
+    key = evaluate_predictions(ds, FIELD_NATIVE).key
+    texture = compute_ratios(name, FIELD_NATIVE, correct="class").to_dict()[
+        "models"][FIELD_NATIVE]["slices"]["texture"]
+
+    _open(page, app_url, 48868, reload=True)
+    page.locator("[title='New panel']").first.click()
+    page.get_by_text("Model Evaluation", exact=True).first.click()
+    panel = page.locator("p", has_text=re.compile(f"^{key}$")).last
+    panel.click()
+    page.get_by_role("tab", name="Scenario Analysis").click()
+    expect(page.get_by_text("ImageNet-X: top factor")).to_be_visible(timeout=T(120_000))
+    page.locator("[data-testid=TableChartOutlinedIcon]").click()
+    # the texture subset's row: the smallest block around its name that holds
+    # one subset's counts
+    row_text = """() => {
+      for (const e of document.querySelectorAll('*')) {
+        if (e.children.length || e.textContent.trim() !== 'texture') continue;
+        for (let p = e.parentElement; p; p = p.parentElement) {
+          const n = (p.innerText.match(/Incorrect:/g) || []).length;
+          if (n === 1) return p.innerText;
+          if (n > 1) break;
+        }
+      }
+      return null;
+    }"""
+    try:
+        page.wait_for_function(row_text, timeout=T(300_000))
+    finally:
+        _shot(page, "native-model-evaluation-scenario")
+    numbers = re.findall(r"Correct:\s*([\d,]+)\s*Incorrect:\s*([\d,]+)", page.evaluate(row_text))
+    correct, incorrect = (int(x.replace(",", "")) for x in numbers[0])
+    assert (correct, correct + incorrect) == (texture["correct"], texture["n"])
+    assert correct / (correct + incorrect) == pytest.approx(texture["accuracy"])
+
+def test_the_sample_panel_shows_the_opened_images_factors_and_predictions(
+        demo_build, app_url, page):
+    import fiftyone as fo
+
+    name, _ = demo_build
+    _open(page, app_url, 48868)
+    first = fo.load_dataset(name).first()
+    page.locator("[data-cy=looker]").first.click()
+    page.locator("[data-cy=panel-tab-imagenetx_sample_panel]").click()
+    card = page.locator("[data-cy=modal]")
+    try:
+        expect(card.get_by_text("Top factor:")).to_be_visible(timeout=T(60_000))
+        text = card.inner_text()
+    finally:
+        _shot(page, "sample-panel")
+    assert f"Ground truth: {first.ground_truth.label}" in text
+    assert f"Top factor: {first.imagenetx.top_factor}" in text
+    assert f"Factors: {', '.join(first.imagenetx.factors)}" in text
+    row = next(line for line in text.splitlines() if line.startswith("imagenet_labels"))
+    assert first.imagenet_labels.label in row
+    page.keyboard.press("Escape")

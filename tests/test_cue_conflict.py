@@ -75,6 +75,31 @@ def test_contract_of_the_real_stimuli(cue):
     assert len(cue.distinct("shape")) == len(cue.distinct("texture")) == 16
 
 
+
+def test_its_slicings_are_model_evaluation_scenarios(cue):
+    """Shape and texture classes as sample-field scenarios of FiftyOne's
+    panel, whose subsets the native panel computes over the images counted
+    here."""
+    from test_scenarios import _by_name, _native_subsets
+
+    from imagenetx.analysis import compute_ratios
+    from imagenetx.classes.cue_conflict import categories
+    from imagenetx.store.evaluation import evaluate_predictions
+
+    scenarios = _by_name(cue)
+    texture = scenarios["Cue-conflict: texture"]
+    assert (texture["type"], texture["field"]) == ("sample_field", "texture")
+    assert texture["subsets"] == list(categories())
+    assert scenarios["Cue-conflict: cue conflict"]["subsets"] == [True, False]
+    assert evaluate_predictions(cue, "resnet50", labels=categories()).key
+    try:
+        expected = compute_ratios(cue, "resnet50", slicing="texture",
+                                  correct="shape").to_dict()["models"]["resnet50"]["slices"]
+        native = _native_subsets(cue, texture["id"], "eval_resnet50")
+        assert {k: n for k, (n, _) in native.items()} == {k: r["n"] for k, r in expected.items()}
+    finally:
+        cue.delete_evaluation("eval_resnet50")
+
 @needs_data
 def test_shipped_responses_give_the_published_shape_biases(cue, capsys):
     fields = list(PUBLISHED) + HUMANS

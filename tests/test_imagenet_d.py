@@ -126,6 +126,16 @@ def test_release_folder(release):
     assert (s.samples, s.classes, s.nuisance_values) == (8, 5, 1)
     assert s.missing_nuisances == ()
     assert "8 images (4 background, 2 texture, 2 material) of 5 of 113 classes" in str(s)
+    # its nuisances are a Model Evaluation scenario: custom code, as ImageNet-D
+    # counts only images with a nuisance
+    from imagenetx.store.scenarios import read_scenarios
+
+    scenarios = {x["name"]: x for x in read_scenarios(ds).values()}
+    nuisance = scenarios["ImageNet-D: nuisance"]
+    assert nuisance["type"] == "custom_code"
+    subsets = {}
+    exec(nuisance["subsets"], {}, subsets)  # as the native panel reads it
+    assert list(subsets["subsets"]) == ["background", "texture", "material"]
 
     # the folder that holds ImageNet-D/ works too
     ds, _ = d.load_imagenet_d_dir(str(release.parent), name="imd-dir",

@@ -181,6 +181,7 @@ def test_the_python_way_installs_the_plugin_from_a_wheel(release, tmp_path):
     assert os.path.realpath(link) == os.path.realpath(source)
     assert f"at {link} -> {source}" in r.stdout
     assert f"FiftyOne finds it in its plugins folder ({plugins})" in r.stdout
+    assert "\"Reload plugins\" operator" in r.stdout  # FiftyOne 1.21+: no restart
 
     r2 = subprocess.run([sys.executable, CHECK, "--library", str(target)], cwd=tmp_path,
                         capture_output=True, text=True, env=env)
@@ -335,7 +336,7 @@ def test_the_supported_fiftyone_range_passes_the_smoke_set(end, val_photos, tmp_
 DOCTOR_TOPICS = ["imagenetx", "Python", "FiftyOne", "torch", "torchvision", "timm", "numpy",
                  "scipy", "annotations", "CUDA", "open_clip", "transformers", "foolbox",
                  "AutoAttack", "corruptions", "plugin", "database", "heads", "downloads",
-                 "reports", "Hub pulls"]
+                 "reports", "Hub pulls", "indexes"]
 
 
 def _topics(out: str) -> list:

@@ -13,7 +13,15 @@ import fiftyone as fo
 from imagenetx.classes.decisions import Decisions
 from imagenetx.classes.spaces import ExactClass, LabelSpace
 from imagenetx.errors import ImageNetXError
+from imagenetx.benchmarks.scenarios import (
+    FieldNames,
+    ScenarioChanges,
+    apply_scenarios,
+    prune_scenarios,
+    wanted_scenarios,
+)
 from imagenetx.metrics.slicing import Slicing
+from imagenetx.store.indexes import ensure_indexes
 
 #: the most distinct values a field may have to be used as a slicing
 MAX_SLICES = 1000
@@ -71,18 +79,43 @@ X
         """The named label spaces this benchmark offers."""
         return {"class": ExactClass(f"{settings.gt_field}.class_index")}
 
+    def base_query(self, settings) -> Optional[dict]:
+        """The query (MongoDB, on sample fields) that selects the samples
+        that count, when one query says it; None: every sample counts. The
+        Model Evaluation scenarios add it to each subset
+        (:mod:`imagenetx.benchmarks.scenarios`)."""
+        return None
+
     def base_view(self, samples, settings):
-        """The samples that count."""
-        return samples
+        """The samples that count: those :meth:`base_query` selects."""
+        query = self.base_query(settings)
+        return samples if query is None else samples.match(query)
 
     def decisions(self) -> Optional[Decisions]:
         """How a 1000-way model's probabilities become this benchmark's
         decisions; None: the ImageNet class itself."""
         return None
 
+    def tagged(self, dataset, settings=None) -> ScenarioChanges:
+        """Called after this benchmark's fields were written on a dataset:
+        registers its slicings as Model Evaluation scenarios and indexes
+        what the panels and views query (tags, the slicings' fields).
+
+        Args:
+            dataset: the dataset
+            settings (None): where its fields are (an analysis ``Settings``
+                or a :class:`~imagenetx.benchmarks.scenarios.FieldNames`)
+        """
+        settings = settings or FieldNames()
+        wanted = wanted_scenarios(dataset, self, settings)
+        ensure_indexes(dataset, ["tags", *(p for _, fields in wanted.values() for p in fields)])
+        return apply_scenarios(dataset, wanted)
+
     def predictions_written(self, dataset, field: str) -> None:
-        """Called after a prediction field was written (e.g. to save views
-        of it); nothing by default."""
+        """Called after a prediction field was written: drops the scenarios
+        of fields deleted since (its label and correctness are indexed when
+        it is evaluated); a subclass may do more (e.g. save views of it)."""
+        prune_scenarios(dataset)
 
     def alias_for(self, slicing: str) -> Optional[str]:
         """The older JSON key of a slice of ``slicing``, if any."""

@@ -24,6 +24,7 @@ from fiftyone import ViewField as F
 
 from imagenetx.edits import operations as ops
 from imagenetx.edits.masks import check_mask_field, label_mask, resolve_target
+from imagenetx.benchmarks.imagenet_e.benchmark import ImageNetE
 from imagenetx.edits.specs import ORIGINAL_EDIT, Edit, parse_edits
 from imagenetx.errors import ImageNetXError
 from imagenetx.store.datasets import check_new_dataset_name, get_dataset, replace_dataset
@@ -484,3 +485,4 @@ def _record(target, source, mask_field, seed, edits, copied) -> None:
     info["imagenetx"] = imagenetx
     target.info = info
     target.save()
+    ImageNetE().tagged(target)

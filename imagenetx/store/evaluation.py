@@ -26,10 +26,27 @@ from imagenetx.classes.imagenet import class_table
 from imagenetx.store.bulk import chunked
 from imagenetx.store.classifications import relabel_shared_names
 from imagenetx.store.datasets import all_slices
+from imagenetx.store.indexes import ensure_indexes, prediction_index_paths
 from imagenetx.store.schema import eval_key_of
 
 #: sample ids per update command
 ID_CHUNK = 100_000
+
+#: the plugin's custom metric (``operators/evaluation_metric.py``): every
+#: evaluation written here computes it where FiftyOne has the plugin
+ERROR_RATIO_METRIC = "@imagenet-x/imagenet-x/error_ratio"
+
+
+def project_metrics() -> Optional[list]:
+    """The custom metrics an evaluation of this project computes: the error
+    ratio where FiftyOne registers the plugin, else none."""
+    import fiftyone.operators as foo
+
+    try:
+        foo.get_operator(ERROR_RATIO_METRIC)
+    except ValueError:
+        return None
+    return [ERROR_RATIO_METRIC]
 
 
 @dataclass
@@ -192,7 +209,8 @@ def evaluate_simple(samples, pred_field: str, gt_field: str, eval_key: str,
     Returns:
         the ``fiftyone.utils.eval.classification.ClassificationResults``
     """
-    config = fouc._parse_config(pred_field, gt_field, "simple")
+    config = fouc._parse_config(pred_field, gt_field, "simple",
+                                custom_metrics=project_metrics())
     method = config.build()
     method.ensure_requirements()
     # cleanup would delete the field of an existing run under the key
@@ -213,6 +231,8 @@ def evaluate_simple(samples, pred_field: str, gt_field: str, eval_key: str,
     _save_results(method, samples, eval_key, results)
     method.add_fields_to_sidebar_group(
         samples, eval_key, omit_fields=(pred_field, gt_field))
+    # the panels and the mistakes views filter on them
+    ensure_indexes(samples, prediction_index_paths(pred_field, eval_key))
     return results
 
 

@@ -57,7 +57,8 @@ class CueConflict(Benchmark):
         }
 
     def predictions_written(self, dataset, field: str) -> None:
-        """Saves the view of the field's texture-driven decisions."""
+        """Also saves the view of the field's texture-driven decisions."""
+        super().predictions_written(dataset, field)
         save_texture_view(dataset, field)
 
     def decisions(self) -> Decisions:

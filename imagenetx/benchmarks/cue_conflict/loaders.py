@@ -26,6 +26,8 @@ import fiftyone as fo
 
 from imagenetx.classes.cue_conflict import categories, category_index, stimulus_files
 from imagenetx.errors import ImageNetXError
+from imagenetx.benchmarks.cue_conflict.benchmark import CueConflict
+from imagenetx.benchmarks.scenarios import FieldNames
 from imagenetx.store.datasets import check_new_dataset_name, mark_benchmark
 from imagenetx.store.ingest import insert_samples, new_dataset
 from imagenetx.store.downloads import RemoteFiles
@@ -172,6 +174,7 @@ def load_cue_conflict(
             for s in stimuli
         ))
         mark_benchmark(dataset, BENCHMARK)
+        CueConflict().tagged(dataset, FieldNames(gt_field=gt_field))
     conflict = sum(s.conflict for s in stimuli)
     return dataset, CueConflictSummary(dataset.name, str(local), len(stimuli), conflict)
 

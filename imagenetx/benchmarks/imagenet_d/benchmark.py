@@ -58,5 +58,5 @@ class ImageNetD(Benchmark):
         return {"class": InSet(indices, "class", empty="count"),
                 "top5": TopKInSet(indices, "top5")}
 
-    def base_view(self, samples, settings):
-        return samples.match({"nuisance": {"$ne": None}})
+    def base_query(self, settings):
+        return {"nuisance": {"$ne": None}}

@@ -63,6 +63,8 @@ from imagenetx.classes.imagenet_d import (
 )
 from imagenetx.errors import ImageNetXError
 from imagenetx.store.bulk import chunked, write_raw
+from imagenetx.benchmarks.imagenet_d.benchmark import ImageNetD
+from imagenetx.benchmarks.scenarios import FieldNames
 from imagenetx.store.datasets import check_new_dataset_name, get_dataset, mark_benchmark
 from imagenetx.store.ingest import insert_samples, new_dataset
 from imagenetx.store.schema import declare_classification, raw_classification
@@ -271,6 +273,7 @@ def _build(name, overwrite, gt_field, root, images, missing):
             for path, kind, c, value in images
         ))
         mark_benchmark(dataset, BENCHMARK)
+        ImageNetD().tagged(dataset, FieldNames(gt_field=gt_field))
     kinds, classes, values = (list(c) for c in list(zip(*images))[1:])
     return dataset, _summary(
         dataset, root, kinds, classes, values, missing_nuisances=missing
@@ -309,6 +312,7 @@ def _write_contract(dataset, ids, kinds, classes, values, gt_field) -> None:
         for chunk in chunked(rows)
     ))
     mark_benchmark(dataset, BENCHMARK)
+    ImageNetD().tagged(dataset, FieldNames(gt_field=gt_field))
 
 
 # -- datasets loaded from the Hub --------------------------------------------

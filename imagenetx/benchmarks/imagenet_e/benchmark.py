@@ -52,6 +52,9 @@ class ImageNetE(ImageNetX):
             return field_slicing(all_slices(samples), LEVEL_FIELD)
         return super().slicing(samples, settings, name)
 
+    def base_query(self, settings):
+        return None  # every edit of every image counts, prototypes too
+
     def base_view(self, samples, settings):
         return all_slices(samples)
 

@@ -32,6 +32,8 @@ from imagenetx.benchmarks.imagenet_e.contract import (
 from imagenetx.classes.imagenet import class_table
 from imagenetx.errors import ImageNetXError
 from imagenetx.benchmarks.imagenet_x.tagging import DEFAULT_FIELD, new_sample_annotations
+from imagenetx.benchmarks.imagenet_e.benchmark import ImageNetE
+from imagenetx.benchmarks.scenarios import FieldNames
 from imagenetx.store.datasets import check_new_dataset_name, mark_benchmark
 from imagenetx.store.ingest import insert_samples, new_dataset
 from imagenetx.store.schema import (
@@ -255,6 +257,7 @@ def load_imagenet_e(
             for (v, stem, path), fields in zip(rows, annotations)
         ))
         mark_benchmark(dataset, BENCHMARK)
+        ImageNetE().tagged(dataset, FieldNames(gt_field=gt_field))
     originals = release.files.get(ORIGINAL, {})
     summary = ImageNetESummary(
         dataset=dataset.name, source=release.root, groups=len(stems),

@@ -59,12 +59,12 @@ class ImageNetX(Benchmark):
             ),
         }
 
-    def base_view(self, samples, settings):
+    def base_query(self, settings):
         # a plain query filter is cheaper for the database than an expression
         query = {f"{settings.field_name}.split": {"$ne": None}}
         if not settings.include_prototypes:
             query[f"{settings.field_name}.prototype"] = False
-        return samples.match(query)
+        return query
 
     def alias_for(self, slicing):
         return "factor" if slicing in ("top_factor", "factors") else None

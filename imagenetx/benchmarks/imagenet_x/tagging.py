@@ -25,7 +25,9 @@ import fiftyone as fo
 from fiftyone import ViewField as F
 from fiftyone.core.expressions import ViewExpression
 import numpy as np
+from imagenetx.benchmarks import get_benchmark
 from imagenetx.benchmarks.imagenet_x import annotations as anno
+from imagenetx.benchmarks.scenarios import FieldNames
 from imagenetx.store.bulk import chunked, write_raw
 from imagenetx.store.datasets import all_slices, get_dataset
 from imagenetx.errors import ImageNetXError
@@ -285,6 +287,8 @@ def tag_dataset(
     rerun, left = rerun_evaluations(dataset._dataset, relabeled)
     summary.evaluations_rerun = rerun
     summary.evaluations_not_rerun = left
+    settings = FieldNames(gt_field=gt_field, field_name=field_name)
+    get_benchmark(dataset, settings=settings).tagged(dataset._dataset, settings)
     return summary
 
 

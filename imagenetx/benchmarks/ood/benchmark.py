@@ -74,8 +74,8 @@ class OODBenchmark(Benchmark):
                       **spaces}
         return spaces
 
-    def base_view(self, samples, settings):
+    def base_query(self, settings):
         query = {f"{settings.gt_field}.class_index": {"$ne": None}}
         for name in self.layout.fields:
             query[name] = {"$ne": None}
-        return samples.match(query)
+        return query

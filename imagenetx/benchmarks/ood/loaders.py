@@ -25,6 +25,8 @@ import fiftyone as fo
 from imagenetx.benchmarks.ood.layouts import find_images, get_layout
 from imagenetx.classes.imagenet import class_table
 from imagenetx.memory import gc_paused
+from imagenetx.benchmarks.ood.benchmark import OODBenchmark
+from imagenetx.benchmarks.scenarios import FieldNames
 from imagenetx.store.datasets import check_new_dataset_name, mark_benchmark
 from imagenetx.store.ingest import insert_samples, new_dataset
 from imagenetx.store.schema import declare_classification, raw_classification
@@ -111,6 +113,7 @@ def load_ood_dir(
                 or fields.setdefault(i.values, dict(zip(layout.fields, i.values))))}
             for i in images))
         mark_benchmark(dataset, layout.benchmark)
+        OODBenchmark(layout).tagged(dataset, FieldNames(gt_field=gt_field))
     slices = {f: dict(sorted(Counter(i.values[k] for i in images).items()))
               for k, f in enumerate(layout.fields)}
     return dataset, OODSummary(

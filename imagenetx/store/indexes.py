@@ -1,0 +1,67 @@
+"""Database indexes on what the panels and views query.
+
+The panels and the mistakes views filter on a benchmark's slicing fields
+(``imagenetx.top_factor``, ``nuisance``, ...), on tags, on prediction labels
+and on correctness (``eval_<field>``). FiftyOne's advice for large datasets
+is an index on each such field (``create_index``); FiftyOne drops an index
+with its field (``delete_sample_field``).
+"""
+
+from typing import Dict, Iterable, List
+
+from imagenetx.store.schema import eval_key_of
+
+#: the indexes FiftyOne makes on every dataset (a grouped one adds its group's)
+FIFTYONE_INDEXES = ("id", "filepath", "created_at", "last_modified_at")
+
+
+def prediction_index_paths(field: str, eval_key: str = None) -> List[str]:
+    """What is queried of a prediction field: its label and its correctness
+    (``eval_key``, by default ``eval_<field>``)."""
+    return [f"{field}.label", eval_key or eval_key_of(field)]
+
+
+def ensure_indexes(dataset, paths: Iterable[str]) -> List[str]:
+    """Creates an index on each of ``paths`` that exists and has none.
+
+    Returns:
+        the paths indexed now
+    """
+    dataset = dataset._root_dataset
+    existing = set(dataset.list_indexes())
+    created = []
+    for path in dict.fromkeys(paths):
+        if path in existing or not dataset.has_field(path):
+            continue
+        dataset.create_index(path)
+        created.append(path)
+    return created
+
+
+def added_indexes(dataset) -> List[str]:
+    """The indexes of a dataset beyond those FiftyOne makes on every one."""
+    dataset = dataset._root_dataset
+    own = set(FIFTYONE_INDEXES)
+    if dataset.media_type == "group":
+        own |= {f"{dataset.group_field}.id", f"{dataset.group_field}.name"}
+    return [name for name in dataset.list_indexes() if name not in own]
+
+
+def indexes_by_dataset() -> Dict[str, List[str]]:
+    """``{dataset name: its added indexes}`` of every dataset that has any,
+    read from the database's index listings (no dataset is loaded)."""
+    import fiftyone.core.odm as foo  # lazy: start-up (doctor imports this module early)
+
+    conn = foo.get_db_conn()
+    out = {}
+    for doc in conn.datasets.find({}, {"name": 1, "sample_collection_name": 1,
+                                       "group_field": 1}):
+        own = {"_id", *FIFTYONE_INDEXES}
+        if doc.get("group_field"):
+            own |= {f"{doc['group_field']}._id", f"{doc['group_field']}.name"}
+        info = conn[doc["sample_collection_name"]].index_information()
+        added = [", ".join(k for k, _ in spec["key"]) for spec in info.values()]
+        added = [name for name in added if name not in own]
+        if added:
+            out[doc["name"]] = added
+    return out
