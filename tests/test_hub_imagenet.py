@@ -724,6 +724,68 @@ def test_a_push_refuses_media_outside_the_repo_unless_named(passwd_repo, tmp_pat
     assert "secret.txt" in pushed and "passwd" not in pushed
 
 
+def _masks_repo(root, photos: list) -> None:
+    """A FiftyOne-format repo of three real photos: the first has a
+    detection whose ``mask_path`` is ``/etc/passwd``, the second a
+    segmentation inside an embedded document whose ``mask_path`` is
+    ``/etc/shadow`` (media paths below the top level, which push_to_hub
+    uploads too)."""
+    src = fo.Dataset()
+    samples = [fo.Sample(filepath=str(p)) for p in photos]
+    samples[0]["gt"] = fo.Detections(detections=[fo.Detection(
+        label="x", bounding_box=[0, 0, 1, 1], mask_path=str(photos[1]))])
+    samples[1]["meta"] = fo.DynamicEmbeddedDocument(seg=fo.Segmentation(mask_path=str(photos[2])))
+    src.add_samples(samples, dynamic=True)
+    src.export(str(root), dataset_type=fo.types.FiftyOneDataset, export_media=True)
+    src.delete()
+    (root / "fiftyone.yml").write_text("format: FiftyOneDataset\nname: masks\ntags: []\n")
+    doc = json.loads((root / "samples.json").read_text())
+    for sample in doc["samples"]:
+        if sample.get("gt"):
+            sample["gt"]["detections"][0]["mask_path"] = "/etc/passwd"
+        if sample.get("meta"):
+            sample["meta"]["seg"]["mask_path"] = "/etc/shadow"
+    (root / "samples.json").write_text(json.dumps(doc))
+
+
+def test_media_paths_below_the_top_level_are_confined(tmp_path, jpegs, capsys, monkeypatch):
+    """A detection's ``mask_path`` and a segmentation nested in an embedded
+    document, both outside the repo: the pull drops their samples; a
+    dataset FiftyOne's own load_from_hub made of the repo refuses to push."""
+    import fiftyone.utils.huggingface as fouh
+    from hub_server import accept_uploads
+
+    from imagenetx.cli import main
+    from imagenetx.store.hub import hub_download_folder
+
+    photos = [tmp_path / "photos" / n for n in sorted(VAL)[:3]]
+    for p in photos:
+        p.parent.mkdir(exist_ok=True)
+        p.write_bytes(jpegs[p.name])
+    repo = "test-org/nested-masks"
+    _masks_repo(tmp_path / "repo", photos)
+    server = serve_repo(HUB_PORT, repo, str(tmp_path / "repo"))
+    try:
+        assert main(["load", "--hub", repo, "--name", "hub-masks"]) == 0
+        out = capsys.readouterr().out
+        assert (f"2 samples dropped: '{repo}' names media outside its download folder "
+                f"{hub_download_folder(repo)} (/etc/passwd, /etc/shadow)") in out, out
+        assert len(fo.load_dataset("hub-masks")) == 1
+
+        accept_uploads(HUB_PORT, str(tmp_path / "uploads"), "test-user")
+        monkeypatch.setenv("HF_TOKEN", "write-token")
+        ds = fouh.load_from_hub(repo, name="hub-masks-fo", overwrite=True, persistent=True)
+        assert "/etc/passwd" in ds.values("gt.detections.mask_path", unwind=True)
+        capsys.readouterr()
+        assert main(["push", "--dataset", "hub-masks-fo", "--repo", "test-user/masks"]) == 2
+        err = capsys.readouterr().err
+        assert "'hub-masks-fo' has 2 samples whose media lies outside" in err, err
+        assert "/etc/passwd, /etc/shadow; a push would upload them" in err
+        assert not (tmp_path / "uploads" / "test-user" / "masks").exists()
+    finally:
+        server.shutdown()
+
+
 # --- the pushed card: user strings shown as written, commands quoted ---------
 
 
