@@ -14,6 +14,7 @@ import time
 
 import fiftyone as fo
 import pytest
+import yaml
 
 from conftest import HUB_PORT, TRAIN_FILE, UNANNOTATED_VAL, VAL_FILES, save_photo
 from hub_server import serve_repo
@@ -836,6 +837,10 @@ def test_the_card_shows_user_strings_as_code_and_quotes_its_commands(
     for published in (card, (pushed / "metadata.json").read_text()):
         assert str(home) not in published and "/srv/alice-lab" not in published
     assert "~/ckpts/model.pth" in (pushed / "metadata.json").read_text()
+    # pushed through a clone, the repo still carries the dataset's own name,
+    # which load_from_hub gives the dataset it makes
+    assert yaml.safe_load((pushed / "fiftyone.yml").read_text())["name"] == name
+    assert json.loads((pushed / "metadata.json").read_text())["name"] == name
     rows = [line for line in section.splitlines() if line.startswith("| ")]
     table = MarkdownIt("commonmark").enable("table").parse("\n".join(rows[:1] + ["|---|---|---|"]
                                                                     + rows[1:4]))

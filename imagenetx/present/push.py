@@ -9,6 +9,7 @@ then holds 1-pixel stand-ins under the same file names, and
 ``imagenetx load --hub REPO --media-from SOURCE`` puts the real images back.
 """
 
+import json
 import os
 import re
 import shlex
@@ -17,6 +18,8 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence
+
+import yaml
 
 from imagenetx.analysis import compute_ratios
 from imagenetx.benchmarks.imagenet_x.hub_pull import known_media_roots
@@ -209,6 +212,8 @@ def push_results(
                 pushed, name, private=private, token=token, preview_path=chart,
                 description=f"{dataset.name}: ImageNet-X factors and predictions",
                 tags=["imagenet-x"], pretty_name=code_span(dataset.name, False))
+            if pushed is not dataset:
+                _name_pushed_repo(repo_id, dataset.name, token)
             card = _card_section(dataset, repo_id, fields, evaluations, source,
                                  stand_ins, chart is not None)
             _append_to_card(repo_id, card, token)
@@ -420,6 +425,28 @@ def _card_section(dataset, repo_id, fields, evaluations, source, stand_ins,
 
 def _fmt(value) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+def _name_pushed_repo(repo_id: str, name: str, token: Optional[str]) -> None:
+    """Writes the dataset's own name into the ``fiftyone.yml`` and
+    ``metadata.json`` that FiftyOne's push_to_hub wrote for a pushed copy
+    (which has another name): ``load_from_hub`` names the dataset it makes
+    after them."""
+    import huggingface_hub as hfh
+
+    def fetch(filename: str) -> str:
+        with open(hfh.hf_hub_download(repo_id, filename, repo_type="dataset", token=token,
+                                      force_download=True)) as f:
+            return f.read()
+
+    config = yaml.safe_load(fetch("fiftyone.yml"))
+    metadata = json.loads(fetch("metadata.json"))
+    config["name"] = metadata["name"] = name
+    hfh.HfApi(token=token).create_commit(
+        repo_id, repo_type="dataset", commit_message="The dataset's own name",
+        operations=[
+            hfh.CommitOperationAdd("fiftyone.yml", yaml.safe_dump(config).encode()),
+            hfh.CommitOperationAdd("metadata.json", json.dumps(metadata).encode())])
 
 
 def _append_to_card(repo_id: str, section: str, token: Optional[str]) -> None:
