@@ -884,6 +884,31 @@ def _cache_list(capsys) -> dict:
     return {p["repo"]: p for p in json.loads(capsys.readouterr().out)["pulls"]}
 
 
+def test_a_pull_whose_database_note_cannot_be_read_counts_as_unseen(tmp_path, jpegs):
+    """A damaged note may have named another server: the pull is not unused
+    (a clear keeps it without --force) and its note is named."""
+    import shutil
+
+    from imagenetx.benchmarks.imagenet_x.hub_pull import DATABASES, pulls_root
+    from imagenetx.benchmarks.imagenet_x.pull_cache import cached_pulls
+
+    folder = os.path.join(pulls_root(), "127.0.0.1_1", "test-org", "bad-note", "a" * 40)
+    name = sorted(VAL)[0]
+    os.makedirs(os.path.join(folder, "val"))
+    os.makedirs(os.path.join(folder, DATABASES))
+    try:
+        with open(os.path.join(folder, "val", name), "wb") as f:
+            f.write(jpegs[name])
+        note = os.path.join(folder, DATABASES, "0123456789abcdef.json")
+        with open(note, "w") as f:
+            f.write('{"id": "cut short')
+        pull = next(p for p in cached_pulls() if p.folder == folder)
+        assert not pull.unused and len(pull.unseen) == 1, pull
+        assert pull.unseen[0].startswith(f"a database server its unreadable note {note} may name")
+    finally:
+        shutil.rmtree(os.path.dirname(folder))
+
+
 def test_cache_clear_spares_pulls_other_databases_and_servers_use(
         jpegs, tmp_path, tmp_env, capsys):
     """Two pulls made by other processes: one into a second database
