@@ -858,6 +858,33 @@ def test_the_card_shows_user_strings_as_code_and_quotes_its_commands(
     assert by_field["outside"][0] == "checkpoint:model.pth"
 
 
+def test_the_push_form_plans_once_per_dataset_state(tmp_path, jpegs, monkeypatch):
+    """The App re-resolves the push form on every keystroke: the plan (every
+    media path read, every file stat'ed) is made once per dataset state and
+    media choice, and made again once the samples or the choices change."""
+    import imagenetx.present.push as push
+
+    planned = []
+    real = push.plan_push
+    monkeypatch.setattr(push, "plan_push", lambda *a, **k: planned.append(a) or real(*a, **k))
+    names = sorted(VAL)[:2]
+    for n in names:
+        (tmp_path / n).write_bytes(jpegs[n])
+    ds = fo.Dataset("push-form-plans")
+    try:
+        ds.add_samples([fo.Sample(filepath=str(tmp_path / n)) for n in names])
+        first = _push_form(ds.name, {})
+        assert first[1].startswith("Uploading 2 media files (")
+        assert _push_form(ds.name, {"private": True}) == first and len(planned) == 1
+        assert _push_form(ds.name, {"allow_media_outside": "/srv"}) == first
+        assert len(planned) == 2  # another choice, another plan
+        ds.delete_samples(ds.take(1))
+        assert _push_form(ds.name, {})[1].startswith("Uploading 1 media file (")
+        assert len(planned) == 3
+    finally:
+        ds.delete()
+
+
 def _push_form(dataset: str, params: dict) -> tuple:
     """``(view, label)`` of the plan the App's push form shows."""
     import fiftyone.operators as foo

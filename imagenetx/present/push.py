@@ -15,7 +15,7 @@ import re
 import shlex
 import tempfile
 import uuid
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence
 
@@ -91,7 +91,8 @@ class PushPlan:
         if self.files:
             shown = ", ".join(f"{f} ({n:,})" for f, n in self.folders[:FOLDERS_SHOWN])
             more = len(self.folders) - FOLDERS_SHOWN
-            parts.append(f"{self.files:,} media files ({format_size(self.size)}) from "
+            parts.append(f"{self.files:,} media file{'s' if self.files > 1 else ''} "
+                         f"({format_size(self.size)}) from "
                          f"{len(self.folders):,} folder{'s' if len(self.folders) > 1 else ''}: "
                          f"{shown}" + (f" and {more:,} more" if more > 0 else ""))
         return "Uploading " + (" and ".join(parts) or "no media file")
@@ -134,6 +135,39 @@ def plan_push(dataset, with_media: bool = False,
     size = sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
     return PushPlan(len(paths), size, by_folder.most_common(),
                     source["hub"] if stand_ins else None, len(all_slices(dataset)))
+
+
+#: plans :func:`cached_plan` remembers (the most recent datasets and choices)
+PLANS_KEPT = 8
+_plans: "OrderedDict[tuple, object]" = OrderedDict()
+
+
+def cached_plan(dataset, with_media: bool = False,
+                allow_media_outside: Sequence[str] = ()) -> PushPlan:
+    """:func:`plan_push`, remembered while the dataset and its samples are
+    unchanged: a form re-resolves on every keystroke of any field, and a
+    plan reads every sample's media paths and stats every file. The key is
+    the dataset's name and last change, its samples' count and last change
+    (all slices) and the choices; a push itself always plans afresh.
+
+    Raises:
+        ImageNetXError: as :func:`plan_push` (remembered too)
+    """
+    dataset = get_dataset(dataset)
+    samples = all_slices(dataset)
+    key = (dataset.name, dataset.last_modified_at, len(samples),
+           samples.max("last_modified_at"), bool(with_media), tuple(allow_media_outside))
+    if key not in _plans:
+        try:
+            _plans[key] = plan_push(dataset, with_media, allow_media_outside)
+        except ImageNetXError as e:
+            _plans[key] = e
+        while len(_plans) > PLANS_KEPT:
+            _plans.popitem(last=False)
+    _plans.move_to_end(key)
+    if isinstance(_plans[key], ImageNetXError):
+        raise _plans[key]
+    return _plans[key]
 
 
 def push_results(
