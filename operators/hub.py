@@ -115,10 +115,10 @@ class PushToHub(foo.Operator):
                       "the folders a dataset from the Hub got its files from)"))
         elif ctx.dataset is not None:  # what it will upload, or why it refuses
             from imagenetx.errors import ImageNetXError
-            from imagenetx.present.push import plan_push
+            from imagenetx.present.push import cached_plan
 
-            try:
-                plan = plan_push(ctx.dataset, **_media_params(ctx))
+            try:  # remembered: the form re-resolves on every keystroke
+                plan = cached_plan(ctx.dataset, **_media_params(ctx))
                 inputs.view("plan", types.Notice(label=str(plan)))
             except ImageNetXError as e:
                 inputs.view("plan", types.Error(label=str(e)))

@@ -14,6 +14,7 @@ import time
 
 import fiftyone as fo
 import pytest
+import yaml
 
 from conftest import HUB_PORT, TRAIN_FILE, UNANNOTATED_VAL, VAL_FILES, save_photo
 from hub_server import serve_repo
@@ -724,6 +725,68 @@ def test_a_push_refuses_media_outside_the_repo_unless_named(passwd_repo, tmp_pat
     assert "secret.txt" in pushed and "passwd" not in pushed
 
 
+def _masks_repo(root, photos: list) -> None:
+    """A FiftyOne-format repo of three real photos: the first has a
+    detection whose ``mask_path`` is ``/etc/passwd``, the second a
+    segmentation inside an embedded document whose ``mask_path`` is
+    ``/etc/shadow`` (media paths below the top level, which push_to_hub
+    uploads too)."""
+    src = fo.Dataset()
+    samples = [fo.Sample(filepath=str(p)) for p in photos]
+    samples[0]["gt"] = fo.Detections(detections=[fo.Detection(
+        label="x", bounding_box=[0, 0, 1, 1], mask_path=str(photos[1]))])
+    samples[1]["meta"] = fo.DynamicEmbeddedDocument(seg=fo.Segmentation(mask_path=str(photos[2])))
+    src.add_samples(samples, dynamic=True)
+    src.export(str(root), dataset_type=fo.types.FiftyOneDataset, export_media=True)
+    src.delete()
+    (root / "fiftyone.yml").write_text("format: FiftyOneDataset\nname: masks\ntags: []\n")
+    doc = json.loads((root / "samples.json").read_text())
+    for sample in doc["samples"]:
+        if sample.get("gt"):
+            sample["gt"]["detections"][0]["mask_path"] = "/etc/passwd"
+        if sample.get("meta"):
+            sample["meta"]["seg"]["mask_path"] = "/etc/shadow"
+    (root / "samples.json").write_text(json.dumps(doc))
+
+
+def test_media_paths_below_the_top_level_are_confined(tmp_path, jpegs, capsys, monkeypatch):
+    """A detection's ``mask_path`` and a segmentation nested in an embedded
+    document, both outside the repo: the pull drops their samples; a
+    dataset FiftyOne's own load_from_hub made of the repo refuses to push."""
+    import fiftyone.utils.huggingface as fouh
+    from hub_server import accept_uploads
+
+    from imagenetx.cli import main
+    from imagenetx.store.hub import hub_download_folder
+
+    photos = [tmp_path / "photos" / n for n in sorted(VAL)[:3]]
+    for p in photos:
+        p.parent.mkdir(exist_ok=True)
+        p.write_bytes(jpegs[p.name])
+    repo = "test-org/nested-masks"
+    _masks_repo(tmp_path / "repo", photos)
+    server = serve_repo(HUB_PORT, repo, str(tmp_path / "repo"))
+    try:
+        assert main(["load", "--hub", repo, "--name", "hub-masks"]) == 0
+        out = capsys.readouterr().out
+        assert (f"2 samples dropped: '{repo}' names media outside its download folder "
+                f"{hub_download_folder(repo)} (/etc/passwd, /etc/shadow)") in out, out
+        assert len(fo.load_dataset("hub-masks")) == 1
+
+        accept_uploads(HUB_PORT, str(tmp_path / "uploads"), "test-user")
+        monkeypatch.setenv("HF_TOKEN", "write-token")
+        ds = fouh.load_from_hub(repo, name="hub-masks-fo", overwrite=True, persistent=True)
+        assert "/etc/passwd" in ds.values("gt.detections.mask_path", unwind=True)
+        capsys.readouterr()
+        assert main(["push", "--dataset", "hub-masks-fo", "--repo", "test-user/masks"]) == 2
+        err = capsys.readouterr().err
+        assert "'hub-masks-fo' has 2 samples whose media lies outside" in err, err
+        assert "/etc/passwd, /etc/shadow; a push would upload them" in err
+        assert not (tmp_path / "uploads" / "test-user" / "masks").exists()
+    finally:
+        server.shutdown()
+
+
 # --- the pushed card: user strings shown as written, commands quoted ---------
 
 
@@ -774,6 +837,10 @@ def test_the_card_shows_user_strings_as_code_and_quotes_its_commands(
     for published in (card, (pushed / "metadata.json").read_text()):
         assert str(home) not in published and "/srv/alice-lab" not in published
     assert "~/ckpts/model.pth" in (pushed / "metadata.json").read_text()
+    # pushed through a clone, the repo still carries the dataset's own name,
+    # which load_from_hub gives the dataset it makes
+    assert yaml.safe_load((pushed / "fiftyone.yml").read_text())["name"] == name
+    assert json.loads((pushed / "metadata.json").read_text())["name"] == name
     rows = [line for line in section.splitlines() if line.startswith("| ")]
     table = MarkdownIt("commonmark").enable("table").parse("\n".join(rows[:1] + ["|---|---|---|"]
                                                                     + rows[1:4]))
@@ -789,6 +856,33 @@ def test_the_card_shows_user_strings_as_code_and_quotes_its_commands(
                                  "--arch", "resnet18"]
     assert shlex.split(by_field["zs"][1])[-2:] == ["--prompt", prompt]
     assert by_field["outside"][0] == "checkpoint:model.pth"
+
+
+def test_the_push_form_plans_once_per_dataset_state(tmp_path, jpegs, monkeypatch):
+    """The App re-resolves the push form on every keystroke: the plan (every
+    media path read, every file stat'ed) is made once per dataset state and
+    media choice, and made again once the samples or the choices change."""
+    import imagenetx.present.push as push
+
+    planned = []
+    real = push.plan_push
+    monkeypatch.setattr(push, "plan_push", lambda *a, **k: planned.append(a) or real(*a, **k))
+    names = sorted(VAL)[:2]
+    for n in names:
+        (tmp_path / n).write_bytes(jpegs[n])
+    ds = fo.Dataset("push-form-plans")
+    try:
+        ds.add_samples([fo.Sample(filepath=str(tmp_path / n)) for n in names])
+        first = _push_form(ds.name, {})
+        assert first[1].startswith("Uploading 2 media files (")
+        assert _push_form(ds.name, {"private": True}) == first and len(planned) == 1
+        assert _push_form(ds.name, {"allow_media_outside": "/srv"}) == first
+        assert len(planned) == 2  # another choice, another plan
+        ds.delete_samples(ds.take(1))
+        assert _push_form(ds.name, {})[1].startswith("Uploading 1 media file (")
+        assert len(planned) == 3
+    finally:
+        ds.delete()
 
 
 def _push_form(dataset: str, params: dict) -> tuple:
@@ -815,6 +909,31 @@ def _cache_list(capsys) -> dict:
 
     assert main(["cache", "list", "--json"]) == 0
     return {p["repo"]: p for p in json.loads(capsys.readouterr().out)["pulls"]}
+
+
+def test_a_pull_whose_database_note_cannot_be_read_counts_as_unseen(tmp_path, jpegs):
+    """A damaged note may have named another server: the pull is not unused
+    (a clear keeps it without --force) and its note is named."""
+    import shutil
+
+    from imagenetx.benchmarks.imagenet_x.hub_pull import DATABASES, pulls_root
+    from imagenetx.benchmarks.imagenet_x.pull_cache import cached_pulls
+
+    folder = os.path.join(pulls_root(), "127.0.0.1_1", "test-org", "bad-note", "a" * 40)
+    name = sorted(VAL)[0]
+    os.makedirs(os.path.join(folder, "val"))
+    os.makedirs(os.path.join(folder, DATABASES))
+    try:
+        with open(os.path.join(folder, "val", name), "wb") as f:
+            f.write(jpegs[name])
+        note = os.path.join(folder, DATABASES, "0123456789abcdef.json")
+        with open(note, "w") as f:
+            f.write('{"id": "cut short')
+        pull = next(p for p in cached_pulls() if p.folder == folder)
+        assert not pull.unused and len(pull.unseen) == 1, pull
+        assert pull.unseen[0].startswith(f"a database server its unreadable note {note} may name")
+    finally:
+        shutil.rmtree(os.path.dirname(folder))
 
 
 def test_cache_clear_spares_pulls_other_databases_and_servers_use(

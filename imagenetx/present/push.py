@@ -9,14 +9,17 @@ then holds 1-pixel stand-ins under the same file names, and
 ``imagenetx load --hub REPO --media-from SOURCE`` puts the real images back.
 """
 
+import json
 import os
 import re
 import shlex
 import tempfile
 import uuid
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence
+
+import yaml
 
 from imagenetx.analysis import compute_ratios
 from imagenetx.analysis.readouts import readout_notes
@@ -89,7 +92,8 @@ class PushPlan:
         if self.files:
             shown = ", ".join(f"{f} ({n:,})" for f, n in self.folders[:FOLDERS_SHOWN])
             more = len(self.folders) - FOLDERS_SHOWN
-            parts.append(f"{self.files:,} media files ({format_size(self.size)}) from "
+            parts.append(f"{self.files:,} media file{'s' if self.files > 1 else ''} "
+                         f"({format_size(self.size)}) from "
                          f"{len(self.folders):,} folder{'s' if len(self.folders) > 1 else ''}: "
                          f"{shown}" + (f" and {more:,} more" if more > 0 else ""))
         return "Uploading " + (" and ".join(parts) or "no media file")
@@ -132,6 +136,39 @@ def plan_push(dataset, with_media: bool = False,
     size = sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
     return PushPlan(len(paths), size, by_folder.most_common(),
                     source["hub"] if stand_ins else None, len(all_slices(dataset)))
+
+
+#: plans :func:`cached_plan` remembers (the most recent datasets and choices)
+PLANS_KEPT = 8
+_plans: "OrderedDict[tuple, object]" = OrderedDict()
+
+
+def cached_plan(dataset, with_media: bool = False,
+                allow_media_outside: Sequence[str] = ()) -> PushPlan:
+    """:func:`plan_push`, remembered while the dataset and its samples are
+    unchanged: a form re-resolves on every keystroke of any field, and a
+    plan reads every sample's media paths and stats every file. The key is
+    the dataset's name and last change, its samples' count and last change
+    (all slices) and the choices; a push itself always plans afresh.
+
+    Raises:
+        ImageNetXError: as :func:`plan_push` (remembered too)
+    """
+    dataset = get_dataset(dataset)
+    samples = all_slices(dataset)
+    key = (dataset.name, dataset.last_modified_at, len(samples),
+           samples.max("last_modified_at"), bool(with_media), tuple(allow_media_outside))
+    if key not in _plans:
+        try:
+            _plans[key] = plan_push(dataset, with_media, allow_media_outside)
+        except ImageNetXError as e:
+            _plans[key] = e
+        while len(_plans) > PLANS_KEPT:
+            _plans.popitem(last=False)
+    _plans.move_to_end(key)
+    if isinstance(_plans[key], ImageNetXError):
+        raise _plans[key]
+    return _plans[key]
 
 
 def push_results(
@@ -210,6 +247,8 @@ def push_results(
                 pushed, name, private=private, token=token, preview_path=chart,
                 description=f"{dataset.name}: ImageNet-X factors and predictions",
                 tags=["imagenet-x"], pretty_name=code_span(dataset.name, False))
+            if pushed is not dataset:
+                _name_pushed_repo(repo_id, dataset.name, token)
             card = _card_section(dataset, repo_id, fields, evaluations, source,
                                  stand_ins, chart is not None)
             _append_to_card(repo_id, card, token)
@@ -411,6 +450,28 @@ def _card_section(dataset, repo_id, fields, evaluations, source, stand_ins,
 
 def _fmt(value) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+def _name_pushed_repo(repo_id: str, name: str, token: Optional[str]) -> None:
+    """Writes the dataset's own name into the ``fiftyone.yml`` and
+    ``metadata.json`` that FiftyOne's push_to_hub wrote for a pushed copy
+    (which has another name): ``load_from_hub`` names the dataset it makes
+    after them."""
+    import huggingface_hub as hfh
+
+    def fetch(filename: str) -> str:
+        with open(hfh.hf_hub_download(repo_id, filename, repo_type="dataset", token=token,
+                                      force_download=True)) as f:
+            return f.read()
+
+    config = yaml.safe_load(fetch("fiftyone.yml"))
+    metadata = json.loads(fetch("metadata.json"))
+    config["name"] = metadata["name"] = name
+    hfh.HfApi(token=token).create_commit(
+        repo_id, repo_type="dataset", commit_message="The dataset's own name",
+        operations=[
+            hfh.CommitOperationAdd("fiftyone.yml", yaml.safe_dump(config).encode()),
+            hfh.CommitOperationAdd("metadata.json", json.dumps(metadata).encode())])
 
 
 def _append_to_card(repo_id: str, section: str, token: Optional[str]) -> None:

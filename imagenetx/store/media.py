@@ -1,9 +1,10 @@
 """Where a dataset's media files are, and which lie outside given folders.
 
 A sample names files in its ``filepath``, in the App's other media fields
-(``app_config.media_fields``) and in its heatmaps' ``map_path`` and masks'
-``mask_path``: the files FiftyOne's ``push_to_hub`` uploads and its
-``load_from_hub`` downloads. A Hub repo that names files outside its own
+(``app_config.media_fields``), in the media path of any label at any depth
+(a detection's ``mask_path``, a nested segmentation or heatmap), in its
+frames' labels and in the assets of its ``.fo3d`` scenes: the files
+FiftyOne's exporter, and so ``push_to_hub``, uploads. A Hub repo that names files outside its own
 download folder (``/etc/passwd``, ``../../..`` escapes) would otherwise make
 a dataset whose next push uploads them.
 """
@@ -11,7 +12,7 @@ a dataset whose next push uploads them.
 import os
 from typing import Dict, Iterable, List, Sequence, Tuple
 
-import fiftyone as fo
+import fiftyone.core.threed as fo3d
 
 from imagenetx.store.datasets import all_slices
 
@@ -19,28 +20,53 @@ from imagenetx.store.datasets import all_slices
 EXAMPLES_SHOWN = 3
 
 
-def media_path_fields(samples) -> List[str]:
-    """The sample fields that hold file paths: ``filepath``, the App's media
-    fields, and the ``map_path`` / ``mask_path`` of top-level heatmap and
-    segmentation fields (as FiftyOne's Hub utilities read them)."""
-    dataset = samples._dataset
-    fields = list(dict.fromkeys(["filepath", *dataset.app_config.media_fields]))
-    for doc_type, attr in ((fo.Heatmap, "map_path"), (fo.Segmentation, "mask_path")):
-        for name in samples.get_field_schema(embedded_doc_type=doc_type):
-            fields.append(f"{name}.{attr}")
-    return fields
+def media_path_fields(samples, frames: bool = False) -> List[str]:
+    """The fields that hold file paths, at any depth, as FiftyOne's exporter
+    (which ``push_to_hub`` uses) finds them: ``filepath``, the App's media
+    fields and the media path of every label that has one (a detection's
+    ``mask_path``, a segmentation or heatmap inside a list or an embedded
+    document). With ``frames``, the frame-level fields (without the
+    ``frames.`` prefix)."""
+    fields = samples._get_media_fields(blacklist="media_reference", frames=frames)
+    return [root if leaf is None else f"{root}.{leaf}" for root, leaf in fields.items()]
+
+
+def _flat(values) -> Iterable:
+    """The leaves of ``values()``'s nested lists (one level per list field)."""
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            yield from _flat(v)
+        elif v:
+            yield v
+
+
+def scene_assets(path: str) -> List[str]:
+    """The absolute paths of the assets a ``.fo3d`` scene names (relative
+    ones taken from the scene's folder, as FiftyOne's exporter does); none
+    when the scene cannot be read (the exporter then fails on it itself)."""
+    try:
+        assets = fo3d.Scene.from_fo3d(path).get_asset_paths()
+    except Exception:  # a missing or malformed scene names no asset
+        return []
+    folder = os.path.dirname(path)
+    return [os.path.abspath(os.path.join(folder, a)) for a in assets if a]
 
 
 def sample_media(samples, skip: Sequence[str] = ()) -> List[Tuple[str, str]]:
     """``(sample id, path)`` of every file the samples name (all group
-    slices) in :func:`media_path_fields` other than ``skip``, read in one
-    ``values()`` call."""
+    slices, frame labels of videos, the assets of ``.fo3d`` scenes) in
+    :func:`media_path_fields` other than ``skip``, read in one ``values()``
+    call per level."""
     samples = all_slices(samples)
     fields = [f for f in media_path_fields(samples) if f not in skip]
+    if samples._contains_videos(any_slice=True):
+        fields += ["frames." + f for f in media_path_fields(samples, frames=True)]
     columns = samples.values(["id", *fields])
     out = []
     for values in columns[1:]:
-        out.extend((i, p) for i, p in zip(columns[0], values) if p)
+        for i, v in zip(columns[0], values):
+            out.extend((i, p) for p in _flat([v]))
+    out.extend((i, a) for i, p in list(out) if p.endswith(".fo3d") for a in scene_assets(p))
     return out
 
 

@@ -96,14 +96,19 @@ def _pulling(split_folder: str) -> bool:
 
 def _other_servers(folder: str, this: str) -> List[str]:
     """The database servers other than ``this`` (an identity) that a pull
-    noted giving its images to."""
+    noted giving its images to. A note that cannot be read may name another
+    server, so it counts as one."""
     notes = os.path.join(folder, DATABASES)
     labels = []
     for name in sorted(os.listdir(notes)) if os.path.isdir(notes) else ():
+        path = os.path.join(notes, name)
         try:
-            with open(os.path.join(notes, name)) as f:
+            with open(path) as f:
                 server = json.load(f)
-        except (OSError, ValueError):
+            if not isinstance(server, dict) or "id" not in server:
+                raise ValueError("no server id")
+        except (OSError, ValueError) as e:
+            labels.append(f"a database server its unreadable note {path} may name ({e})")
             continue
         if server.get("id") != this:
             labels.append(f"a dataset on another database server, {server.get('label')}")
