@@ -287,8 +287,13 @@ def test_the_table_is_robustbenchs_linf_leaderboard():
     kinds = Counter(p.split(":")[0] for p in table.values())
     assert len(table) == 30 and kinds == {"Res256Crop224": 7, "BicubicRes256Crop224": 17,
                                           "Res224": 2, "Crop288": 1, "timm": 3}
-    assert leaderboard_entry("timm:debenedetti2020light_xcit_s_imagenet_linf") == \
+    assert leaderboard_entry("timm:debenedetti2022light_xcit_s12_imagenet_linf") == \
         "Debenedetti2022Light_XCiT-S12"
+    # data.py's rule: the entry lower-cased, '-' -> '_', plus '_imagenet_linf', which is the
+    # name architectures/xcit.py registers in timm (debenedetti2022light_xcit_s12_imagenet_linf)
+    timm_entries = {e: p for e, p in table.items() if p.startswith("timm:")}
+    assert timm_entries == {e: "timm:" + e.lower().replace("-", "_") + "_imagenet_linf"
+                            for e in timm_entries}
     assert leaderboard_entry("timm:swin_base_patch4_window7_224") is None
 
 
