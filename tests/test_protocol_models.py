@@ -369,3 +369,27 @@ def test_a_protocol_elsewhere_is_one_line_and_writes_nothing(photos_dir, capsys,
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and says in err, err
     assert ds.get_field_schema() == before and not ds.has_field("p")
+
+
+def test_robustbench_refuses_imagenet_c_folders_that_repeat_val_names(capsys):
+    """ImageNet-C's folders hold every val file name once per corruption and
+    severity: refused in one line under robustbench before any prediction
+    (the file names alone decide; the files need not exist)."""
+    import fiftyone as fo
+
+    from imagenetx.protocols.robustbench import robustbench_ids
+
+    name = "protocol-rb-imagenet-c"
+    if fo.dataset_exists(name):
+        fo.delete_dataset(name)
+    ds = fo.Dataset(name)
+    ds.add_samples([fo.Sample(filepath=f"/nonexistent/fog/{s}/{i}")
+                    for s in (1, 2) for i in robustbench_ids()])
+    code = main(["predict", "--dataset", name, "--model", LITE0, "--arch",
+                 "efficientnet_lite0", "--remap-by-position", "--field", "p",
+                 "--protocol", "robustbench", "--num-workers", "0"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "RobustBench's ImageNet validation file names more than once" in err
+    assert not ds.has_field("p")
+

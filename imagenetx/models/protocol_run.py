@@ -22,7 +22,8 @@ from imagenetx.errors import ImageNetXError
 from imagenetx.protocols import Protocol, resolve_protocol
 from imagenetx.protocols.base import IMAGENET_MEAN, IMAGENET_STD, resolve_amp
 from imagenetx.protocols.robustbench import (
-    SUBSET_SIZE, TIMM, choose_preprocessing, robustbench_names)
+    SUBSET_SIZE, TIMM, choose_preprocessing, robustbench_names,
+    select_subset)
 from imagenetx.models.zeroshot import ZeroShotClassifier
 
 
@@ -119,21 +120,23 @@ def resolve_run(benchmark: str, request, options, dataset: str = "") -> tuple:
 
 def check_dataset(run: ProtocolRun, samples) -> None:
     """Refuses, in one line, RobustBench's protocol on a collection that does
-    not hold its 5,000 validation images (matched by file name).
+    not hold its 5,000 validation images each once (matched by file name:
+    ImageNet-C's folders repeat them).
 
     Raises:
         ImageNetXError: naming the dataset, how many it holds and the fix
     """
     if run.protocol is None or run.protocol.subset != "robustbench":
         return
-    held = robustbench_names().intersection(
-        os.path.basename(p) for p in samples.values("filepath"))
+    paths = samples.values("filepath")
+    held = robustbench_names().intersection(os.path.basename(p) for p in paths)
     if len(held) < SUBSET_SIZE:
         raise ImageNetXError(
             f"Protocol '{run.protocol.name}' applies to ImageNet validation sets holding "
             f"RobustBench's {SUBSET_SIZE:,} images, and dataset '{samples._dataset.name}' "
             f"holds {len(held):,} of them (matched by file name): load the validation set "
             "(imagenetx load --imagenet-dir DIR), or pass --protocol none")
+    select_subset(paths, samples._dataset.name)  # each once
 
 
 def settle_run(run: ProtocolRun, classifier, request, amp: str,
