@@ -342,6 +342,17 @@ def test_precision_is_pinned_per_protocol_model_and_device(protocol, zero_shot, 
     assert resolve_amp(get_protocol(protocol), amp, zero_shot, device) == expected
 
 
+def test_amp_help_says_a_protocol_pins_precision():
+    """``--amp auto`` is the protocol's precision where it pins one: the help
+    says so, not only the device's default."""
+    from imagenetx.cli import build_parser
+
+    for command in ("predict", "probe", "suite"):
+        action = next(a for a in build_parser(command)._subparsers._group_actions[0]
+                      .choices[command]._actions if "--amp" in a.option_strings)
+        assert "protocol's pinned precision" in action.help, command
+
+
 def test_amp_on_top_is_a_recorded_departure(cue, capsys):
     assert main(["predict", "--dataset", cue.name, "--model", LITE0, "--arch",
                  "efficientnet_lite0", "--remap-by-position", "--field", "bf",
