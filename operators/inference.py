@@ -45,7 +45,10 @@ class RunModel(foo.Operator):
         add_model_inputs(ctx, inputs)
         add_device_inputs(inputs)
         inputs.enum("amp", list(AMPS), label="Autocast", default="auto",
-                    view=types.DropdownView())
+                    view=types.DropdownView(),
+                    description="auto: the protocol's pinned precision where it pins one, "
+                                "else bf16 on CUDA, off on CPU; another than the pinned one "
+                                "is recorded as a departure")
         add_protocol_input(inputs, ctx=ctx)
         inputs.enum("decoder", list(DECODERS), label="Decoder", default="auto",
                     view=types.DropdownView(),

@@ -145,7 +145,7 @@ def test_vit_gets_its_own_normalization(cue, vit_checkpoint):
                  "--num-workers", "0"]) == 0
     info = cue.get_field("vit").info["imagenetx_model"]
     applied = info["protocol_applied"]
-    assert applied["preprocessing"] == "wrapper: own mean / std"
+    assert applied["preprocessing"] == "wrapper: ViTPytorchModel"
     assert applied["mean"] == [0.5, 0.5, 0.5] and applied["input_size"] == [3, 224, 224]
     model = timm.create_model("vit_tiny_patch16_224", pretrained=False)
     model.load_state_dict(torch.load(vit_checkpoint, weights_only=True))
@@ -174,7 +174,7 @@ def test_clip_gets_its_own_normalization_size_and_logit_scale(cue, clip_checkpoi
                  "--logits", "--num-workers", "0"]) == 0
     info = cue.get_field("clip").info["imagenetx_model"]
     applied = info["protocol_applied"]
-    assert applied["preprocessing"] == "wrapper: own mean / std, own resize and crop"
+    assert applied["preprocessing"] == "wrapper: ClipPytorchModel"
     assert applied["input_size"] == [3, 64, 64] and info["departures"] == []
     assert info["protocol_pins"]["logit_scale"] == 100.0
 
@@ -204,24 +204,55 @@ def test_clip_gets_its_own_normalization_size_and_logit_scale(cue, clip_checkpoi
     assert np.abs(_stored_logits(cue, "clip") - reference).max() < 1e-4
 
 
-def test_a_384_pixel_model_is_fed_384(cue):
-    """A fixed-size 384-pixel model (``vit_tiny_patch16_384``) gets the
-    loader's 224 image resized and cropped to its own 384, as
-    ``SwagPytorchModel`` and ``ViTPytorchModel`` feed theirs."""
-    request, options, run = resolve_run("cue_conflict", ModelRequest(pretrained=False)
-                                        .with_classes("imagenet"), RunOptions())
-    classifier = load_model("timm:vit_tiny_patch16_384", request)
+def _fed_under_model_vs_human(spec, request=None):
+    """``(run, the tensor fed for one image path)`` of a model as a
+    model-vs-human run loads it on the CPU."""
+    request, options, run = resolve_run("cue_conflict", (request or ModelRequest(
+        pretrained=False)).with_classes("imagenet"), RunOptions())
+    classifier = load_model(spec, request)
     run, amp = settle_run(run, classifier, request, options.amp, "cpu")
     assert run.protocol.name == "model-vs-human" and amp == "off"
     reader, _ = crop_reader(classifier, options.decoder, torch.device("cpu"))
+    return run, reader
+
+
+def test_a_384_pixel_vit_is_fed_vitpytorchmodels_squash(cue):
+    """``ViTPytorchModel`` (``img_size=(384, 384)``, its default) feeds
+    ``Resize((384, 384))``: a bilinear squash, no crop, not timm's own
+    bicubic resize + crop."""
+    run, reader = _fed_under_model_vs_human("timm:vit_tiny_patch16_384")
     path = cue.first().filepath
     fed = reader(path)
-    assert tuple(fed.shape) == (3, 384, 384)
-    own = T.Compose([T.Resize(384, interpolation=T.InterpolationMode.BICUBIC),
-                     T.CenterCrop(384), T.PILToTensor()])
-    image = _wrapper_inputs(_loader_batch([path]), T.Compose([own]))[0]
-    assert torch.equal(fed, image.to(torch.uint8))
-    assert run.applied["input_size"] == [3, 384, 384]
+    # ViTPytorchModel.preprocess() up to ToTensor, written out
+    reference = _wrapper_inputs(_loader_batch([path]), T.Compose([
+        T.Resize((384, 384)), T.PILToTensor()]))[0]
+    assert torch.equal(fed, reference.to(torch.uint8))
+    assert run.applied["preprocessing"] == "wrapper: ViTPytorchModel"
+    assert run.applied["input_size"] == [3, 384, 384] and run.applied["mean"] == [0.5] * 3
+
+
+@pytest.mark.parametrize("spec", ["timm:resnetv2_50x1_bit.goog_in21k_ft_in1k",
+                                  "torchvision:inception_v3"])
+def test_zoo_models_that_pytorchmodel_runs_get_the_loaders_tensor(cue, spec):
+    """BiT-M (timm ``resnetv2_*_bit``: 0.5 / 0.5 at 448) and torchvision's
+    Inception-v3 (299) go through ``PytorchModel`` in model-vs-human's zoo:
+    the loader's 224 tensor with ImageNet's mean / std, nothing undone or
+    resized, and no departure."""
+    run, reader = _fed_under_model_vs_human(spec)
+    path = cue.first().filepath
+    assert torch.equal(reader(path), T.PILToTensor()(Image.open(path).convert("RGB")))
+    assert run.applied["preprocessing"] == "loader" and run.departures == ()
+    assert run.applied["input_size"] == [3, 224, 224]
+    assert run.applied["mean"] == list(IMAGENET_MEAN) and run.applied["std"] == list(
+        IMAGENET_STD)
+
+
+def test_a_model_outside_the_zoo_with_its_own_statistics_is_a_departure():
+    """A model model-vs-human has no wrapper for (timm's efficientnet_b1,
+    its own size and mean / std) gets ``PytorchModel``'s tensor, and the
+    departure says the result is not the reference's."""
+    run, _ = _fed_under_model_vs_human("timm:efficientnet_b1")
+    assert run.applied["preprocessing"] == "loader" and run.departures == ("preprocessing",)
 
 
 # -- RobustBench's preprocessing by name --------------------------------------
@@ -287,8 +318,13 @@ def test_the_table_is_robustbenchs_linf_leaderboard():
     kinds = Counter(p.split(":")[0] for p in table.values())
     assert len(table) == 30 and kinds == {"Res256Crop224": 7, "BicubicRes256Crop224": 17,
                                           "Res224": 2, "Crop288": 1, "timm": 3}
-    assert leaderboard_entry("timm:debenedetti2020light_xcit_s_imagenet_linf") == \
+    assert leaderboard_entry("timm:debenedetti2022light_xcit_s12_imagenet_linf") == \
         "Debenedetti2022Light_XCiT-S12"
+    # data.py's rule: the entry lower-cased, '-' -> '_', plus '_imagenet_linf', which is the
+    # name architectures/xcit.py registers in timm (debenedetti2022light_xcit_s12_imagenet_linf)
+    timm_entries = {e: p for e, p in table.items() if p.startswith("timm:")}
+    assert timm_entries == {e: "timm:" + e.lower().replace("-", "_") + "_imagenet_linf"
+                            for e in timm_entries}
     assert leaderboard_entry("timm:swin_base_patch4_window7_224") is None
 
 
@@ -337,6 +373,17 @@ def test_precision_is_pinned_per_protocol_model_and_device(protocol, zero_shot, 
     assert resolve_amp(get_protocol(protocol), amp, zero_shot, device) == expected
 
 
+def test_amp_help_says_a_protocol_pins_precision():
+    """``--amp auto`` is the protocol's precision where it pins one: the help
+    says so, not only the device's default."""
+    from imagenetx.cli import build_parser
+
+    for command in ("predict", "probe", "suite"):
+        action = next(a for a in build_parser(command)._subparsers._group_actions[0]
+                      .choices[command]._actions if "--amp" in a.option_strings)
+        assert "protocol's pinned precision" in action.help, command
+
+
 def test_amp_on_top_is_a_recorded_departure(cue, capsys):
     assert main(["predict", "--dataset", cue.name, "--model", LITE0, "--arch",
                  "efficientnet_lite0", "--remap-by-position", "--field", "bf",
@@ -364,3 +411,27 @@ def test_a_protocol_elsewhere_is_one_line_and_writes_nothing(photos_dir, capsys,
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and says in err, err
     assert ds.get_field_schema() == before and not ds.has_field("p")
+
+
+def test_robustbench_refuses_imagenet_c_folders_that_repeat_val_names(capsys):
+    """ImageNet-C's folders hold every val file name once per corruption and
+    severity: refused in one line under robustbench before any prediction
+    (the file names alone decide; the files need not exist)."""
+    import fiftyone as fo
+
+    from imagenetx.protocols.robustbench import robustbench_ids
+
+    name = "protocol-rb-imagenet-c"
+    if fo.dataset_exists(name):
+        fo.delete_dataset(name)
+    ds = fo.Dataset(name)
+    ds.add_samples([fo.Sample(filepath=f"/nonexistent/fog/{s}/{i}")
+                    for s in (1, 2) for i in robustbench_ids()])
+    code = main(["predict", "--dataset", name, "--model", LITE0, "--arch",
+                 "efficientnet_lite0", "--remap-by-position", "--field", "p",
+                 "--protocol", "robustbench", "--num-workers", "0"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "RobustBench's ImageNet validation file names more than once" in err
+    assert not ds.has_field("p")
+

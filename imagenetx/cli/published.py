@@ -58,7 +58,8 @@ def register(group: CommandGroup) -> None:
     add_protocol(p, help="the setting every step follows (default gavrikov: their PIL "
                          "Resize 256 + CenterCrop 224, PGD-40 Linf 0.5/255 in float32; "
                          "none: the model's own preprocessing); departures are noted "
-                         "beside the published columns")
+                         "beside the published columns. One that does not apply to every "
+                         "dataset found is refused before the first step")
     p.add_argument("--no-probes", action="store_true",
                    help="skip the spectral and critical-band probes")
     p.add_argument("--no-attack", action="store_true", help="skip PGD-40")

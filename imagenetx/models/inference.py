@@ -409,8 +409,20 @@ def run_record(classifier, more: Optional[dict] = None) -> dict:
 
 
 def record_differences(stored: dict, new: dict) -> list:
-    """The :data:`IDENTITY` parts in which two run records differ."""
-    return [k for k in IDENTITY if new.get(k) != stored.get(k)]
+    """The :data:`IDENTITY` parts in which two run records differ (a record
+    written before ``protocol_applied`` was kept differs in it only where
+    the new run applied other than runs did then)."""
+    return [k for k in IDENTITY if new.get(k) != stored.get(k) and not (
+        k == "protocol_applied" and k not in stored
+        and applied_as_before(new.get(k)))]
+
+
+def applied_as_before(applied: Optional[dict]) -> bool:
+    """Whether a protocol run applied what runs did before the record kept
+    it: no model-vs-human wrapper or RobustBench entry's own preprocessing
+    (the loader's or the protocol's default geometry) and no autocast."""
+    return bool(applied) and applied.get("amp") == "off" and applied.get(
+        "preprocessing") in (None, "loader", "Res256Crop224")
 
 
 def _check_resume(dataset, field: str, classifier, more: Optional[dict],

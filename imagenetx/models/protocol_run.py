@@ -14,6 +14,7 @@ the protocol, its pins, the departures and what was applied
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Tuple
@@ -22,7 +23,8 @@ from imagenetx.errors import ImageNetXError
 from imagenetx.protocols import Protocol, resolve_protocol
 from imagenetx.protocols.base import IMAGENET_MEAN, IMAGENET_STD, resolve_amp
 from imagenetx.protocols.robustbench import (
-    SUBSET_SIZE, TIMM, choose_preprocessing, robustbench_names)
+    SUBSET_SIZE, TIMM, choose_preprocessing, robustbench_names,
+    select_subset)
 from imagenetx.models.zeroshot import ZeroShotClassifier
 
 
@@ -119,21 +121,23 @@ def resolve_run(benchmark: str, request, options, dataset: str = "") -> tuple:
 
 def check_dataset(run: ProtocolRun, samples) -> None:
     """Refuses, in one line, RobustBench's protocol on a collection that does
-    not hold its 5,000 validation images (matched by file name).
+    not hold its 5,000 validation images each once (matched by file name:
+    ImageNet-C's folders repeat them).
 
     Raises:
         ImageNetXError: naming the dataset, how many it holds and the fix
     """
     if run.protocol is None or run.protocol.subset != "robustbench":
         return
-    held = robustbench_names().intersection(
-        os.path.basename(p) for p in samples.values("filepath"))
+    paths = samples.values("filepath")
+    held = robustbench_names().intersection(os.path.basename(p) for p in paths)
     if len(held) < SUBSET_SIZE:
         raise ImageNetXError(
             f"Protocol '{run.protocol.name}' applies to ImageNet validation sets holding "
             f"RobustBench's {SUBSET_SIZE:,} images, and dataset '{samples._dataset.name}' "
             f"holds {len(held):,} of them (matched by file name): load the validation set "
             "(imagenetx load --imagenet-dir DIR), or pass --protocol none")
+    select_subset(paths, samples._dataset.name)  # each once
 
 
 def settle_run(run: ProtocolRun, classifier, request, amp: str,
@@ -198,8 +202,8 @@ def apply_preprocessing(run: ProtocolRun, classifier) -> ProtocolRun:
         prep = dataclasses.replace(prep, geometry=ModelVsHumanGeometry(),
                                    input_size=(3, 224, 224))
     elif geometry == "model-vs-human":
-        prep, how = model_vs_human_preprocessing(prep)
-        run = run.with_applied(preprocessing=how)
+        prep, how, departures = model_vs_human_preprocessing(classifier)
+        run = run.with_departures(departures).with_applied(preprocessing=how)
     if protocol.normalization == "imagenet":
         prep = dataclasses.replace(prep, mean=IMAGENET_MEAN, std=IMAGENET_STD)
     classifier.preprocessing = prep
@@ -260,26 +264,75 @@ def robustbench_preprocessing(name: str, classifier):
     return dataclasses.replace(prep, geometry=geometry, input_size=(3, size, size))
 
 
-def model_vs_human_preprocessing(own) -> tuple:
-    """model-vs-human's loader and wrappers for a model whose own
-    preprocessing is ``own``: ``(preprocessing, what applied)``.
+#: model-vs-human's own mean / std for ``ViTPytorchModel`` (``Normalize(0.5, 0.5)``)
+HALF = (0.5, 0.5, 0.5)
+#: timm names model-vs-human's zoo runs through ``PytorchModel`` though their
+#: own mean / std or size are not ImageNet's 224 (BiT-M at 0.5 / 0.5 and 448,
+#: Inception-v3 at 299, DPN, the darknets): the loader's tensor, nothing undone
+PYTORCH_MODEL_NAMES = ("resnetv2_", "inception_v3", "cspdarknet53", "cspresnet",
+                       "darknet53", "dpn", "hrnet_", "selecsls", "efficientnet_b0",
+                       "efficientnet_es", "tf_efficientnet_b0")
 
-    A model trained with ImageNet's mean / std at 224 gets the loader's
-    tensor (``PytorchModel``); any other gets what the wrappers feed
-    (``ClipPytorchModel``, ``ViTPytorchModel``, ``SwagPytorchModel``,
-    ``EfficientNetPytorchModel``): the loader's image back through
-    ``undo_default_preprocessing`` and ``ToPILImage``, the model's own resize
-    and crop where its input size is not 224, and its own mean / std.
+
+def model_name(classifier) -> Tuple[str, str]:
+    """``(library, name with its tag)`` of a loaded model: ``timm``,
+    ``torchvision``, ``open_clip``, ``hf``... (a checkpoint's ``--arch``
+    without a library is timm's)."""
+    if classifier.source == "checkpoint":
+        library, _, name = str(classifier.record.get("arch") or "").rpartition(":")
+        return library or "timm", name
+    return classifier.source, classifier.spec.partition(":")[2]
+
+
+def model_vs_human_preprocessing(classifier) -> tuple:
+    """model-vs-human's loader and the wrapper its zoo gives a model like
+    ``classifier``: ``(preprocessing, what applied, departures)``.
+
+    ``ClipPytorchModel`` (a zero-shot head): ``Resize(n_px, BICUBIC)`` +
+    ``CenterCrop(n_px)``, CLIP's mean / std; ``SwagPytorchModel`` (timm's
+    ``*.swag*``): ``Resize(s, BICUBIC)`` + ``CenterCrop(s)``;
+    ``EfficientNetPytorchModel`` (``tf_efficientnet_l2*``): ``Resize(507,
+    BICUBIC)`` + ``CenterCrop(475)``; ``ViTPytorchModel`` (timm's ``vit_*``
+    at 0.5 / 0.5): ``Resize((s, s))`` (bilinear, no crop), ``Normalize(0.5,
+    0.5)``; each after ``undo_default_preprocessing`` and ``ToPILImage``.
+    Any other model: ``PytorchModel``, the loader's 224 tensor with
+    ImageNet's mean / std; the departure ``preprocessing`` where its own
+    mean / std or size differ and the zoo has no such model.
     """
+    import torchvision.transforms as T
+
+    own = classifier.preprocessing
+    library, name = model_name(classifier)
+    size = own.input_size[-1]
     loader = ModelVsHumanGeometry()
-    if _close(own.mean, IMAGENET_MEAN) and _close(own.std, IMAGENET_STD) and tuple(
-            own.input_size[1:]) == (224, 224):
-        return dataclasses.replace(own, geometry=loader, input_size=(3, 224, 224)), "loader"
-    resize = tuple(own.input_size[1:]) != (224, 224)
-    geometry = ModelVsHumanWrapper(loader, own.geometry if resize else None)
-    how = "wrapper: own mean / std" + (", own resize and crop" if resize else "")
-    return dataclasses.replace(own, geometry=geometry, input_size=(
-        own.input_size if resize else (3, 224, 224))), how
+    bicubic = T.InterpolationMode.BICUBIC
+    wrapper = None
+    if classifier.record.get("zero_shot"):
+        wrapper = ("ClipPytorchModel", T.Compose([T.Resize(size, bicubic), T.CenterCrop(size)]),
+                   own.mean, own.std)
+    elif library == "timm" and "swag" in name:
+        wrapper = ("SwagPytorchModel", T.Compose([T.Resize(size, bicubic), T.CenterCrop(size)]),
+                   IMAGENET_MEAN, IMAGENET_STD)
+    elif library == "timm" and name.startswith("tf_efficientnet_l2"):
+        size = 475
+        wrapper = ("EfficientNetPytorchModel", T.Compose([
+            T.Resize(int(math.floor(size / 0.936)), bicubic), T.CenterCrop(size)]),
+            IMAGENET_MEAN, IMAGENET_STD)
+    elif library == "timm" and name.startswith("vit_") and _close(own.mean, HALF) and _close(
+            own.std, HALF):
+        wrapper = ("ViTPytorchModel", T.Resize((size, size)), HALF, HALF)
+    if wrapper is not None:
+        how, resize, mean, std = wrapper
+        return dataclasses.replace(
+            own, geometry=ModelVsHumanWrapper(loader, resize), input_size=(3, size, size),
+            mean=tuple(mean), std=tuple(std)), f"wrapper: {how}", ()
+    as_loader = (_close(own.mean, IMAGENET_MEAN) and _close(own.std, IMAGENET_STD)
+                 and size == 224)
+    in_zoo = library == "torchvision" or (library == "timm" and name.startswith(
+        PYTORCH_MODEL_NAMES))
+    return dataclasses.replace(own, geometry=loader, input_size=(3, 224, 224),
+                               mean=IMAGENET_MEAN, std=IMAGENET_STD), "loader", (
+        () if as_loader or in_zoo else ("preprocessing",))
 
 
 def _close(a: Sequence[float], b: Sequence[float]) -> bool:
@@ -309,7 +362,7 @@ class ModelVsHumanWrapper:
 
     Args:
         loader: the loader's geometry (:class:`ModelVsHumanGeometry`)
-        own (None): the model's own resize and crop
+        own (None): the wrapper's own resize (and crop)
     """
 
     def __init__(self, loader: ModelVsHumanGeometry, own=None):
