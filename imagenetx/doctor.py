@@ -277,8 +277,8 @@ def diagnose() -> List[Line]:
          lambda: [Line("plugin", unchecked, False)]),
         ("database", lambda: database(connect_error)),
         ("caches", lambda: caches(pulls=connect_error is None))]
-    if connect_error is None:
-        steps.append(("indexes", indexes))
+    steps.append(("indexes", indexes if connect_error is None else
+                  lambda: [Line("indexes", unchecked, False)]))
     for name, step in steps:
         try:
             lines += step()

@@ -1,9 +1,10 @@
 """The "Error ratio" custom metric of FiftyOne evaluations (FiftyOne 1.3+).
 
 ``evaluate_classifications(..., custom_metrics=["@imagenet-x/imagenet-x/error_ratio"])``
-on a dataset with factor tags, and every evaluation this project writes,
-keep one entry per slice in ``results.custom_metrics``; the Model
-Evaluation panel shows them as rows.
+on a dataset with factor tags keeps one entry per slice in
+``results.custom_metrics`` (FiftyOne 1.21-1.22 drop them when they load the
+results again, so the Model Evaluation panel shows them from FiftyOne
+versions that keep them).
 """
 
 import fiftyone.operators as foo

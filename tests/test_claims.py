@@ -94,8 +94,9 @@ def test_two_runs_into_one_field_one_writes_and_a_killed_holder_is_taken_over(
         (holder_name, holder), = runs.items()
         out, err = refused.communicate()
         assert refused.returncode != 0, out + err
-        lines = err.strip().splitlines()
-        assert len(lines) == 1 and BUSY in lines[0], err
+        # one line says it (a library's import warning may print beside it)
+        lines = [line for line in err.splitlines() if BUSY in line]
+        assert len(lines) == 1 and "Traceback" not in err, err
         held = _collection().find_one({"dataset": ds.name, "field": "mix"})
         assert held["pid"] == holder.pid
         holder_spec = LITE0 if holder_name == "lite0" else "timm:resnet18"

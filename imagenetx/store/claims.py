@@ -10,9 +10,10 @@ ends, however it ends.
 
 A run that dies without ending (``kill -9``, a lost machine) leaves its claim
 behind. The claim is then stale, and the next run takes it over and says so:
-at once when its holder ran on this host and its process is gone, or after
-:data:`LEASE_S` seconds without a heartbeat (a holder on another host, or a
-process id the system has given to another process). Times are the database
+at once when its holder ran on this host and its process is gone (or its
+process id now names another process), or, for a holder on another host,
+after :data:`LEASE_S` seconds without a heartbeat. A live holder on this host
+is never taken over, however long it is stopped. Times are the database
 server's, so the clocks of the machines that share it need not agree.
 """
 
@@ -25,6 +26,8 @@ from datetime import datetime
 from typing import Optional
 
 import fiftyone.core.odm as foo
+import psutil
+from bson.codec_options import CodecOptions
 from pymongo.errors import DuplicateKeyError
 
 from imagenetx.errors import ImageNetXError
@@ -40,7 +43,9 @@ LEASE_S = 60.0
 
 
 def _collection():
-    return foo.get_db_conn()[COLLECTION]
+    # naive UTC dates whatever FiftyOne's timezone setting makes its connection return
+    return foo.get_db_conn().get_collection(COLLECTION,
+                                            codec_options=CodecOptions(tz_aware=False))
 
 
 def _server_now() -> datetime:
@@ -48,14 +53,23 @@ def _server_now() -> datetime:
     return foo.get_db_conn().command("hello")["localTime"].replace(tzinfo=None)
 
 
-def _process_is_gone(pid: int) -> bool:
+def _process_started(pid: int) -> Optional[float]:
+    """When a process of this host started (None: there is none)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).create_time()
+    except psutil.NoSuchProcess:
+        return None
+    except psutil.Error:  # another user's process: alive, start unknown
+        return -1.0
+
+
+def _process_is_gone(held: dict) -> bool:
+    started = _process_started(int(held["pid"]))
+    if started is None:
         return True
-    except PermissionError:
-        return False  # another user's process: alive
-    return False
+    # the same process id given to another process since
+    recorded = held.get("pid_started")
+    return recorded is not None and started >= 0 and abs(started - recorded) > 1.0
 
 
 def describe_holder(held: dict, now: Optional[datetime] = None) -> str:
@@ -69,8 +83,8 @@ def describe_holder(held: dict, now: Optional[datetime] = None) -> str:
 
 def stale_reason(held: dict, now: datetime) -> Optional[str]:
     """Why a claim's holder is taken to have died (None: it runs)."""
-    if held.get("host") == socket.gethostname() and _process_is_gone(int(held["pid"])):
-        return "its process is gone"
+    if held.get("host") == socket.gethostname():
+        return "its process is gone" if _process_is_gone(held) else None
     silent = (now - held["heartbeat"]).total_seconds()
     if silent > LEASE_S:
         return f"no heartbeat for {silent:.0f} s"
@@ -123,6 +137,7 @@ class FieldClaim:
             now = _server_now()
             mine = {"_id": self.key, "dataset": self.dataset_name, "field": self.field,
                     "what": self.what, "pid": os.getpid(), "host": socket.gethostname(),
+                    "pid_started": _process_started(os.getpid()),
                     "token": self.token, "started": now, "heartbeat": now}
             try:
                 claims.insert_one(mine)
@@ -186,6 +201,8 @@ class _RanksClaim(FieldClaim):
                 super().__enter__()
             except ImageNetXError as e:
                 refusal = str(e)
+            except Exception as e:  # every rank must reach agree(), or the others wait
+                refusal = f"claiming field '{self.field}' failed: {type(e).__name__}: {e}"
         refusal, self.took_over = self.ranks.agree((refusal, self.took_over))
         if refusal:
             raise ImageNetXError(refusal)

@@ -55,7 +55,10 @@ def describe_dataset(name: str) -> str:
 def replace_dataset(name: str) -> None:
     """Deletes ``name`` for its replacement, and says what it held (logged
     as a warning: the command line prints it)."""
-    held = describe_dataset(name)
+    try:
+        held = describe_dataset(name)
+    except Exception as e:  # a dataset that no longer loads: --overwrite is how it is mended
+        held = f"what could not be read ({type(e).__name__}: {e})"
     fo.delete_dataset(name)
     logger.warning("Replaced dataset '%s' (--overwrite), which held %s", name, held)
 

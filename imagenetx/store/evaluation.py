@@ -32,21 +32,12 @@ from imagenetx.store.schema import eval_key_of
 #: sample ids per update command
 ID_CHUNK = 100_000
 
-#: the plugin's custom metric (``operators/evaluation_metric.py``): every
-#: evaluation written here computes it where FiftyOne has the plugin
+#: the plugin's custom metric (``operators/evaluation_metric.py``), for
+#: ``evaluate_classifications(..., custom_metrics=[ERROR_RATIO_METRIC])``. This
+#: project's own evaluations do not compute it: FiftyOne 1.21-1.22 drop a
+#: classification evaluation's custom metrics when they load its results, so
+#: its bootstrap would cost every run for entries no panel shows
 ERROR_RATIO_METRIC = "@imagenet-x/imagenet-x/error_ratio"
-
-
-def project_metrics() -> Optional[list]:
-    """The custom metrics an evaluation of this project computes: the error
-    ratio where FiftyOne registers the plugin, else none."""
-    import fiftyone.operators as foo
-
-    try:
-        foo.get_operator(ERROR_RATIO_METRIC)
-    except ValueError:
-        return None
-    return [ERROR_RATIO_METRIC]
 
 
 @dataclass
@@ -209,8 +200,7 @@ def evaluate_simple(samples, pred_field: str, gt_field: str, eval_key: str,
     Returns:
         the ``fiftyone.utils.eval.classification.ClassificationResults``
     """
-    config = fouc._parse_config(pred_field, gt_field, "simple",
-                                custom_metrics=project_metrics())
+    config = fouc._parse_config(pred_field, gt_field, "simple")
     method = config.build()
     method.ensure_requirements()
     # cleanup would delete the field of an existing run under the key

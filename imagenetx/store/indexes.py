@@ -7,9 +7,17 @@ is an index on each such field (``create_index``); FiftyOne drops an index
 with its field (``delete_sample_field``).
 """
 
+import logging
 from typing import Dict, Iterable, List
 
+from pymongo.errors import OperationFailure
+
 from imagenetx.store.schema import eval_key_of
+
+logger = logging.getLogger(__name__)
+
+#: MongoDB keeps at most 64 indexes per collection; a few are left for the user
+MAX_INDEXES = 56
 
 #: the indexes FiftyOne makes on every dataset (a grouped one adds its group's)
 FIFTYONE_INDEXES = ("id", "filepath", "created_at", "last_modified_at")
@@ -33,7 +41,15 @@ def ensure_indexes(dataset, paths: Iterable[str]) -> List[str]:
     for path in dict.fromkeys(paths):
         if path in existing or not dataset.has_field(path):
             continue
-        dataset.create_index(path)
+        if len(existing) + len(created) >= MAX_INDEXES:
+            logger.info("Dataset '%s' has %d indexes: '%s' gets none (MongoDB keeps 64)",
+                        dataset.name, len(existing) + len(created), path)
+            break
+        try:
+            dataset.create_index(path)
+        except OperationFailure as e:  # an index only speeds queries up: never fail a run
+            logger.info("No index on '%s' of dataset '%s': %s", path, dataset.name, e)
+            break
         created.append(path)
     return created
 
