@@ -247,12 +247,18 @@ def test_zoo_models_that_pytorchmodel_runs_get_the_loaders_tensor(cue, spec):
         IMAGENET_STD)
 
 
-def test_a_model_outside_the_zoo_with_its_own_statistics_is_a_departure():
-    """A model model-vs-human has no wrapper for (timm's efficientnet_b1,
-    its own size and mean / std) gets ``PytorchModel``'s tensor, and the
-    departure says the result is not the reference's."""
-    run, _ = _fed_under_model_vs_human("timm:efficientnet_b1")
-    assert run.applied["preprocessing"] == "loader" and run.departures == ("preprocessing",)
+def test_a_model_outside_the_zoo_is_run_as_the_wrappers_run_a_model_trained_otherwise(cue):
+    """A model the zoo has no entry like (timm's efficientnet_b1, 240 pixels)
+    gets the wrappers' path: the loader's image undone, then its own
+    ``Resize`` + ``CenterCrop`` and mean / std."""
+    run, reader = _fed_under_model_vs_human("timm:efficientnet_b1")
+    size = run.applied["input_size"][-1]
+    assert size != 224 and run.departures == ()
+    assert run.applied["preprocessing"] == "wrapper: own mean / std, own resize and crop"
+    path = cue.first().filepath
+    reference = _wrapper_inputs(_loader_batch([path]), T.Compose([
+        T.Resize(size, T.InterpolationMode.BICUBIC), T.CenterCrop(size), T.PILToTensor()]))[0]
+    assert torch.equal(reader(path), reference.to(torch.uint8))
 
 
 # -- RobustBench's preprocessing by name --------------------------------------

@@ -295,9 +295,12 @@ def model_vs_human_preprocessing(classifier) -> tuple:
     BICUBIC)`` + ``CenterCrop(475)``; ``ViTPytorchModel`` (timm's ``vit_*``
     at 0.5 / 0.5): ``Resize((s, s))`` (bilinear, no crop), ``Normalize(0.5,
     0.5)``; each after ``undo_default_preprocessing`` and ``ToPILImage``.
-    Any other model: ``PytorchModel``, the loader's 224 tensor with
-    ImageNet's mean / std; the departure ``preprocessing`` where its own
-    mean / std or size differ and the zoo has no such model.
+    A model the zoo runs through ``PytorchModel`` (torchvision's, timm's
+    BiT-M, Inception, ...) or one with ImageNet's mean / std at 224: the
+    loader's 224 tensor with ImageNet's mean / std. A model the zoo has no
+    entry like (BEiT, a SigLIP classifier, a 384-pixel DeiT) is run the way
+    its wrappers run a model trained otherwise: its own mean / std, and its
+    own ``Resize`` + ``CenterCrop`` where its size is not 224.
     """
     import torchvision.transforms as T
 
@@ -330,9 +333,14 @@ def model_vs_human_preprocessing(classifier) -> tuple:
                  and size == 224)
     in_zoo = library == "torchvision" or (library == "timm" and name.startswith(
         PYTORCH_MODEL_NAMES))
+    if not (as_loader or in_zoo):
+        resize = (T.Compose([T.Resize(size, bicubic), T.CenterCrop(size)]) if size != 224
+                  else None)
+        return dataclasses.replace(
+            own, geometry=ModelVsHumanWrapper(loader, resize), input_size=(3, size, size)
+        ), "wrapper: own mean / std" + (", own resize and crop" if resize else ""), ()
     return dataclasses.replace(own, geometry=loader, input_size=(3, 224, 224),
-                               mean=IMAGENET_MEAN, std=IMAGENET_STD), "loader", (
-        () if as_loader or in_zoo else ("preprocessing",))
+                               mean=IMAGENET_MEAN, std=IMAGENET_STD), "loader", ()
 
 
 def _close(a: Sequence[float], b: Sequence[float]) -> bool:
