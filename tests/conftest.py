@@ -4,6 +4,7 @@ Environment variables are set at import, before FiftyOne or
 huggingface_hub read them.
 """
 
+import contextlib
 import os
 import shutil
 import socket
@@ -163,3 +164,16 @@ def demo_build():
         status = main(["demo", "--name", DEMO_NAME, "--overwrite"])
     assert status == 0, out.getvalue()
     return DEMO_NAME, out.getvalue()
+
+
+@contextlib.contextmanager
+def open_clip_architecture(name: str, config: dict):
+    """A tiny OpenCLIP architecture registered under ``name`` (random
+    weights, nothing downloaded), removed again on exit."""
+    import open_clip
+
+    open_clip.factory._MODEL_CONFIGS[name] = config
+    try:
+        yield
+    finally:
+        open_clip.factory._MODEL_CONFIGS.pop(name, None)

@@ -23,7 +23,7 @@ import torch
 import torchvision.transforms as T
 from PIL import Image
 
-from conftest import REPO, make_dataset
+from conftest import REPO, make_dataset, open_clip_architecture
 from imagenetx.cli import main
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.loader import crop_reader
@@ -56,9 +56,8 @@ TEMPLATES = ("a bad photo of a {}.", "a photo of many {}.")
 
 @pytest.fixture(scope="module", autouse=True)
 def _clip_registered():
-    open_clip.factory._MODEL_CONFIGS[CLIP_ARCH] = CLIP_CONFIG
-    yield
-    open_clip.factory._MODEL_CONFIGS.pop(CLIP_ARCH, None)
+    with open_clip_architecture(CLIP_ARCH, CLIP_CONFIG):
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 import torch
 from PIL import Image
 
-from conftest import make_dataset, save_photo
+from conftest import make_dataset, open_clip_architecture, save_photo
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.inference import predict
 from imagenetx.probes.run import run_probe
@@ -28,9 +28,8 @@ SEED = 0
 
 @pytest.fixture(scope="module", autouse=True)
 def _registered():
-    open_clip.factory._MODEL_CONFIGS[ARCH] = CONFIG
-    yield
-    open_clip.factory._MODEL_CONFIGS.pop(ARCH, None)
+    with open_clip_architecture(ARCH, CONFIG):
+        yield
 
 
 def _reference(paths, names, prompt=PROMPT):
