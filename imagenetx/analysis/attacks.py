@@ -17,13 +17,12 @@ factor are :func:`imagenetx.analysis.compute_ratios` on the same field.
 from typing import List, Optional
 
 import numpy as np
-from scipy.stats import binomtest
 
 from imagenetx.analysis.engine import Prepared, prepare
 from imagenetx.analysis.populations import Population, whole_set_top1
 from imagenetx.analysis.settings import Settings
 from imagenetx.errors import ImageNetXError
-from imagenetx.metrics.stats import INTERVAL_LEVEL, to_json
+from imagenetx.metrics.stats import INTERVAL_LEVEL, to_json, wilson_interval
 from imagenetx.store.datasets import get_dataset
 from imagenetx.store.schema import prediction_fields
 
@@ -76,9 +75,8 @@ def _prepared(samples, fields, settings, kwargs, ids=False) -> Prepared:
 def _rate(broken: int, right: int, level: float) -> dict:
     if not right:
         return {"success_rate": None, "ci_low": None, "ci_high": None}
-    ci = binomtest(broken, right).proportion_ci(level, method="wilson")
-    return {"success_rate": broken / right, "ci_low": to_json(ci.low),
-            "ci_high": to_json(ci.high)}
+    low, high = wilson_interval(broken, right, level)
+    return {"success_rate": broken / right, "ci_low": to_json(low), "ci_high": to_json(high)}
 
 
 def attack_success(samples, fields, settings: Settings = None, **kwargs) -> dict:

@@ -12,13 +12,12 @@ with its 95 % Wilson interval.
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
-from scipy.stats import binomtest
 
 from imagenetx.analysis.populations import whole_set_top1
 from imagenetx.benchmarks import get_benchmark
 from imagenetx.benchmarks.ood.layouts import LAYOUTS
 from imagenetx.errors import ImageNetXError
-from imagenetx.metrics.stats import INTERVAL_LEVEL
+from imagenetx.metrics.stats import INTERVAL_LEVEL, wilson_interval
 from imagenetx.models.inference import INFO_KEY
 from imagenetx.models.protocol_run import departure_note
 from imagenetx.protocols import get_protocol
@@ -132,8 +131,8 @@ def comparability(samples, field: str) -> Optional[Comparability]:
     if benchmark == "imagenet_x" and published_n:
         top1 = whole_set_top1(samples, [field])[field]
         if 0 < top1.n < published_n:
-            ci = binomtest(top1.correct, top1.n).proportion_ci(INTERVAL_LEVEL, "wilson")
-            sampled = Sampled(top1.correct, top1.n, int(published_n), ci.low, ci.high)
+            low, high = wilson_interval(top1.correct, top1.n, INTERVAL_LEVEL)
+            sampled = Sampled(top1.correct, top1.n, int(published_n), low, high)
     if table is None:  # a protocol registered elsewhere: its own words
         try:
             protocol = get_protocol(name)

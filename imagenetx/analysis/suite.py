@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field as dc_field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from scipy.stats import binomtest
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.analysis.biases import collect_values, compare_biases
@@ -31,7 +30,7 @@ from imagenetx.models.options import RunOptions
 from imagenetx.models.protocol_run import check_dataset, departure_note, resolve_run
 from imagenetx.models.sources import ModelRequest, check_request
 from imagenetx.probes.run import run_probe_with
-from imagenetx.metrics.stats import INTERVAL_LEVEL
+from imagenetx.metrics.stats import INTERVAL_LEVEL, wilson_interval
 from imagenetx.protocols.arithmetic import padded_batch_accuracy, padded_batches
 from imagenetx.store.datasets import all_slices
 
@@ -110,8 +109,8 @@ def pgd_column_value(robust: int, n: int, batch_size: int = 128,
     if n != full:
         interval = None
         if n:
-            ci = binomtest(robust, n).proportion_ci(INTERVAL_LEVEL, method="wilson")
-            interval = (100.0 * ci.low, 100.0 * ci.high)
+            low, high = wilson_interval(robust, n, INTERVAL_LEVEL)
+            interval = (100.0 * low, 100.0 * high)
         return ColumnValue(PGD_LOW_COLUMN, exact, exact, robust, n,
                            f"the exact ratio: the table's (robust + 48) / 50,048 needs all "
                            f"{full:,} images", interval)

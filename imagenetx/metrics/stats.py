@@ -288,3 +288,12 @@ def alexander_govern(groups: dict) -> dict:
         "statistic": np.asarray(res.statistic, dtype=np.float64),
         "p": np.asarray(res.pvalue, dtype=np.float64),
     }
+
+
+def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple:
+    """The Wilson score interval ``(low, high)`` of a proportion
+    ``successes / n`` (``n`` > 0), as scipy's ``binomtest`` gives it."""
+    from scipy.stats import binomtest  # lazy: start-up (the command line's parser imports metrics)
+
+    ci = binomtest(int(successes), int(n)).proportion_ci(level, method="wilson")
+    return ci.low, ci.high
