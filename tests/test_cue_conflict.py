@@ -169,11 +169,12 @@ def test_lite0_shape_bias_is_the_one_in_the_docs(cue, lite0):
 
 @needs_data
 def test_16_class_decisions_equal_a_direct_torch_computation(cue, lite0):
-    from imagenetx.models.specs import load_model
+    from imagenetx.models.sources import ModelRequest, load_model
 
     import torchvision.transforms as T
 
-    loaded = load_model(f"checkpoint:{lite0}", "efficientnet_lite0", remap_by_position=True)
+    loaded = load_model(f"checkpoint:{lite0}",
+                        ModelRequest(arch="efficientnet_lite0", remap_by_position=True))
     table = json.loads((REPO / "imagenetx/classes/data/cue_conflict/"
                         "human_categories.json").read_text())
     names = sorted(table)
@@ -184,7 +185,7 @@ def test_16_class_decisions_equal_a_direct_torch_computation(cue, lite0):
                                                      std=[0.229, 0.224, 0.225])])
     batch = torch.stack([transform(Image.open(p).convert("RGB")) for p in view.values("filepath")])
     with torch.inference_mode():
-        probs = loaded.model.eval()(batch).softmax(dim=1)
+        probs = loaded.module.eval()(batch).softmax(dim=1)
     means = torch.stack([probs[:, table[c]].mean(dim=1) for c in names], dim=1)
     expected = [names[i] for i in means.argmax(dim=1).tolist()]
     stored = view.values("lite0")

@@ -138,13 +138,13 @@ def lite0(loaded):
 
 
 def _logits_here(path, files) -> np.ndarray:
-    from imagenetx.models.specs import load_model
+    from imagenetx.models.sources import ModelRequest, load_model
 
-    loaded = load_model(f"checkpoint:{path}", ARCH, remap_by_position=True)
+    loaded = load_model(f"checkpoint:{path}", ModelRequest(arch=ARCH, remap_by_position=True))
     transform = loaded.preprocessing.transform()
     batch = torch.stack([transform(Image.open(f).convert("RGB")) for f in files])
     with torch.inference_mode():
-        return loaded.model.eval()(batch).numpy()
+        return loaded.module.eval()(batch).numpy()
 
 
 def test_imagenet_a_scores_the_argmax_over_its_200_classes(loaded, lite0):
