@@ -41,7 +41,7 @@ LAYERS: Tuple[Tuple[str, ...], ...] = (
     ("probes", "attacks"),
     ("analysis",),
     ("present",),
-    ("plugin", "doctor", "cli", "__main__"),
+    ("app", "doctor", "cli", "__main__"),
 )
 
 #: the marker on the line of a lazy import (inside a function) for start-up

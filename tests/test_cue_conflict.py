@@ -282,7 +282,7 @@ def test_stimuli_download_into_the_cache_and_offline_error(tmp_path, monkeypatch
 def test_operator_loads_the_stimuli():
     import fiftyone.operators as foo
 
-    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+    from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
     install_plugin()
     result = foo.execute_operator(
@@ -298,7 +298,7 @@ def test_panel_plots_shape_bias_and_clicks_through_to_texture_decisions(cue):
     import fiftyone.server.view as fosv
     from test_panel import PanelSession
 
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
 
     install_plugin()
     panel = PanelSession(cue.name)

@@ -401,7 +401,7 @@ def test_torchvision_spec_and_library_errors(images):
 
 
 def test_operator_runs_the_model_and_evaluates(images):
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
 
     install_plugin()
     assert foo.operator_exists(OPERATOR)
@@ -434,7 +434,7 @@ def test_operator_form_has_the_remap_checkbox_and_checks_it(images):
     from fiftyone.operators.executor import resolve_type
     from fiftyone.operators.registry import OperatorRegistry
 
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
 
     install_plugin()
     make("inf-form", images, bad=False)
@@ -458,7 +458,7 @@ def test_operator_delegates_and_reports_progress(images, monkeypatch):
     monkeypatch.setattr(fo.config, "allow_legacy_orchestrators", True)
     from fiftyone.operators.delegated import DelegatedOperationService
 
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
 
     install_plugin()
     make("inf-delegated", images, bad=False)
@@ -716,7 +716,7 @@ def test_the_run_model_result_names_the_form_s_ground_truth_input(images):
 
     from fiftyone.operators.executor import execute_or_delegate_operator
 
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
 
     install_plugin()
     ds = make("inf-no-eval-form", images, bad=False)

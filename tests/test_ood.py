@@ -235,7 +235,7 @@ def test_panel_click_shows_the_subset_mistakes_of_a_class(loaded, lite0):
     import fiftyone.server.view as fosv
     from test_panel import PanelSession
 
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
 
     install_plugin()
     ds = loaded["a"]
@@ -505,7 +505,7 @@ def test_gathered_shape_bias_and_imagenet_accuracy(photos_dir, lite0, tmp_path):
 def test_operator_loads_a_release_folder(release):
     import fiftyone.operators as foo
 
-    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+    from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
     install_plugin()
     folder, expected = release["v2"]

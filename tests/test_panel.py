@@ -16,7 +16,7 @@ import pytest
 
 from conftest import make_dataset
 from imagenetx.analysis import compute_ratios, mistakes_view
-from imagenetx.plugin import PLUGIN_NAME, install_plugin
+from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
 PANEL = f"{PLUGIN_NAME}/imagenetx_panel"
 

@@ -139,7 +139,7 @@ def test_a_dataset_without_factor_tags_gets_no_scenario(photos_dir):
 
 
 def test_the_error_ratio_is_a_custom_metric_of_fiftyones_evaluations(tagged):
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
     from imagenetx.store.evaluation import ERROR_RATIO_METRIC
 
     install_plugin()
@@ -174,7 +174,7 @@ def test_the_error_ratio_is_a_custom_metric_of_fiftyones_evaluations(tagged):
 
 
 def test_the_sample_panel_shows_an_images_factors_and_predictions(tagged):
-    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+    from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
     install_plugin()
     ds = tagged
