@@ -325,3 +325,15 @@ def test_summary_is_json_ready_and_flags_few_images():
     assert set(s["groups"]) == set(METACLASSES)
     shares = [s["slices"][f]["share_of_images"] for f in FACTORS]
     assert sum(shares) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("old", [{"which": "multi"}, {"metaclass": "dog"},
+                                 {"by_metaclass": True}])
+def test_settings_have_one_keyword_per_concept(old):
+    """The first release's synonyms are unknown settings: the error names
+    the keyword and lists the settings, `slicing`, `within` and `by` among them."""
+    with pytest.raises(ImageNetXError, match=f"Unknown analysis setting\\(s\\) {next(iter(old))}: "
+                       "use .*by.*slicing.*within"):
+        Settings.create(**old)
+    assert Settings.create(slicing="factors", within=("metaclass", "dog"), by="metaclass") \
+        == Settings(slicing="factors", within=("metaclass", "dog"), by="metaclass")
