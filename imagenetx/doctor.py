@@ -156,7 +156,7 @@ def plugin() -> List[Line]:
     import fiftyone as fo
     from fiftyone.operators.registry import OperatorRegistry
 
-    from imagenetx.plugin import PLUGIN_NAME, PLUGIN_ROOT, registered_plugin_dir
+    from imagenetx.app.install import PLUGIN_NAME, PLUGIN_ROOT, registered_plugin_dir
 
     found = registered_plugin_dir()
     if not found:
@@ -232,7 +232,7 @@ def caches(pulls: bool = True) -> List[Line]:
     root = str(cache_root())
     folders = [("heads", os.path.join(root, "zero_shot")), ("downloads", root)]
     if pulls:
-        from imagenetx.plugin import reports_dir
+        from imagenetx.app.report_folder import reports_dir
 
         folders.append(("reports", reports_dir()))
     lines = [Line(topic, f"{folder}: {_size(folder)}" if os.path.isdir(folder)

@@ -134,7 +134,7 @@ def add_delegate_input(ctx, inputs, large: bool, above: int, unit: str) -> None:
     the user needs to know about it: where background runs are not set up,
     no checkbox and a note that the job runs here with progress; where no
     worker runs, a warning naming the command that starts one."""
-    from imagenetx.plugin import worker_running
+    from imagenetx.app.workers import worker_running
 
     if not delegation_enabled():
         if large:

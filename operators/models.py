@@ -101,15 +101,16 @@ def check_spec(ctx, inputs):
     """The Model (with its Architecture, Remap and prompts) as the library
     would take it; one error line and Execute disabled if not."""
     from imagenetx.errors import ImageNetXError
-    from imagenetx.models.specs import parse_spec
+    from imagenetx.models.sources import ModelRequest, check_request
 
     p = model_params(ctx.params)
     model = p.get("model")
     if not model:
         return
     try:
-        parse_spec(model, p.get("arch") or None, bool(p.get("remap_by_position")),
-                   templates=p.get("templates") or None, prompt=p.get("prompt") or None)
+        check_request(model, ModelRequest(
+            arch=p.get("arch") or None, remap_by_position=bool(p.get("remap_by_position")),
+            templates=p.get("templates") or None, prompt=p.get("prompt") or None))
     except ImageNetXError as e:
         invalid(inputs, "spec_error", in_form_terms(str(e)))
 

@@ -35,7 +35,8 @@ class ExportReport(foo.Operator):
                     default=fields[:4], label="Prediction fields",
                     view=types.AutocompleteView(choices=[
                         types.Choice(f, label=f) for f in fields]))
-        from imagenetx.plugin import app_is_local, reports_dir
+        from imagenetx.app.address import app_is_local
+        from imagenetx.app.report_folder import reports_dir
 
         where = "" if app_is_local() else (
             f" (this App is reachable from other machines: it writes under {reports_dir()})")
@@ -52,7 +53,7 @@ class ExportReport(foo.Operator):
         import os
 
         from imagenetx.errors import ImageNetXError
-        from imagenetx.plugin import report_path_refusal
+        from imagenetx.app.report_folder import report_path_refusal
         from imagenetx.present.report import write_report
 
         refusal = report_path_refusal(ctx.params["out"])
@@ -83,7 +84,7 @@ def _check(ctx, inputs) -> None:
     if ctx.params.get("pred_fields") == []:
         invalid(inputs, "fields_error", "Prediction fields: pick at least one")
         return
-    from imagenetx.plugin import report_path_refusal
+    from imagenetx.app.report_folder import report_path_refusal
 
     out = ctx.params.get("out")
     if not out:

@@ -148,7 +148,7 @@ class ImageNetXPanel(foo.Panel):
         wrote a field), the App reloads and the chart includes it. Called
         only when :func:`.state.poll_news` finds something new."""
         from imagenetx.analysis.columns import dataset_version
-        from imagenetx.plugin import background_runs
+        from imagenetx.app.workers import background_runs
 
         state = ctx.panel.state
         set_if_changed(state, "runs", background_runs(ctx.dataset.name))
@@ -215,7 +215,7 @@ class ImageNetXPanel(foo.Panel):
         from imagenetx.analysis.columns import dataset_version
         from imagenetx.analysis.memo import memoized
         from imagenetx.errors import ImageNetXError
-        from imagenetx.plugin import background_runs
+        from imagenetx.app.workers import background_runs
         from imagenetx.store.schema import prediction_fields
 
         state = ctx.panel.state

@@ -81,7 +81,7 @@ def poll_news(ctx) -> bool:
     """Whether the background runs or the dataset changed since the panel
     last looked."""
     from imagenetx.analysis.columns import dataset_version
-    from imagenetx.plugin import background_runs
+    from imagenetx.app.workers import background_runs
 
     if ctx.dataset is None:
         return False

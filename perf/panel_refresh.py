@@ -32,7 +32,7 @@ import fiftyone as fo  # noqa: E402
 import fiftyone.operators as foo  # noqa: E402
 
 from imagenetx.benchmarks.imagenet_x import annotations as anno  # noqa: E402
-from imagenetx.plugin import PLUGIN_NAME, install_plugin  # noqa: E402
+from imagenetx.app.install import PLUGIN_NAME, install_plugin  # noqa: E402
 from imagenetx.store.classifications import write_classifications  # noqa: E402
 from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset  # noqa: E402
 from imagenetx.store.indexes import added_indexes, ensure_indexes  # noqa: E402

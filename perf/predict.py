@@ -80,7 +80,7 @@ from imagenetx.models.loader import (  # noqa: E402
     crop_reader as _reader,
     default_workers,
 )
-from imagenetx.models.specs import load_model  # noqa: E402
+from imagenetx.models.sources import ModelRequest, load_model  # noqa: E402
 
 FOLDER = Path(tempfile.gettempdir()) / "imagenetx-bench-jpegs"
 
@@ -128,10 +128,11 @@ class Model:
     def __init__(self, spec, args):
         self.device = _device(args.device)
         self.dtype = _amp_dtype(args.amp, self.device)
-        loaded = load_model(spec, pretrained=False, prompt=zero_shot_prompt(spec, args))
+        loaded = load_model(spec, ModelRequest(pretrained=False,
+                                              prompt=zero_shot_prompt(spec, args)))
         self.loaded = loaded
         self.normalize = loaded.preprocessing.normalizer(self.device)
-        model = loaded.model.to(self.device, memory_format=torch.channels_last)
+        model = loaded.module.to(self.device, memory_format=torch.channels_last)
         self.model = torch.compile(model) if args.compile else model
 
     def __call__(self, images, mapping=None):

@@ -55,9 +55,9 @@ def main():
 
     # for information: the heavier variants
     variants = {}
-    for label, kwargs in (("multi-factor", {"which": "multi"}),
+    for label, kwargs in (("multi-factor", {"slicing": "factors"}),
                           ("ReaL (clean)", {"correct": "real"}),
-                          ("by meta-class", {"by_metaclass": True})):
+                          ("by meta-class", {"by": "metaclass"})):
         times = []
         for _ in range(3):
             t = time.perf_counter()

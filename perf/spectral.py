@@ -29,7 +29,7 @@ from PIL import Image  # noqa: E402
 
 from imagenetx.models.engine import resolve_device as _device  # noqa: E402
 from imagenetx.models.inference import predict  # noqa: E402
-from imagenetx.models.specs import load_model  # noqa: E402
+from imagenetx.models.sources import ModelRequest, load_model  # noqa: E402
 from imagenetx.probes.run import run_probe  # noqa: E402
 from predict import make_images  # noqa: E402
 
@@ -42,14 +42,14 @@ def timed(fn):
 
 def bare_forward(paths, args) -> float:
     """Seconds of the model's forward alone over the decoded images."""
-    loaded = load_model(args.model, pretrained=args.pretrained)
+    loaded = load_model(args.model, ModelRequest(pretrained=args.pretrained))
     device = _device(args.device)
     prep = loaded.preprocessing
     transform = prep.transform()
     batches = [torch.stack([transform(Image.open(p).convert("RGB"))
                             for p in paths[i:i + args.batch_size]])
                for i in range(0, len(paths), args.batch_size)]
-    model = loaded.model.to(device, memory_format=torch.channels_last)
+    model = loaded.module.to(device, memory_format=torch.channels_last)
     with torch.inference_mode():
         model(batches[0][:2].to(device))
         start = time.perf_counter()

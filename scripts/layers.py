@@ -32,7 +32,7 @@ PACKAGE = "imagenetx"
 #: the layers, bottom first; a unit is a top-level module or package of
 #: ``imagenetx``, and each may import its own layer and those below
 LAYERS: Tuple[Tuple[str, ...], ...] = (
-    ("errors", "options", "memory", "deprecation", "ports"),
+    ("errors", "options", "memory", "ports"),
     ("metrics",),
     ("classes", "protocols"),
     ("store",),
@@ -41,7 +41,7 @@ LAYERS: Tuple[Tuple[str, ...], ...] = (
     ("probes", "attacks"),
     ("analysis",),
     ("present",),
-    ("plugin", "doctor", "cli", "__main__"),
+    ("app", "doctor", "cli", "__main__"),
 )
 
 #: the marker on the line of a lazy import (inside a function) for start-up
@@ -65,9 +65,8 @@ class Arrow:
         line: the line of the import in ``source``
         inside_function: whether the import runs inside a function
         lazy: whether its line carries :data:`LAZY`
-        kind: ``"import"``, ``"import_module"``, ``"registry"`` (a
-            ``"module:Name"`` string) or ``"moved"`` (a deprecated alias,
-            :func:`imagenetx.deprecation.moved_to`, to a module's new place)
+        kind: ``"import"``, ``"import_module"`` or ``"registry"`` (a
+            ``"module:Name"`` string)
     """
 
     source: str
@@ -175,8 +174,6 @@ class _Reader(ast.NodeVisitor):
                    if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         if name in ("import_module", "__import__") and literal:
             self._add(literal[0], node, "import_module")
-        elif name == "moved_to" and literal:
-            self._add(literal[-1], node, "moved")
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
@@ -205,9 +202,8 @@ def read_arrows(root: str = ROOT) -> List[Arrow]:
 
 
 #: arrows that are no imports of the layering: a registry entry names an
-#: upper layer's plug-in without importing it; a deprecated alias points
-#: from a name's old place to its new one for one version
-NOT_LAYERING = ("registry", "moved")
+#: upper layer's plug-in without importing it
+NOT_LAYERING = ("registry",)
 
 
 def upward(arrows: Sequence[Arrow]) -> List[Arrow]:
@@ -219,7 +215,7 @@ def upward(arrows: Sequence[Arrow]) -> List[Arrow]:
 def circles(arrows: Sequence[Arrow]) -> List[List[str]]:
     """The files that import each other in a loop (strongly connected
     components of more than one file), each sorted; registry entries are
-    not imports and are left out, as are deprecated aliases."""
+    not imports and are left out."""
     graph = defaultdict(set)
     for a in arrows:
         if a.kind not in NOT_LAYERING:
@@ -321,12 +317,6 @@ def report(root: str = ROOT, out=sys.stdout, details: bool = True) -> dict:
     if details:
         for a in up:
             print(f"  {a.source}:{a.line} -> {a.target}", file=out)
-    moved = [a for a in arrows if a.kind == "moved"]
-    print(f"deprecated aliases (old place -> new, removed in 0.2): {len(moved)}",
-          file=out)
-    if details:
-        for a in moved:
-            print(f"  {a.source} -> {a.target}", file=out)
     print(f"imports of imagenetx inside functions: {len(inside)} "
           f"({len(inside) - len(not_marked)} marked '{LAZY}', "
           f"{len(not_marked)} not)", file=out)
@@ -334,8 +324,7 @@ def report(root: str = ROOT, out=sys.stdout, details: bool = True) -> dict:
         for a in not_marked:
             print(f"  {a.source}:{a.line} -> {a.target}", file=out)
     return {"lines": lines, "circles": len(found_circles), "upward": len(pairs),
-            "inside_functions": len(inside), "not_marked": len(not_marked),
-            "moved": len(moved)}
+            "inside_functions": len(inside), "not_marked": len(not_marked)}
 
 
 def main(argv=None) -> int:

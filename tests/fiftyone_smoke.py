@@ -27,7 +27,7 @@ def main(photos_dir: str) -> None:
     from fiftyone.operators.registry import OperatorRegistry
 
     from imagenetx.cli import main as cli
-    from imagenetx.plugin import PLUGIN_NAME, PLUGIN_ROOT, install_plugin
+    from imagenetx.app.install import PLUGIN_NAME, PLUGIN_ROOT, install_plugin
 
     install_plugin()
     assert PLUGIN_NAME in [p.name for p in fop.list_plugins()], fop.list_plugins()

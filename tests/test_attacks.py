@@ -197,7 +197,7 @@ def test_attack_success_per_slice_its_broken_images_and_the_panel_chart(attacked
     import fiftyone.server.view as fosv
 
     from imagenetx.analysis.attacks import attack_success, broken_view
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
     from test_panel import PanelSession
 
     ds, _, _ = attacked

@@ -25,7 +25,7 @@ import pytest
 
 from conftest import REPO, SHARED_DATA, scaled
 from imagenetx.analysis import analysis_options, compute_ratios, mistakes_view
-from imagenetx.plugin import install_plugin
+from imagenetx.app.install import install_plugin
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

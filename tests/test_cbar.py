@@ -243,7 +243,7 @@ def test_predict_feeds_the_224_images_as_they_are(cbar):
     from PIL import Image as PILImage
 
     from imagenetx.models.inference import predict
-    from imagenetx.models.specs import load_model
+    from imagenetx.models.sources import ModelRequest, load_model
 
     ds, _, _ = cbar
     view = ds.limit(2)
@@ -251,7 +251,7 @@ def test_predict_feeds_the_224_images_as_they_are(cbar):
     predict(view, "timm:efficientnet_lite0", "lite0_raw", pretrained=False, logits=True,
             num_workers=0)
     torch.manual_seed(0)
-    classifier = load_model("timm:efficientnet_lite0", pretrained=False)
+    classifier = load_model("timm:efficientnet_lite0", ModelRequest(pretrained=False))
     prep = classifier.preprocessing
     x = torch.stack([torch.from_numpy(np.asarray(PILImage.open(p).convert("RGB")))
                      .permute(2, 0, 1) for p in view.values("filepath")])

@@ -154,7 +154,7 @@ def test_the_app_s_queued_run_model_says_which_run_holds_the_field(
     monkeypatch.setattr(fo.config, "allow_legacy_orchestrators", True)
     from fiftyone.operators.delegated import DelegatedOperationService
 
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
 
     install_plugin()
     ds, _ = held_dataset

@@ -341,7 +341,7 @@ def test_panel_draws_figure_4_and_clicks_through_to_a_factor(val_dataset, monkey
     from test_panel import PanelSession
 
     from imagenetx.analysis import mistakes_view
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
 
     install_plugin()
     monkeypatch.setenv(reference.RESULTS_DIR_ENV, RESULTS)

@@ -169,11 +169,12 @@ def test_lite0_shape_bias_is_the_one_in_the_docs(cue, lite0):
 
 @needs_data
 def test_16_class_decisions_equal_a_direct_torch_computation(cue, lite0):
-    from imagenetx.models.specs import load_model
+    from imagenetx.models.sources import ModelRequest, load_model
 
     import torchvision.transforms as T
 
-    loaded = load_model(f"checkpoint:{lite0}", "efficientnet_lite0", remap_by_position=True)
+    loaded = load_model(f"checkpoint:{lite0}",
+                        ModelRequest(arch="efficientnet_lite0", remap_by_position=True))
     table = json.loads((REPO / "imagenetx/classes/data/cue_conflict/"
                         "human_categories.json").read_text())
     names = sorted(table)
@@ -184,7 +185,7 @@ def test_16_class_decisions_equal_a_direct_torch_computation(cue, lite0):
                                                      std=[0.229, 0.224, 0.225])])
     batch = torch.stack([transform(Image.open(p).convert("RGB")) for p in view.values("filepath")])
     with torch.inference_mode():
-        probs = loaded.model.eval()(batch).softmax(dim=1)
+        probs = loaded.module.eval()(batch).softmax(dim=1)
     means = torch.stack([probs[:, table[c]].mean(dim=1) for c in names], dim=1)
     expected = [names[i] for i in means.argmax(dim=1).tolist()]
     stored = view.values("lite0")
@@ -281,7 +282,7 @@ def test_stimuli_download_into_the_cache_and_offline_error(tmp_path, monkeypatch
 def test_operator_loads_the_stimuli():
     import fiftyone.operators as foo
 
-    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+    from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
     install_plugin()
     result = foo.execute_operator(
@@ -297,7 +298,7 @@ def test_panel_plots_shape_bias_and_clicks_through_to_texture_decisions(cue):
     import fiftyone.server.view as fosv
     from test_panel import PanelSession
 
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
 
     install_plugin()
     panel = PanelSession(cue.name)

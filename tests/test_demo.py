@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from conftest import SHARED_DATA
-from imagenetx.analysis import factor_accuracies
+from imagenetx.analysis import slice_accuracies
 from imagenetx.cli import main
 from imagenetx.benchmarks.imagenet_x.factors import FACTORS
 
@@ -56,7 +56,7 @@ def test_label_bias_equals_the_authors_human_row_exactly(demo_build):
     """ImageNet's labels scored against ReaL (empty ReaL set = wrong),
     top factors, prototypes left out: the `human` row of the authors'
     real_class table, to the last bit."""
-    table = factor_accuracies(
+    table = slice_accuracies(
         "demo-test", "imagenet_labels", correct="real", real_mode="paper"
     )
     with open(HUMAN_TABLE) as f:

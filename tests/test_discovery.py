@@ -303,7 +303,7 @@ def test_report_section(planted, tmp_path):
 def test_operator_lists_slices_and_shows_the_first_ones_mistakes(planted):
     import fiftyone.operators as foo
 
-    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+    from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
     _, info = planted
     install_plugin()

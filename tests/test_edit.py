@@ -408,7 +408,7 @@ def test_operator_edits_delegated_with_progress(photos, monkeypatch):
     monkeypatch.setattr(fo.config, "allow_legacy_orchestrators", True)
     from fiftyone.operators.delegated import DelegatedOperationService
 
-    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+    from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
     install_plugin()
     operator = f"{PLUGIN_NAME}/edit_objects"
@@ -435,7 +435,7 @@ def test_operator_form_offers_mask_fields_and_checks_the_edits(photos):
     from fiftyone.operators.executor import resolve_type
     from fiftyone.operators.registry import OperatorRegistry
 
-    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+    from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
     install_plugin()
     _source("edit-form", photos)

@@ -366,7 +366,7 @@ def test_app_operator_pulls_imagenet_shards(repos):
     import fiftyone.operators as foo
     from fiftyone.operators.executor import ExecutionContext
 
-    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+    from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
     install_plugin()
     uri = f"{PLUGIN_NAME}/load_from_hub"
@@ -890,7 +890,7 @@ def _push_form(dataset: str, params: dict) -> tuple:
     import fiftyone.operators as foo
     from fiftyone.operators.executor import ExecutionContext
 
-    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+    from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
     install_plugin()
     ctx = ExecutionContext(request_params={"dataset_name": dataset,

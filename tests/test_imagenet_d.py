@@ -206,7 +206,7 @@ def test_command_line(release, capsys):
 def test_operator(release):
     import fiftyone.operators as foo
 
-    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+    from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
     install_plugin()
     result = foo.execute_operator(
@@ -497,7 +497,7 @@ def test_panel_on_imagenet_d_clicks_through_to_a_nuisance(scored):
     nuisance's mistakes."""
     import fiftyone.server.view as fosv
 
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
     from test_panel import PanelSession
 
     install_plugin()

@@ -252,7 +252,7 @@ def test_broken_pairs_view_shows_each_pair(predicted):
 
 
 def test_panel_paired_chart_and_click(predicted):
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
     from test_panel import PanelSession
 
     install_plugin()
@@ -371,7 +371,7 @@ def test_report_has_the_paired_section(predicted, tmp_path):
 def test_load_operator_opens_the_grouped_dataset(release):
     import fiftyone.operators as foo
 
-    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+    from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
     install_plugin()
     result = foo.execute_operator(

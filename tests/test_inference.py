@@ -338,11 +338,11 @@ def timm_checkpoints(images):
     ``.safetensors`` and as a training script's wrapped ``torch.save``."""
     from safetensors.torch import save_file
 
-    from imagenetx.models.specs import load_model
+    from imagenetx.models.sources import ModelRequest, load_model
 
     folder = images.parent / "timm-checkpoints"
     folder.mkdir(exist_ok=True)
-    state = load_model(SPEC, ARCH, **REMAP).model.state_dict()
+    state = load_model(SPEC, ModelRequest(arch=ARCH, **REMAP)).module.state_dict()
     save_file(state, folder / "lite0.safetensors")
     # DistributedDataParallel's prefix, under a "state_dict" key
     torch.save({"state_dict": {f"module.{k}": v for k, v in state.items()},
@@ -401,7 +401,7 @@ def test_torchvision_spec_and_library_errors(images):
 
 
 def test_operator_runs_the_model_and_evaluates(images):
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
 
     install_plugin()
     assert foo.operator_exists(OPERATOR)
@@ -434,7 +434,7 @@ def test_operator_form_has_the_remap_checkbox_and_checks_it(images):
     from fiftyone.operators.executor import resolve_type
     from fiftyone.operators.registry import OperatorRegistry
 
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
 
     install_plugin()
     make("inf-form", images, bad=False)
@@ -458,7 +458,7 @@ def test_operator_delegates_and_reports_progress(images, monkeypatch):
     monkeypatch.setattr(fo.config, "allow_legacy_orchestrators", True)
     from fiftyone.operators.delegated import DelegatedOperationService
 
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
 
     install_plugin()
     make("inf-delegated", images, bad=False)
@@ -512,9 +512,9 @@ def test_decoders_agree_with_pil_on_real_photos(images, odd_images):
     the CPU here), against PIL, with the real weights: the same top-1, and
     pixel and logit differences within what 8-bit rounding explains."""
     from imagenetx.models.decode import CropReader, Geometry, decode_batch
-    from imagenetx.models.specs import load_model
+    from imagenetx.models.sources import ModelRequest, load_model
 
-    loaded = load_model(SPEC, ARCH, **REMAP)
+    loaded = load_model(SPEC, ModelRequest(arch=ARCH, **REMAP))
     prep = loaded.preprocessing
     geometry = Geometry.of(prep.geometry)
     assert geometry == Geometry(256, "bicubic", (224, 224))
@@ -532,7 +532,7 @@ def test_decoders_agree_with_pil_on_real_photos(images, odd_images):
         assert diff.mean() < 0.01 and diff.max() <= 2
     normalize = prep.normalizer("cpu")
     with torch.inference_mode():
-        logits = [loaded.model(normalize(x)) for x in (pil, tv, batched)]
+        logits = [loaded.module(normalize(x)) for x in (pil, tv, batched)]
     top1 = [out.argmax(1).tolist() for out in logits]
     assert top1[0] == top1[1] == top1[2]
     assert top1[0][:2] == [281, 967] or top1[0][1] == 967
@@ -548,9 +548,9 @@ def test_bad_and_odd_files_take_the_fallback_or_fail_alone(images, odd_images, m
     the CPU, predict the same."""
     import imagenetx.models.inference as inference
     from imagenetx.models.decode import CropReader, Geometry, decodable, decode_batch
-    from imagenetx.models.specs import load_model
+    from imagenetx.models.sources import ModelRequest, load_model
 
-    prep = load_model(SPEC, ARCH, **REMAP).preprocessing
+    prep = load_model(SPEC, ModelRequest(arch=ARCH, **REMAP)).preprocessing
     geometry = Geometry.of(prep.geometry)
     pil = CropReader(prep.geometry, geometry, "pil")
     tv = CropReader(prep.geometry, geometry, "torchvision")
@@ -716,7 +716,7 @@ def test_the_run_model_result_names_the_form_s_ground_truth_input(images):
 
     from fiftyone.operators.executor import execute_or_delegate_operator
 
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
 
     install_plugin()
     ds = make("inf-no-eval-form", images, bad=False)

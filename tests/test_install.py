@@ -349,7 +349,7 @@ def test_doctor_on_this_machine(capsys):
     import fiftyone as fo
 
     from imagenetx.cli import main
-    from imagenetx.plugin import PLUGIN_ROOT, install_plugin
+    from imagenetx.app.install import PLUGIN_ROOT, install_plugin
 
     link = install_plugin()
     assert main(["doctor"]) == 0

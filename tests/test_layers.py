@@ -4,11 +4,9 @@ The imports are read with ``ast`` by ``scripts/layers.py`` (``make layers``
 prints the counts); docs/architecture.md draws the layers.
 """
 
-import importlib
 import importlib.util
 import sys
 import textwrap
-import warnings
 
 import pytest
 
@@ -83,17 +81,12 @@ def test_the_reader_finds_circles_upward_and_hidden_imports(tmp_path):
             def h():
                 from imagenetx.metrics import a
             """,
-        "imagenetx/store/old.py": """
-            from imagenetx.deprecation import moved_to
-            __getattr__ = moved_to(__name__, "imagenetx.cli.c")
-            """,
     })
     found = layers.read_arrows(str(tmp_path))
     by = {(a.source.split("/", 1)[1], a.target.split("/", 1)[1], a.kind) for a in found}
     assert ("present/b.py", "metrics/a.py", "import") in by  # relative, resolved
     assert ("present/b.py", "cli/c.py", "registry") in by
     assert ("present/b.py", "cli/c.py", "import_module") in by
-    assert ("store/old.py", "cli/c.py", "moved") in by
 
     assert layers.circles(found) == [["imagenetx/metrics/a.py", "imagenetx/present/b.py"]]
     up = {(a.source, a.target) for a in layers.upward(found)}
@@ -102,24 +95,3 @@ def test_the_reader_finds_circles_upward_and_hidden_imports(tmp_path):
     hidden = layers.hidden(found)
     assert [(a.source, a.line) for a in hidden] == [("imagenetx/metrics/a.py", 3)]
     assert len(layers.inside_functions(found)) == 3  # one marked lazy, one in a lazy module
-
-
-@pytest.mark.parametrize("old, new, name", [
-    ("imagenetx.benchmarks.imagenet_x.charts", "imagenetx.present.charts.imagenet_x",
-     "PUBLISHED"),
-    ("imagenetx.benchmarks.cue_conflict.charts", "imagenetx.present.charts.cue_conflict",
-     "SHAPE_BIAS"),
-    ("imagenetx.benchmarks.imagenet_e.charts", "imagenetx.present.charts.imagenet_e",
-     "PAIRED"),
-    ("imagenetx.attacks.charts", "imagenetx.present.charts.attacks", "ATTACK_SUCCESS"),
-    ("imagenetx.benchmarks.imagenet_x.demo", "imagenetx.analysis.demo", "build_demo"),
-])
-def test_a_moved_name_is_still_imported_from_its_old_place_with_a_warning(old, new, name):
-    module = importlib.import_module(old)
-    with pytest.warns(DeprecationWarning, match=f"{old} moved to {new}"):
-        value = getattr(module, name)
-    assert value is getattr(importlib.import_module(new), name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        with pytest.raises(AttributeError):
-            module.__wrapped__  # dunder lookups (inspect, copy) warn nothing

@@ -53,7 +53,7 @@ def _summaries(which, correct):
         scored[m] = metrics.Scored(is_correct, v[which], v["classes"],
                                    confidence, mc)
     out = metrics.ErrorRatios(intervals=False).reduce(scored, FACTORS, METACLASSES)
-    return {m: s.to_dict("factor", "metaclasses") for m, s in out.items()}
+    return {m: s.to_dict() for m, s in out.items()}
 
 
 @needs_shared_data
@@ -77,8 +77,6 @@ def test_every_number_of_the_authors_tables(which, correct):
         _close(s["accuracy"], row["average"], "average")
         _close(s["worst_slice_accuracy"], row["worst_factor"], "worst_factor")
         assert s["slices"][s["worst_slice"]]["accuracy"] == s["worst_slice_accuracy"]
-        # the first release's keys, kept as an alias for one release
-        assert s["factors"] == s["slices"] and s["worst_factor"] == s["worst_slice"]
         _close(s["worst_100_classes"], row["worst_100_classes"], "worst_100")
 
     rows = read_table(which, correct, metaclass=True)
@@ -317,13 +315,25 @@ def test_summary_is_json_ready_and_flags_few_images():
     scored = metrics.Scored(correct, factors, classes,
                             np.full(len(correct), 0.8), classes % len(METACLASSES))
     out = metrics.ErrorRatios().reduce({"m": scored}, FACTORS, METACLASSES)
-    out = {m: s.to_dict("factor", "metaclasses") for m, s in out.items()}
+    out = {m: s.to_dict() for m, s in out.items()}
     text = json.dumps(out, allow_nan=False)  # NaN became None
     s = json.loads(text)["m"]
-    assert s["factors"]["multiple_objects"]["accuracy"] is None
-    assert s["factors"]["multiple_objects"]["few_images"] is True
-    assert s["factors"]["pose"]["few_images"] is False
-    assert s["worst_reliable_factor"] in FACTORS
-    assert set(s["metaclasses"]) == set(METACLASSES)
-    shares = [s["factors"][f]["share_of_images"] for f in FACTORS]
+    assert s["slices"]["multiple_objects"]["accuracy"] is None
+    assert s["slices"]["multiple_objects"]["few_images"] is True
+    assert s["slices"]["pose"]["few_images"] is False
+    assert s["worst_reliable_slice"] in FACTORS
+    assert set(s["groups"]) == set(METACLASSES)
+    shares = [s["slices"][f]["share_of_images"] for f in FACTORS]
     assert sum(shares) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("old", [{"which": "multi"}, {"metaclass": "dog"},
+                                 {"by_metaclass": True}])
+def test_settings_have_one_keyword_per_concept(old):
+    """The first release's synonyms are unknown settings: the error names
+    the keyword and lists the settings, `slicing`, `within` and `by` among them."""
+    with pytest.raises(ImageNetXError, match=f"Unknown analysis setting\\(s\\) {next(iter(old))}: "
+                       "use .*by.*slicing.*within"):
+        Settings.create(**old)
+    assert Settings.create(slicing="factors", within=("metaclass", "dog"), by="metaclass") \
+        == Settings(slicing="factors", within=("metaclass", "dog"), by="metaclass")

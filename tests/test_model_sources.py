@@ -314,11 +314,10 @@ def test_zoo_model_matches_native_and_fiftyone(photos):
     from fiftyone.utils.torch import TorchImageModel, TorchImageModelConfig
 
     from imagenetx.models.sources.zoo import classifier_from_fiftyone_model
-    from imagenetx.models.specs import load_model as load_spec
 
     path = lite0_checkpoint()
-    native = load_spec(f"checkpoint:{path}", arch="efficientnet_lite0",
-                       remap_by_position=True)
+    native = load_model(f"checkpoint:{path}",
+                        ModelRequest(arch="efficientnet_lite0", remap_by_position=True))
     prep = native.preprocessing
     config = TorchImageModelConfig({
         "entrypoint_fcn": lambda: native.module,

@@ -138,13 +138,13 @@ def lite0(loaded):
 
 
 def _logits_here(path, files) -> np.ndarray:
-    from imagenetx.models.specs import load_model
+    from imagenetx.models.sources import ModelRequest, load_model
 
-    loaded = load_model(f"checkpoint:{path}", ARCH, remap_by_position=True)
+    loaded = load_model(f"checkpoint:{path}", ModelRequest(arch=ARCH, remap_by_position=True))
     transform = loaded.preprocessing.transform()
     batch = torch.stack([transform(Image.open(f).convert("RGB")) for f in files])
     with torch.inference_mode():
-        return loaded.model.eval()(batch).numpy()
+        return loaded.module.eval()(batch).numpy()
 
 
 def test_imagenet_a_scores_the_argmax_over_its_200_classes(loaded, lite0):
@@ -235,7 +235,7 @@ def test_panel_click_shows_the_subset_mistakes_of_a_class(loaded, lite0):
     import fiftyone.server.view as fosv
     from test_panel import PanelSession
 
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
 
     install_plugin()
     ds = loaded["a"]
@@ -505,7 +505,7 @@ def test_gathered_shape_bias_and_imagenet_accuracy(photos_dir, lite0, tmp_path):
 def test_operator_loads_a_release_folder(release):
     import fiftyone.operators as foo
 
-    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+    from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
     install_plugin()
     folder, expected = release["v2"]

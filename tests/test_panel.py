@@ -16,7 +16,7 @@ import pytest
 
 from conftest import make_dataset
 from imagenetx.analysis import compute_ratios, mistakes_view
-from imagenetx.plugin import PLUGIN_NAME, install_plugin
+from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
 PANEL = f"{PLUGIN_NAME}/imagenetx_panel"
 
@@ -90,7 +90,7 @@ def test_panel_shows_label_bias_and_clicks_through_to_mistakes(demo_build):
     (trace,) = panel.data(requests)["chart"]
     assert trace["name"] == "imagenet_labels"
     expected = compute_ratios(name, ["imagenet_labels"], correct="real").to_dict()
-    factors = expected["models"]["imagenet_labels"]["factors"]
+    factors = expected["models"]["imagenet_labels"]["slices"]
     for factor, ratio in zip(trace["x"], trace["y"]):
         assert ratio == factors[factor]["error_ratio"]
     assert trace["x"][:3] == ["subcategory", "texture", "shape"]
@@ -143,7 +143,7 @@ def test_panel_follows_the_view_and_the_controls(demo_build):
     assert population.startswith(
         f"- `imagenet_labels`: {len(counted):,} of {len(evaluated):,} images carry "
         "ImageNet-X factors, prototypes aside")
-    row = expected["models"]["imagenet_labels"]["factors"]
+    row = expected["models"]["imagenet_labels"]["slices"]
     assert dict(zip(trace["x"], trace["y"])) == {
         f: row[f]["error_ratio"] for f in trace["x"]}
     # the App repeats a view change: nothing is computed again
@@ -153,9 +153,9 @@ def test_panel_follows_the_view_and_the_controls(demo_build):
     panel.send("set_control", control="slicing", value="factors")  # its button
     requests = panel.send("set_control", control="real_mode", value="paper")
     (trace,) = panel.data(requests)["chart"]
-    expected = compute_ratios(dogs, "imagenet_labels", which="multi",
+    expected = compute_ratios(dogs, "imagenet_labels", slicing="factors",
                               correct="real", real_mode="paper").to_dict()
-    row = expected["models"]["imagenet_labels"]["factors"]
+    row = expected["models"]["imagenet_labels"]["slices"]
     assert dict(zip(trace["x"], trace["y"])) == {
         f: row[f]["error_ratio"] for f in trace["x"]}
     # and its click-through uses the same settings

@@ -16,7 +16,7 @@ import pytest
 from fiftyone.operators.executor import ExecutionError
 
 from conftest import REPO, make_dataset
-from imagenetx.plugin import PLUGIN_NAME, install_plugin
+from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
 OPERATOR = f"{PLUGIN_NAME}/load_imagenetx"
 
@@ -194,14 +194,16 @@ def test_an_app_beyond_this_machine_says_so_and_writes_reports_in_its_folder(
     """Bound beyond this machine: one line says what the App exposes, and
     the report form refuses a page outside the configured folder (before
     Execute and at Execute)."""
-    from imagenetx.plugin import exposure_warning, is_local_address, report_path_refusal
+    from imagenetx.app.address import is_local_address
+    from imagenetx.app.launch import exposure_warning
+    from imagenetx.app.report_folder import report_path_refusal
 
     assert is_local_address("127.0.0.1") and is_local_address("localhost")
     assert not is_local_address("0.0.0.0")
     reports = tmp_path / "reports"
     monkeypatch.setenv("IMAGENETX_REPORTS_DIR", str(reports))
     line = exposure_warning("0.0.0.0", 5151)
-    assert "0.0.0.0:5151" in line and str(reports) in line and "--address 127.0.0.1" in line
+    assert "0.0.0.0:5151" in line and str(reports) in line and "`address=127.0.0.1`" in line
     assert report_path_refusal(str(tmp_path / "r.html")) is None  # a local App
 
     monkeypatch.setenv("IMAGENETX_APP_ADDRESS", "0.0.0.0")
@@ -230,7 +232,9 @@ def test_an_app_started_by_fiftyone_itself_is_judged_by_its_own_address(
     """An App that ``launch_app`` did not start (``fo.launch_app``, ``fiftyone
     app launch``) binds its server's ``--address``, else FiftyOne's
     configured default: the report form follows that address."""
-    from imagenetx.plugin import APP_ADDRESS_ENV, PLUGIN_NAME, report_path_refusal, reports_dir
+    from imagenetx.app.address import APP_ADDRESS_ENV
+    from imagenetx.app.install import PLUGIN_NAME
+    from imagenetx.app.report_folder import report_path_refusal, reports_dir
 
     monkeypatch.delenv(APP_ADDRESS_ENV, raising=False)
     monkeypatch.delenv("IMAGENETX_REPORTS_DIR", raising=False)

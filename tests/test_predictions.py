@@ -374,7 +374,7 @@ def test_command_prints_the_summary(cli_runs):
 
 
 def test_operator_imports_predictions(tmp_path):
-    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+    from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
     install_plugin()
     operator = f"{PLUGIN_NAME}/import_predictions"

@@ -28,7 +28,7 @@ from imagenetx.metrics.corruption import (
     corruption_errors,
 )
 from imagenetx.metrics.spectral import spectral_bias
-from imagenetx.plugin import PLUGIN_NAME, install_plugin
+from imagenetx.app.install import PLUGIN_NAME, install_plugin
 from imagenetx.probes import get_probe
 from imagenetx.probes.corruption import Corruptions
 from imagenetx.probes.run import probe_info, run_probe

@@ -21,8 +21,8 @@ from imagenetx.analysis import (
     compare_groups,
     compare_models,
     compute_ratios,
-    factor_accuracies,
     mistakes_view,
+    slice_accuracies,
 )
 from conftest import SHARED_DATA
 from imagenetx.benchmarks.imagenet_x import annotations as anno
@@ -35,6 +35,8 @@ from imagenetx.store.classifications import write_classifications
 from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
 
 TOL = 1e-9
+#: the slicing of each of the authors' tables (``top`` / ``multi`` factor labels)
+SLICING = {"top": "top_factor", "multi": "factors"}
 NAME = "ratios-val"
 
 
@@ -123,8 +125,8 @@ def _check_table(result, which, correct, metaclass=False):
 @pytest.mark.parametrize("correct", ["class", "metaclass", "real"])
 def test_compute_ratios_equals_the_authors_tables(val_dataset, which, correct):
     result = _ratios(
-        val_dataset, list(MODELS), which=which, correct=correct,
-        real_mode="paper", by_metaclass=True, intervals=False,
+        val_dataset, list(MODELS), slicing=SLICING[which], correct=correct,
+        real_mode="paper", by="metaclass", intervals=False,
     )
     assert result["interval"] is None and result["real_mode"] == "paper"
     for model in MODELS:
@@ -150,11 +152,11 @@ def test_intervals_flags_and_determinism(val_dataset):
     assert result["interval"] == {"method": "bootstrap-percentile",
                                   "resamples": 1000, "seed": 0, "level": 0.95}
     for model in ("ResNet50", "DINO"):
-        for f, e in result["models"][model]["factors"].items():
+        for f, e in result["models"][model]["slices"].items():
             assert e["few_images"] == (e["n"] < 50)
             if e["n"] >= 50:
                 assert e["ci_low"] < e["error_ratio"] < e["ci_high"], (model, f)
-    few = {f for f, e in result["models"]["DINO"]["factors"].items() if e["few_images"]}
+    few = {f for f, e in result["models"]["DINO"]["slices"].items() if e["few_images"]}
     assert {"style", "brighter", "multiple_objects"} <= few
     again = _ratios(val_dataset, ["DINO", "ResNet50"])
     assert again["models"]["ResNet50"] == result["models"]["ResNet50"]
@@ -165,21 +167,21 @@ def test_mistakes_view_counts_equal_the_metrics_in_every_mode(val_dataset):
     for which in ("top", "multi"):
         for correct, real_mode in (("class", "clean"), ("metaclass", "clean"),
                                    ("real", "clean"), ("real", "paper")):
-            result = _ratios(val_dataset, "DINO", which=which,
+            result = _ratios(val_dataset, "DINO", slicing=SLICING[which],
                                     correct=correct, real_mode=real_mode,
                                     intervals=False)
-            factors = result["models"]["DINO"]["factors"]
+            factors = result["models"]["DINO"]["slices"]
             for f in FACTORS:
-                view = mistakes_view(val_dataset, "DINO", f, which=which,
+                view = mistakes_view(val_dataset, "DINO", f, slicing=SLICING[which],
                                      correct=correct, real_mode=real_mode)
                 assert len(view) == factors[f]["n"] - factors[f]["correct"], (
                     which, correct, real_mode, f)
 
     # one meta-class, and the prototypes kept
-    result = _ratios(val_dataset, "DINO", by_metaclass=True,
+    result = _ratios(val_dataset, "DINO", by="metaclass",
                             include_prototypes=True, intervals=False)
-    dog = result["models"]["DINO"]["metaclasses"]["dog"]["factors"]["pose"]
-    view = mistakes_view(val_dataset, "DINO", "pose", metaclass="dog",
+    dog = result["models"]["DINO"]["groups"]["dog"]["slices"]["pose"]
+    view = mistakes_view(val_dataset, "DINO", "pose", within=("metaclass", "dog"),
                          include_prototypes=True)
     assert len(view) == dog["n"] - dog["correct"] > 0
     sample = view.first()
@@ -187,24 +189,24 @@ def test_mistakes_view_counts_equal_the_metrics_in_every_mode(val_dataset):
     assert sample.DINO.class_index != sample.ground_truth.class_index
 
 
-def test_metaclass_filter_equals_the_by_metaclass_table(val_dataset):
-    whole = _ratios(val_dataset, "ResNet50", by_metaclass=True)
-    dog = _ratios(val_dataset, "ResNet50", metaclass="dog")
-    a = whole["models"]["ResNet50"]["metaclasses"]["dog"]
+def test_within_a_metaclass_equals_the_by_metaclass_table(val_dataset):
+    whole = _ratios(val_dataset, "ResNet50", by="metaclass")
+    dog = _ratios(val_dataset, "ResNet50", within=("metaclass", "dog"))
+    a = whole["models"]["ResNet50"]["groups"]["dog"]
     b = dog["models"]["ResNet50"]
     for f in FACTORS:
         for key in ("n", "accuracy", "error_ratio", "ci_low", "ci_high"):
-            assert a["factors"][f][key] == b["factors"][f][key]
+            assert a["slices"][f][key] == b["slices"][f][key]
 
 
-def test_factor_accuracies_matches_compute_ratios(val_dataset):
-    table = factor_accuracies(val_dataset, "ResNet50", correct="metaclass",
-                              which="multi")
+def test_slice_accuracies_matches_compute_ratios(val_dataset):
+    table = slice_accuracies(val_dataset, "ResNet50", correct="metaclass",
+                             slicing="factors")
     result = _ratios(val_dataset, "ResNet50", correct="metaclass",
-                            which="multi", intervals=False)
+                            slicing="factors", intervals=False)
     assert table.accuracy == result["models"]["ResNet50"]["accuracy"]
     assert [r["n"] for r in table.rows()] == [
-        result["models"]["ResNet50"]["factors"][f]["n"] for f in FACTORS]
+        result["models"]["ResNet50"]["slices"][f]["n"] for f in FACTORS]
 
 
 def _discordant(a, b, membership):
@@ -244,7 +246,7 @@ def test_statistics_between_models_equal_scipy(val_dataset):
     ds = val_dataset
     ids = ds.values("id")
     write_classifications(ds, "DINO_copy", ids, ds.values("DINO.class_index"))
-    same = compare_models(ds, "DINO", "DINO_copy", which="multi")
+    same = compare_models(ds, "DINO", "DINO_copy", slicing="factors")
     assert same["overall"]["p"] == 1.0
     assert all(e["p"] == 1.0 and e["p_holm"] == 1.0 for e in same["slices"].values())
 
@@ -272,8 +274,8 @@ def test_ratios_command(val_dataset, capsys):
     result = json.loads(capsys.readouterr().out)
     assert set(result["models"]) == {"ResNet50", "DINO"}
     for model in result["models"].values():
-        assert {"n", "accuracy", "factors", "worst_factor"} <= set(model)
-        for e in model["factors"].values():
+        assert {"n", "accuracy", "slices", "worst_slice"} <= set(model)
+        for e in model["slices"].values():
             assert {"n", "accuracy", "error_ratio", "ci_low", "ci_high",
                     "few_images"} <= set(e)
     if SHARED_DATA.is_dir():
@@ -281,20 +283,20 @@ def test_ratios_command(val_dataset, capsys):
             r for r in read_table("top", "class") if r["model"] == "DINO")["average"])
 
     assert main(["ratios", "--dataset", NAME, "--pred-field", "ResNet50",
-                 "--which", "multi", "--correct", "real", "--real-mode",
-                 "paper", "--by-metaclass", "--csv", "--no-intervals"]) == 0
+                 "--slicing", "factors", "--correct", "real", "--real-mode",
+                 "paper", "--by", "metaclass", "--csv", "--no-intervals"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert len(rows) == (1 + len(METACLASSES)) * (1 + len(FACTORS))
     overall = next(r for r in rows if r["group"] == "all" and r["slice"] == "all")
     assert float(overall["accuracy"]) == _ratios(
-        val_dataset, "ResNet50", which="multi", correct="real", real_mode="paper",
+        val_dataset, "ResNet50", slicing="factors", correct="real", real_mode="paper",
         intervals=False)["models"]["ResNet50"]["accuracy"]
     if SHARED_DATA.is_dir():
         assert float(overall["accuracy"]) == float(next(
             r for r in read_table("multi", "real") if r["model"] == "ResNet50")["average"])
 
     assert main(["ratios", "--dataset", NAME, "--pred-field", "ResNet50",
-                 "DINO", "--by-metaclass"]) == 0
+                 "DINO", "--by", "metaclass"]) == 0
     out = capsys.readouterr().out
     assert "texture" in out and "worst 100 classes" in out and "95% bootstrap" in out
     assert "ResNet50: error ratio per meta-class" in out
@@ -309,15 +311,20 @@ def test_ratios_command(val_dataset, capsys):
     assert main(["ratios", "--dataset", NAME, "--pred-field", "DINO",
                  "--within", "metaclass"]) == 2
     assert "is not SLICING=VALUE" in capsys.readouterr().err
-    # the general flags give the first release's numbers
+    # --within gives the numbers of the same slice within the by-group table
     assert main(["ratios", "--dataset", NAME, "--pred-field", "DINO", "--json",
                  "--slicing", "factors", "--within", "metaclass=dog",
                  "--no-intervals"]) == 0
-    general = json.loads(capsys.readouterr().out)
-    assert main(["ratios", "--dataset", NAME, "--pred-field", "DINO", "--json",
-                 "--which", "multi", "--metaclass", "dog", "--no-intervals"]) == 0
-    legacy = json.loads(capsys.readouterr().out)
-    assert general == legacy and general["models"]["DINO"]["slices"]["pose"]["n"] > 0
+    within = json.loads(capsys.readouterr().out)
+    grouped = _ratios(val_dataset, "DINO", slicing="factors", by="metaclass",
+                      intervals=False)["models"]["DINO"]["groups"]["dog"]
+    assert within["models"]["DINO"]["slices"]["pose"]["n"] == \
+        grouped["slices"]["pose"]["n"] > 0
+    # the first release's synonyms are gone: argparse refuses them
+    for flag in (["--which", "multi"], ["--metaclass", "dog"], ["--by-metaclass"]):
+        with pytest.raises(SystemExit):
+            main(["ratios", "--dataset", NAME, "--pred-field", "DINO", *flag])
+        assert "unrecognized arguments" in capsys.readouterr().err
 
 
 def test_clear_errors(val_dataset, tmp_path):
@@ -330,7 +337,7 @@ def test_clear_errors(val_dataset, tmp_path):
     with pytest.raises(ImageNetXError, match="Unknown factor"):
         mistakes_view(val_dataset, "DINO", "posture")
     with pytest.raises(ImageNetXError, match="Unknown meta-class"):
-        _ratios(val_dataset, "DINO", metaclass="cat")
+        _ratios(val_dataset, "DINO", within=("metaclass", "cat"))
     with pytest.raises(ImageNetXError, match="No ImageNet-X samples"):
         _ratios(val_dataset.match({"imagenetx.split": "train"}), "DINO")
 

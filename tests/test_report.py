@@ -10,7 +10,7 @@ import pytest
 
 from conftest import REPO
 from imagenetx.analysis import compute_ratios
-from imagenetx.plugin import PLUGIN_NAME, install_plugin
+from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
 
 @pytest.mark.slow

@@ -86,8 +86,9 @@ def test_the_native_panel_computes_each_factor_over_the_images_counted_here(tagg
     assert set(scenarios) == {"ImageNet-X: top factor", "ImageNet-X: factors",
                               "ImageNet-X: metaclass"}
     assert ds.match({"imagenetx.prototype": True}).count() > 0  # left out here
-    for name, which in [("ImageNet-X: top factor", "top"), ("ImageNet-X: factors", "multi")]:
-        expected = compute_ratios(ds, "model", which=which).to_dict()["models"]["model"]["factors"]
+    for name, slicing in [("ImageNet-X: top factor", "top_factor"),
+                          ("ImageNet-X: factors", "factors")]:
+        expected = compute_ratios(ds, "model", slicing=slicing).to_dict()["models"]["model"]["slices"]
         native = _native_subsets(ds, scenarios[name]["id"], "eval_model")
         assert set(native) == {f for f, row in expected.items() if row["n"]}
         for factor, (count, accuracy) in native.items():
@@ -138,7 +139,7 @@ def test_a_dataset_without_factor_tags_gets_no_scenario(photos_dir):
 
 
 def test_the_error_ratio_is_a_custom_metric_of_fiftyones_evaluations(tagged):
-    from imagenetx.plugin import install_plugin
+    from imagenetx.app.install import install_plugin
     from imagenetx.store.evaluation import ERROR_RATIO_METRIC
 
     install_plugin()
@@ -173,7 +174,7 @@ def test_the_error_ratio_is_a_custom_metric_of_fiftyones_evaluations(tagged):
 
 
 def test_the_sample_panel_shows_an_images_factors_and_predictions(tagged):
-    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+    from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
     install_plugin()
     ds = tagged

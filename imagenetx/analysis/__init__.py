@@ -21,7 +21,6 @@ from imagenetx.analysis.discovery import (
 from imagenetx.analysis.engine import (
     analysis_options,
     compute_ratios,
-    factor_accuracies,
     mistakes_view,
     prepare,
     slice_accuracies,
@@ -43,7 +42,6 @@ __all__ = [
     "compute_ratios",
     "discover_slices",
     "DiscoveryResults",
-    "factor_accuracies",
     "mistakes_view",
     "prepare",
     "slice_accuracies",

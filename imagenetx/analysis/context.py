@@ -164,7 +164,7 @@ def _table_settings(samples, s: Settings) -> Tuple[str, str, Optional[str], Sett
     if slicing not in SLICING_WHICH:
         raise ImageNetXError(
             f"The reference tables are per factor: use --slicing top_factor "
-            f"or factors (or --which top|multi), not '{slicing}'")
+            f"or factors, not '{slicing}'")
     correct = s.correct or "class"
     if correct not in ERROR_TYPES:
         raise ImageNetXError(
@@ -203,7 +203,7 @@ def reference_cloud(samples, pred_fields, groups: Sequence[str] = ("imagenet_tes
             rows of several groups are all kept (a model name in two groups
             is two evaluations)
         settings (None): a :class:`Settings` with keyword overrides:
-            ``slicing`` (``top_factor`` / ``factors``, or ``which``),
+            ``slicing`` (``top_factor`` / ``factors``),
             ``correct`` (``class``, ``metaclass``, ``real``: scored in
             ``paper`` mode, as the tables), ``within=("metaclass", M)``
         results_dir (None): a local copy of the authors' ``results`` folder

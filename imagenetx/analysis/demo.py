@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import fiftyone as fo
 
 from imagenetx.benchmarks.imagenet_x import annotations as anno
-from imagenetx.analysis import factor_accuracies
+from imagenetx.analysis import slice_accuracies
 from imagenetx.store.datasets import check_new_dataset_name, make_dataset
 from imagenetx.classes.imagenet import class_table
 from imagenetx.metrics import SliceTable
@@ -124,7 +124,7 @@ def build_demo(
     dataset.save()
     lap("labels")
 
-    label_bias = factor_accuracies(
+    label_bias = slice_accuracies(
         dataset, LABELS_FIELD, correct="real", real_mode="paper"
     )
     lap("analysis")

@@ -264,8 +264,7 @@ def compute_ratios(samples, pred_fields, settings: Settings = None,
             (``fo.Classification`` with ``class_index``)
         settings (None): a :class:`~imagenetx.analysis.settings.Settings`;
             keyword arguments override it (``slicing``, ``correct``,
-            ``within``, ``by``, ``intervals``, ...; the first release's
-            ``which``, ``metaclass`` and ``by_metaclass`` work too)
+            ``within``, ``by``, ``intervals``, ...)
 
     Returns:
         a :class:`~imagenetx.analysis.results.SliceResults`
@@ -293,9 +292,6 @@ def slice_accuracies(samples, pred_field: str, settings: Settings = None,
     p = prepare(samples, [pred_field], settings, **kwargs)
     return p.table(pred_field, intervals=p.settings.intervals)
 
-
-#: the first release's name of :func:`slice_accuracies`
-factor_accuracies = slice_accuracies
 
 
 def mistakes_view(samples, pred_field: str, slice_value=None,

@@ -52,16 +52,8 @@ class SliceResults:
                     "share_of_mistakes", "share_of_images",
                     "prevalence_shift", "ece"}},
                 "groups": {GROUP: {same, without the model columns}}}}}
-
-        On ImageNet-X factor slicings the first release's keys are kept
-        beside these for one release: ``which``, ``metaclass``,
-        ``by_metaclass``, ``factors`` (top level and per model),
-        ``worst_factor``, ``worst_factor_accuracy``,
-        ``worst_reliable_factor`` and ``metaclasses``.
         """
         s = self.settings
-        alias = self.benchmark.alias_for(self.slicing.name)
-        group_alias = "metaclasses" if self.group and self.group.name == "metaclass" else None
         out = {
             "dataset": self.dataset,
             "benchmark": self.benchmark.name,
@@ -85,15 +77,7 @@ class SliceResults:
             ),
             "slices": [str(v) for v in self.slicing.values],
         }
-        if alias:
-            out["which"] = "multi" if self.slicing.multi else "top"
-            out["metaclass"] = (s.within[1] if s.within and s.within[0] == "metaclass"
-                                else None)
-            out["by_metaclass"] = group_alias is not None
-            out["factors"] = out["slices"]
-        out["models"] = {
-            f: m.to_dict(alias, group_alias) for f, m in self.models.items()
-        }
+        out["models"] = {f: m.to_dict() for f, m in self.models.items()}
         return out
 
     def extremes(self, k: int = 3) -> list:

@@ -5,10 +5,7 @@ from typing import Optional, Tuple
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, INTERVAL_LEVEL
-from imagenetx.options import REAL_MODES, WHICH
-
-#: the ImageNet-X slicing of each older ``which`` value
-WHICH_SLICINGS = {"top": "top_factor", "multi": "factors"}
+from imagenetx.options import REAL_MODES
 
 
 @dataclass(frozen=True)
@@ -54,37 +51,19 @@ class Settings:
     def create(cls, settings: "Settings" = None, **kwargs) -> "Settings":
         """Settings from an optional base and keyword overrides.
 
-        Also accepts the first release's keywords: ``which`` (``"top"`` /
-        ``"multi"``: the ``top_factor`` / ``factors`` slicing),
-        ``metaclass`` (``within=("metaclass", value)``) and
-        ``by_metaclass`` (``by="metaclass"``).
-
         Raises:
             ImageNetXError: for an unknown keyword or choice
         """
         if settings is not None and not isinstance(settings, Settings):
             raise ImageNetXError(
                 f"{settings!r} is not a Settings: pass options by keyword, e.g. "
-                "correct='real' or which='multi'")
-        which = kwargs.pop("which", None)
-        if which is not None:
-            if which not in WHICH:
-                raise ImageNetXError(
-                    f"Unknown factor labels (which) '{which}': use one of "
-                    f"{', '.join(WHICH)}")
-            if kwargs.get("slicing") is None:
-                kwargs["slicing"] = WHICH_SLICINGS[which]
-        metaclass = kwargs.pop("metaclass", None)
-        if metaclass is not None and kwargs.get("within") is None:
-            kwargs["within"] = ("metaclass", metaclass)
-        if kwargs.pop("by_metaclass", False) and kwargs.get("by") is None:
-            kwargs["by"] = "metaclass"
+                "correct='real' or slicing='factors'")
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(kwargs) - names)
         if unknown:
             raise ImageNetXError(
                 f"Unknown analysis setting(s) {', '.join(unknown)}: use "
-                f"{', '.join(sorted(names | {'which', 'metaclass', 'by_metaclass'}))}")
+                f"{', '.join(sorted(names))}")
         out = replace(settings or cls(), **kwargs)
         if out.real_mode not in REAL_MODES:
             raise ImageNetXError(

@@ -117,10 +117,6 @@ X
         it is evaluated); a subclass may do more (e.g. save views of it)."""
         prune_scenarios(dataset)
 
-    def alias_for(self, slicing: str) -> Optional[str]:
-        """The older JSON key of a slice of ``slicing``, if any."""
-        return None
-
     def check_fields(self, samples, settings) -> None:
         """Raises ImageNetXError when the dataset lacks this benchmark's
         fields."""

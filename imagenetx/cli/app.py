@@ -39,7 +39,7 @@ def register(group: CommandGroup) -> None:
 
 
 def run_app(args) -> int:
-    from imagenetx.plugin import launch_app
+    from imagenetx.app.launch import launch_app
 
     launch_app(args.dataset, port=args.port, address=args.address,
                remote=args.remote, worker=args.worker)
@@ -47,7 +47,7 @@ def run_app(args) -> int:
 
 
 def run_plugin(args) -> int:
-    from imagenetx.plugin import install_plugin, install_report, uninstall_plugin, uninstall_report
+    from imagenetx.app.install import install_plugin, install_report, uninstall_plugin, uninstall_report
 
     if args.action == "uninstall":
         print(uninstall_report(uninstall_plugin(args.plugins_dir)))

@@ -3,7 +3,7 @@ that turn them into the library's keywords."""
 
 # lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
 
-from imagenetx.options import REAL_MODES, WHICH
+from imagenetx.options import REAL_MODES
 
 
 def add_gt_field(p):
@@ -43,13 +43,9 @@ def add_analysis(p):
                         "nuisance (default), nuisance_value, class; ImageNet-A/R/Sketch: "
                         "class; ImageNetV2: variant, class; ImageNet-C: corruption "
                         "(default), severity, class) or any categorical field, e.g. tags")
-    p.add_argument("--which", choices=WHICH,
-                   help="ImageNet-X: count images under their top factor (--slicing "
-                        "top_factor) or all their factors (--slicing factors)")
     add_scoring(p)
     p.add_argument("--by", metavar="SLICING",
                    help="add a group x slice table per model, e.g. --by metaclass")
-    p.add_argument("--by-metaclass", action="store_true", help="same as --by metaclass")
 
 
 def add_scoring(p):
@@ -64,7 +60,6 @@ def add_scoring(p):
                         "default) or count them wrong like the original toolkit (paper)")
     p.add_argument("--within", metavar="SLICING=VALUE",
                    help="only the images of one slice, e.g. metaclass=dog")
-    p.add_argument("--metaclass", help="ImageNet-X: only this meta-class (--within metaclass=M)")
     p.add_argument("--include-prototypes", action="store_true",
                    help="ImageNet-X: keep the 3,000 prototype images the paper leaves out")
 
@@ -84,10 +79,7 @@ def settings(args) -> dict:
         within = (key, value)
     out = dict(correct=args.correct, real_mode=args.real_mode,
                include_prototypes=args.include_prototypes,
-               gt_field=args.gt_field, within=within, metaclass=args.metaclass)
-    if not hasattr(args, "which"):  # add_scoring only
+               gt_field=args.gt_field, within=within)
+    if not hasattr(args, "slicing"):  # add_scoring only
         return out
-    if args.slicing and args.which:
-        raise ImageNetXError("Pass --slicing or --which, not both")
-    return dict(out, slicing=args.slicing, which=args.which,
-                by="metaclass" if args.by_metaclass else args.by)
+    return dict(out, slicing=args.slicing, by=args.by)

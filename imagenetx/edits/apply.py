@@ -180,6 +180,94 @@ def edit_dataset(
             (unless ``skip_failed``), after removing the images written
     """
     start = time.perf_counter()
+    plan = _plan(samples, mask_field, edits, seed, name, object_label, out_dir, inpaint,
+                 overwrite, operations)
+    summary = EditSummary(dataset=plan.target_name, source=plan.source.name,
+                          copied=plan.copied, originals=len(plan.ids),
+                          already=plan.already, out_dir=plan.out.root)
+    records = _edit_images(_ImageEditor(plan), plan, workers or min(8, os.cpu_count() or 1),
+                           skip_failed, progress, summary)
+    target = plan.target
+    if target is None:
+        target = _grouped_copy(plan.originals, plan.target_name, plan.groups, overwrite)
+    _add_edits(target, plan.originals, plan.ids, plan.groups, records, mask_field, gt_field,
+               summary)
+    _record(target, plan.source, mask_field, seed, plan.edits, plan.copied)
+    summary.seconds = time.perf_counter() - start
+    return target, summary
+
+
+@dataclass
+class _OutPaths:
+    """Where the edited images go: ``<root>/<slice>/<path below base>.png``."""
+
+    root: str
+    base: str
+
+    @classmethod
+    def of(cls, paths: Sequence[str], out_dir: Optional[str]) -> "_OutPaths":
+        """``out_dir`` (default: ``edits/`` in the images' common folder),
+        each image's path taken below that common folder."""
+        common = _common_dir(paths)
+        return cls(out_dir or os.path.join(common, "edits"), common)
+
+    def __call__(self, path: str, edit: Edit) -> str:
+        rel = os.path.relpath(path, self.base) if path.startswith(self.base + os.sep) \
+            else os.path.basename(path)
+        return os.path.join(self.root, edit.slice, os.path.splitext(rel)[0] + ".png")
+
+
+@dataclass
+class _Plan:
+    """What an :func:`edit_dataset` run edits, settled (and checked) before
+    any image is read.
+
+    Attributes:
+        source: the dataset edited
+        originals: its samples to edit (of a grouped target: its ``ori`` slice)
+        target: the grouped dataset the edits go into (None: a copy still
+            to be made, called ``target_name``)
+        target_name: the grouped dataset's name
+        copied: whether the target is a grouped copy of ``source``
+        edits: the edits asked for
+        operations: ``{kind: fn}`` of every kind asked for
+        ids, paths, groups: per original, its id, file and group
+        need: ``{position: edits its group does not have yet}``
+        mask_field, target_value, mask_targets: where each object mask is
+        inpaint, seed: the inpainting method and the seed
+        out: where the edited images go
+        textures: ``{file: image}`` of the texture backgrounds
+    """
+
+    source: fo.Dataset
+    originals: object
+    target: Optional[fo.Dataset]
+    target_name: str
+    copied: bool
+    edits: List[Edit]
+    operations: Dict[str, Operation]
+    ids: List[str]
+    paths: List[str]
+    groups: list
+    need: Dict[int, List[Edit]]
+    mask_field: str
+    target_value: object
+    mask_targets: Optional[dict]
+    inpaint: str
+    seed: int
+    out: _OutPaths
+    textures: Dict[str, np.ndarray]
+
+    @property
+    def already(self) -> int:
+        """(sample, edit) pairs whose group already has the slice."""
+        return sum(len(self.edits) - len(n) for n in self.need.values())
+
+
+def _plan(samples, mask_field, edits, seed, name, object_label, out_dir, inpaint,
+          overwrite, operations) -> _Plan:
+    """Checks the options, the edits, the mask field and the target name,
+    and settles what each original still needs."""
     samples = get_dataset(samples)
     source = samples._dataset
     edits = parse_edits(edits)
@@ -187,9 +275,8 @@ def edit_dataset(
     missing = [e.kind for e in edits if e.kind not in run]
     if missing:
         raise ImageNetXError(
-            f"No operation for edit kind '{missing[0]}': pass one in operations=")
+            f"No operation for edit kind '{missing[0]}': pass one in `operations`")
     ops._inpaint_flag(inpaint)
-    workers = workers or min(8, os.cpu_count() or 1)
 
     target, originals, copied = _target(samples, name, overwrite)
     mask_type = check_mask_field(originals, mask_field)
@@ -199,88 +286,104 @@ def edit_dataset(
     ids, paths = originals.values(["id", "filepath"])
     groups = (originals.values(GROUP_FIELD) if target is not None
               else [fo.Group() for _ in ids])
-    summary = EditSummary(dataset=target.name if target is not None else name
-                          or f"{source.name}-edits", source=source.name,
-                          copied=copied, originals=len(ids))
     if any(_random_background(e) for e in edits) and len(ids) < 2:
         raise ImageNetXError(
             "background:random takes the background of another sample: edit "
             "at least 2 samples, or give a texture image")
     done = _done(target, edits)
-    root = out_dir or os.path.join(_common_dir(paths), "edits")
-    summary.out_dir = root
+    need = {i: [e for e in edits if e.slice not in done or groups[i].id not in done[e.slice]]
+            for i in range(len(ids))}
     textures = {e.value: cv2.imread(e.value, cv2.IMREAD_COLOR) for e in edits
                 if e.kind == "background" and e.level != "random"}
-    base = os.path.dirname(root) if out_dir is None else _common_dir(paths)
+    return _Plan(
+        source=source, originals=originals, target=target,
+        target_name=target.name if target is not None else name or f"{source.name}-edits",
+        copied=copied, edits=edits, operations=run, ids=ids, paths=paths, groups=groups,
+        need=need, mask_field=mask_field, target_value=target_value,
+        mask_targets=mask_targets, inpaint=inpaint, seed=seed,
+        out=_OutPaths.of(paths, out_dir), textures=textures)
 
-    def out_path(path: str, edit: Edit) -> str:
-        rel = os.path.relpath(path, base) if path.startswith(base + os.sep) \
-            else os.path.basename(path)
-        return os.path.join(root, edit.slice, os.path.splitext(rel)[0] + ".png")
 
-    def prepare(i: int, label, clean_needed: bool) -> _Image:
+@dataclass
+class _ImageEditor:
+    """Reads, then edits, one original of a :class:`_Plan` at a time (run
+    in threads)."""
+
+    plan: _Plan
+
+    def prepare(self, i: int, label, clean_needed: bool) -> _Image:
         """Reads an image and its mask, and inpaints its object if asked."""
-        image = cv2.imread(paths[i], cv2.IMREAD_COLOR)
+        plan = self.plan
+        image = cv2.imread(plan.paths[i], cv2.IMREAD_COLOR)
         if image is None:
             return _Image("unreadable")
-        mask = label_mask(label, image.shape, target_value, mask_targets)
+        mask = label_mask(label, image.shape, plan.target_value, plan.mask_targets)
         if mask is None or not mask.any():
             return _Image("no_mask", image)
-        clean = ops.clean_plate(image, mask, inpaint) if clean_needed else None
+        clean = ops.clean_plate(image, mask, plan.inpaint) if clean_needed else None
         return _Image("ok", image, mask, clean)
 
-    def edit_one(i: int, own: _Image, partner: Optional[int], other: Optional[_Image]):
-        """Edits one image: ``(records, failures, status)``."""
+    def edit(self, i: int, own: _Image, partner: Optional[int], other: Optional[_Image]):
+        """Edits one image and writes its edits: ``(records, failures, status)``."""
         if own.status != "ok":
             return [], [], own.status
+        plan = self.plan
+        path = plan.paths[i]
         records, failures = [], []
-        for edit in need[i]:
-            rng = _rng(seed, paths[i], edit.slice)
+        for edit in plan.need[i]:
+            rng = _rng(plan.seed, path, edit.slice)
             try:
                 background, extra = None, {}
                 if edit.kind == "background":
-                    background, extra = _background(edit, textures, paths, partner, other)
-                edited = run[edit.kind](own.image, own.mask, edit, rng, background,
-                                        own.clean)
+                    background, extra = _background(edit, plan.textures, plan.paths,
+                                                    partner, other)
+                edited = plan.operations[edit.kind](own.image, own.mask, edit, rng,
+                                                    background, own.clean)
             except ImageNetXError as e:
-                failures.append((paths[i], edit.slice, str(e)))
+                failures.append((path, edit.slice, str(e)))
                 continue
-            dest = out_path(paths[i], edit)
+            dest = plan.out(path, edit)
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             if not cv2.imwrite(dest, edited.image):
                 raise ImageNetXError(f"Could not write {dest}: check the folder's "
-                                     "permissions or pass another out_dir")
+                                     "permissions or pass another `out_dir`")
             records.append((i, edit, dest, {**edited.details, **extra}))
         return records, failures, "ok"
 
-    need = {i: [e for e in edits if e.slice not in done or groups[i].id not in done[e.slice]]
-            for i in range(len(ids))}
-    summary.already = sum(len(edits) - len(n) for n in need.values())
+
+def _edit_images(editor: _ImageEditor, plan: _Plan, workers: int, skip_failed: bool,
+                 progress, summary: EditSummary) -> List[tuple]:
+    """Edits the originals round by round (:func:`_chunks`) in ``workers``
+    threads, counting into ``summary``; on any failure (an edit an image
+    does not allow, unless ``skip_failed``) removes the images written.
+
+    Returns:
+        ``(position, edit, file, details)`` per edited image
+    """
+    need = plan.need
     records: List[tuple] = []
-    written: List[str] = []
     try:
         with fou.ProgressBar(total=sum(1 for n in need.values() if n),
                              progress=progress) as pb, \
                 ThreadPoolExecutor(max_workers=workers) as pool:
-            for chunk in _chunks(len(ids), seed):
+            for chunk in _chunks(len(plan.ids), plan.seed):
                 members = [i for i in chunk if need[i]]
                 if not members:
                     continue
-                partners = {i: _partner(i, chunk, seed, paths) for i in members
+                partners = {i: _partner(i, chunk, plan.seed, plan.paths) for i in members
                             if any(_random_background(e) for e in need[i])}
                 wanted = sorted(set(members) | set(partners.values()))
-                labels = originals.select([ids[i] for i in wanted], ordered=True) \
-                    .values(mask_field)
+                labels = plan.originals.select([plan.ids[i] for i in wanted], ordered=True) \
+                    .values(plan.mask_field)
                 cleans = [i in partners.values() or any(e.kind in NEEDS_CLEAN
                                                         for e in need[i])
                           for i in wanted]
-                ready = dict(zip(wanted, pool.map(prepare, wanted, labels, cleans)))
+                ready = dict(zip(wanted, pool.map(editor.prepare, wanted, labels, cleans)))
                 partner_of = [partners.get(i) for i in members]
                 for recs, fails, status in pool.map(
-                        edit_one, members, [ready[i] for i in members], partner_of,
+                        editor.edit, members, [ready[i] for i in members], partner_of,
                         [ready.get(p) for p in partner_of]):
                     records += recs
-                    written += [r[2] for r in recs]
                     summary.failed += fails
                     summary.no_mask += status == "no_mask"
                     summary.unreadable += status == "unreadable"
@@ -289,20 +392,13 @@ def edit_dataset(
                     path, slice_, reason = summary.failed[0]
                     raise ImageNetXError(
                         f"Edit {slice_} of {path}: {reason}. Nothing was added; "
-                        "pass --skip-failed (skip_failed=True) to leave such "
-                        "edits out")
+                        "pass `skip_failed=True` to leave such edits out")
     except BaseException:
-        for path in written:
+        for _, _, path, _ in records:
             if os.path.exists(path):
                 os.remove(path)
         raise
-
-    if target is None:
-        target = _grouped_copy(originals, summary.dataset, groups, overwrite)
-    _add_edits(target, originals, ids, groups, records, mask_field, gt_field, summary)
-    _record(target, source, mask_field, seed, edits, copied)
-    summary.seconds = time.perf_counter() - start
-    return target, summary
+    return records
 
 
 def _target(samples, name, overwrite):
@@ -313,7 +409,7 @@ def _target(samples, name, overwrite):
         if name and name != source.name:
             raise ImageNetXError(
                 f"Dataset '{source.name}' is grouped: its edits are added as "
-                "slices of it, leave out --name")
+                "slices of it, leave out `name`")
         if ORIGINAL_SLICE not in source.group_slices:
             raise ImageNetXError(
                 f"Grouped dataset '{source.name}' has no '{ORIGINAL_SLICE}' "
@@ -323,7 +419,7 @@ def _target(samples, name, overwrite):
     name = name or f"{source.name}-edits"
     if name == source.name:
         raise ImageNetXError(
-            f"--name '{name}' is the source dataset: the grouped copy needs "
+            f"`name='{name}'` is the source dataset: the grouped copy needs "
             "another name")
     if fo.dataset_exists(name):
         existing = fo.load_dataset(name)

@@ -102,9 +102,8 @@ class TableSummary:
             slices=slices, **more,
         )
 
-    def to_dict(self, alias: Optional[str] = None) -> dict:
-        """JSON-ready; ``alias`` (e.g. ``"factor"``) adds the older key names
-        ``factors``, ``worst_factor``, ... beside ``slices``, ``worst_slice``."""
+    def to_dict(self) -> dict:
+        """JSON-ready."""
         out = {
             "n": self.n, "correct": self.correct,
             "accuracy": to_json(self.accuracy),
@@ -113,13 +112,7 @@ class TableSummary:
             "worst_reliable_slice": self.worst_reliable_slice,
         }
         # JSON keys are text: a field's int or bool values become "3", "True"
-        slices = {str(k): v.to_dict() for k, v in self.slices.items()}
-        if alias:
-            out[f"worst_{alias}"] = out["worst_slice"]
-            out[f"worst_{alias}_accuracy"] = out["worst_slice_accuracy"]
-            out[f"worst_reliable_{alias}"] = out["worst_reliable_slice"]
-            out[f"{alias}s"] = slices
-        out["slices"] = slices
+        out["slices"] = {str(k): v.to_dict() for k, v in self.slices.items()}
         return out
 
 
@@ -133,16 +126,12 @@ class ModelSummary(TableSummary):
     ece: float = math.nan
     groups: Optional[Dict[str, TableSummary]] = None
 
-    def to_dict(self, alias: Optional[str] = None,
-                group_alias: Optional[str] = None) -> dict:
-        out = super().to_dict(alias)
+    def to_dict(self) -> dict:
+        out = super().to_dict()
         out[f"worst_{self.worst_classes_k}_classes"] = to_json(self.worst_classes)
         out["ece"] = to_json(self.ece)
         if self.groups is not None:
-            groups = {str(g): t.to_dict(alias) for g, t in self.groups.items()}
-            out["groups"] = groups
-            if group_alias:
-                out[group_alias] = groups
+            out["groups"] = {str(g): t.to_dict() for g, t in self.groups.items()}
         return out
 
 

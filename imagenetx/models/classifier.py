@@ -51,11 +51,6 @@ class Classifier:
     differentiable: bool = True
     probabilities: str = "softmax"
 
-    @property
-    def model(self) -> torch.nn.Module:
-        """The module (the name earlier versions used)."""
-        return self.module
-
 
 class LogitsOf(torch.nn.Module):
     """Wraps a model whose forward returns a tuple, a list, a dict or a

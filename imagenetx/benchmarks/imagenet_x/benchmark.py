@@ -66,9 +66,6 @@ class ImageNetX(Benchmark):
             query[f"{settings.field_name}.prototype"] = False
         return query
 
-    def alias_for(self, slicing):
-        return "factor" if slicing in ("top_factor", "factors") else None
-
     def check_fields(self, samples, settings):
         if not samples.has_field(settings.field_name):
             raise ImageNetXError(

@@ -43,9 +43,6 @@ SOURCES = {
     "zoo": "imagenetx.models.sources.zoo",
 }
 
-#: the scheme list (the name earlier versions used)
-SCHEMES = tuple(SOURCES)
-
 SPEC_HELP = (
     "use timm:NAME, torchvision:NAME[:WEIGHTS], checkpoint:PATH with --arch "
     "NAME, open_clip:ARCH[/PRETRAINED], hf:ORG/NAME or zoo:NAME"
