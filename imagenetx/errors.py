@@ -11,8 +11,9 @@ Other backtick spans (`` `imagenetx doctor` ``) are left as written.
 import re
 from typing import Callable, List, NamedTuple, Optional
 
-#: a backtick span that names a parameter: `name` or `name=value`
-_PARAMETER = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)(?:=([^`]*))?`")
+#: a backtick span that names a parameter: `name` or `name=value` (not
+#: inside an reST ````literal````)
+_PARAMETER = re.compile(r"(?<!`)`([A-Za-z_][A-Za-z0-9_]*)(?:=([^`]*))?`(?!`)")
 
 
 class Parameter(NamedTuple):

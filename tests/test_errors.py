@@ -125,7 +125,7 @@ def test_a_message_names_its_parameters():
         "pass OVERWRITE to replace it, or choose another FIELD; `imagenetx doctor` says "
         "more; PROTOCOL")
     assert e.render(lambda p: None) == str(e)  # no words of its own: the library's
-    assert parameters_in("no parameter, `two words`") == []
+    assert parameters_in("no parameter, `two words`, ``literal``") == []
 
 
 def _command(name):

@@ -253,9 +253,9 @@ def parse_values(texts: Sequence[str]) -> Dict[str, Dict[str, float]]:
 
 
 def collect_values(given: Mapping[str, Mapping[str, float]], datasets: Sequence[str] = (),
-                   fields: Sequence[str] = ()) -> Tuple[Dict, List[str]]:
+                   pred_fields: Sequence[str] = ()) -> Tuple[Dict, List[str]]:
     """The values ``given`` plus those :func:`gather_values` measures of
-    ``fields`` on ``datasets`` (a given value wins over a measured one).
+    ``pred_fields`` on ``datasets`` (a given value wins over a measured one).
 
     Returns:
         ``({model: {name: value}}, notes)``
@@ -265,12 +265,12 @@ def collect_values(given: Mapping[str, Mapping[str, float]], datasets: Sequence[
             datasets, or as :func:`gather_values`
     """
     values = {label: dict(v) for label, v in given.items()}
-    if not datasets and not fields:
+    if not datasets and not pred_fields:
         return values, []
-    if not (datasets and fields):
-        raise ImageNetXError("`datasets` and `fields` go together: name the datasets "
+    if not (datasets and pred_fields):
+        raise ImageNetXError("`datasets` and `pred_fields` go together: name the datasets "
                              "and the prediction fields to measure on them")
-    measured, notes = gather_values(datasets, fields)
+    measured, notes = gather_values(datasets, pred_fields)
     for label, found in measured.items():
         values[label] = {**found, **values.get(label, {})}
     return values, notes
