@@ -1,9 +1,10 @@
 """Form pieces shared by the operators: scoring prediction fields, building
-datasets."""
+datasets, and the library's errors in the forms' labels."""
 
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
+from imagenetx.errors import Term, parameters_in, render_parameters
 from imagenetx.options import REAL_MODES
 
 
@@ -262,7 +263,7 @@ def _summary_output():
     return types.Property(outputs)
 
 
-def form_term(inputs) -> "Term":
+def form_term(inputs) -> Term:
     """The App's words for the library's parameters (:mod:`imagenetx.errors`),
     from a form's own inputs: ``field`` as its label ("Prediction field"),
     ``eps=4/255`` as "Epsilon 4/255", ``overwrite=True`` as "Overwrite
@@ -287,8 +288,6 @@ def form_term(inputs) -> "Term":
 def in_form(text: str, inputs) -> str:
     """A library error or summary with each parameter it names as the
     form's label (:func:`form_term`)."""
-    from imagenetx.errors import render_parameters
-
     return render_parameters(text, form_term(inputs))
 
 
@@ -305,8 +304,6 @@ def operator_form(ctx, operator=None):
 
 
 def _in_operator_form(ctx, text: str, operator=None) -> str:
-    from imagenetx.errors import parameters_in
-
     if not parameters_in(text):  # nothing to look up: no form built
         return text
     return in_form(text, operator_form(ctx, operator))
