@@ -56,6 +56,12 @@ class CommandGroup:
         return parser
 
 
+def print_text(args, text: str, file=None) -> None:
+    """Prints a library text (a summary, a note) with the parameters it
+    names as the command's flags (:func:`in_flags`)."""
+    print(in_flags(str(text), getattr(args, "command_parser", None)), file=file)
+
+
 def print_result(args, result: dict, text, csv=None) -> int:
     """Prints a result dict as one JSON object (``--json``), CSV
     (``--csv``, with ``csv(result)``) or text (``text(result)``)."""
@@ -66,7 +72,7 @@ def print_result(args, result: dict, text, csv=None) -> int:
     elif getattr(args, "csv", False):
         sys.stdout.write(csv(result))
     else:
-        print(in_flags(text(result), getattr(args, "command_parser", None)))
+        print_text(args, text(result))
     return 0
 
 
