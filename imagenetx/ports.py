@@ -70,6 +70,6 @@ def check_app_port(address: str, port: int) -> None:
         return
     holder = port_holder(port)
     raise ImageNetXError(
-        f"Port {port} is taken by {holder or 'another process'}: pass another --port "
+        f"Port {port} is taken by {holder or 'another process'}: pass another `port` "
         + ("(or stop that process)" if holder else
            f"(`ss -ltnp 'sport = :{port}'` names the process holding it)"))

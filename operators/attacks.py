@@ -4,7 +4,7 @@
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
-from .forms import delegate_above, delegation, in_form_terms, invalid
+from .forms import delegate_above, delegation, invalid
 from .models import (
     add_device_inputs,
     add_model_inputs,
@@ -116,7 +116,7 @@ def _check_settings(ctx, inputs):
     try:
         settings = attack_settings(ctx.params)
     except ImageNetXError as e:
-        invalid(inputs, "attack_error", in_form_terms(str(e)))
+        invalid(inputs, "attack_error", e)
         return
     inputs.view("attack_note", types.Notice(label=f"Runs {settings.describe()}"))
 

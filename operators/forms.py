@@ -1,9 +1,10 @@
 """Form pieces shared by the operators: scoring prediction fields, building
-datasets."""
+datasets, and the library's errors in the forms' labels."""
 
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
+from imagenetx.errors import Term, parameters_in, render_parameters
 from imagenetx.options import REAL_MODES
 
 
@@ -202,18 +203,18 @@ def run_with_progress(ctx, job, finish):
     """
     from imagenetx.errors import ImageNetXError
 
-    def finish_in_form_terms(result):  # a summary's advice, as the form words it
+    def finish_in_form(result):  # a summary's advice, as the form words it
         out = finish(result)
         if isinstance(out.get("summary"), str):
-            out["summary"] = in_form_terms(out["summary"])
+            out["summary"] = _in_operator_form(ctx, out["summary"])
         return out
 
     if ctx.delegated:
         try:
-            return finish_in_form_terms(job(progress_reporter(ctx)))
+            return finish_in_form(job(progress_reporter(ctx)))
         except ImageNetXError as e:
             return user_error(ctx, e)
-    return _stream(ctx, job, finish_in_form_terms)
+    return _stream(ctx, job, finish_in_form)
 
 
 def _stream(ctx, job, finish):
@@ -243,7 +244,7 @@ def _stream(ctx, job, finish):
                                    variant="linear")
     error = outcome.get("error")
     if isinstance(error, ImageNetXError):
-        result = {"summary": in_form_terms(str(error))}
+        result = {"summary": _in_operator_form(ctx, str(error))}
         yield ctx.ops.notify(result["summary"], variant="error")
     elif error is not None:
         raise error
@@ -262,54 +263,57 @@ def _summary_output():
     return types.Property(outputs)
 
 
-#: the library's command-line phrasing of a fix, and the same fix in the
-#: forms' terms
-_FORM_TERMS = (
-    ("pass --overwrite (overwrite=True) to replace", "tick Overwrite to replace"),
-    ("pass --overwrite (overwrite=True)", "tick the Overwrite box"),
-    ("pass --overwrite to replace", "tick Overwrite to replace"),
-    ("choose another --field name", "choose another Prediction field"),
-    ("choose another --field", "choose another Prediction field"),
-    ("pass a top-level name such as --field resnet50", "use a top-level name such as resnet50"),
-    ("pass another field name with --field", "choose another Prediction field"),
-    ("pass another --field", "choose another field"),
-    ("choose another --name", "choose another Dataset name"),
-    ("checkpoint:PATH with --arch NAME", "checkpoint:PATH with an Architecture"),
-    ("--templates and --prompt apply", "Prompt templates and a Prompt apply"),
-    ("Pass --templates or --prompt, not both", "Give Prompt templates or a Prompt, not both"),
-    ("--prompt", "Prompt"),
-    ("--templates", "Prompt templates"),
-    # the attack form
-    ("or pass --attack autoattack --eps 4/255 to attack this dataset as it is",
-     "or choose the gavrikov Protocol with Attack autoattack and Epsilon 4/255 to "
-     "attack this view as it is"),
-    ("--eps", "Epsilon"),
-    ("--step-size", "Step size"),
-    ("--steps", "Steps"),
-    ("--norm", "Norm"),
-    ("--attack", "Attack"),
-    ("--protocol", "Protocol"),
-    ("--preprocessing", "Preprocessing"),
-    ("--batch-size", "Batch size"),
-    ("--limit", "Limit"),
-    ("--max-samples", "Max samples"),
-    ("pass it with --gt-field", "name it in Ground truth field"),
-    ("that holds it with --gt-field", "that holds it in Ground truth field"),
-)
+def form_term(inputs) -> Term:
+    """The App's words for the library's parameters (:mod:`imagenetx.errors`),
+    from a form's own inputs: ``field`` as its label ("Prediction field"),
+    ``eps=4/255`` as "Epsilon 4/255", ``overwrite=True`` as "Overwrite
+    (ticked)". A parameter the form has no labelled input for keeps the
+    library's words."""
+    properties = getattr(inputs, "properties", None) or {}
+
+    def term(parameter):
+        prop = properties.get(parameter.name)
+        label = getattr(getattr(prop, "view", None), "label", None)
+        if not label:
+            return None
+        value = parameter.bare_value
+        if value is None:
+            return label
+        if isinstance(prop.type, types.Boolean):
+            return f"{label} ({'ticked' if value == 'True' else 'unticked'})"
+        return f"{label} {value}"
+    return term
 
 
-def in_form_terms(message: str) -> str:
-    """A library error in the terms of the App's forms (their checkboxes
-    and labels instead of command-line flags)."""
-    for cli, form in _FORM_TERMS:
-        message = message.replace(cli, form)
-    return message
+def in_form(text: str, inputs) -> str:
+    """A library error or summary with each parameter it names as the
+    form's label (:func:`form_term`)."""
+    return render_parameters(text, form_term(inputs))
 
 
-def user_error(ctx, error) -> dict:
-    """An operator's result for a user mistake: one line in the form's
-    terms, also shown as a notification (no traceback)."""
-    message = in_form_terms(str(error))
+def operator_form(ctx, operator=None):
+    """The inputs of the form of ``operator`` (default: the one ``ctx``
+    runs), as its ``resolve_input`` builds them for ``ctx``'s values; None
+    where it has none or it cannot be built."""
+    try:
+        operator = operator or foo.get_operator(ctx.operator_uri)
+        form = operator.resolve_input(ctx)
+    except Exception:  # no form to take labels from: the library's words
+        return None
+    return getattr(form, "type", None)
+
+
+def _in_operator_form(ctx, text: str, operator=None) -> str:
+    if not parameters_in(text):  # nothing to look up: no form built
+        return text
+    return in_form(text, operator_form(ctx, operator))
+
+
+def user_error(ctx, error, operator=None) -> dict:
+    """An operator's result for a user mistake: one line in the terms of
+    the operator's form (:func:`form_term`), also shown as a notification
+    (no traceback)."""
+    message = _in_operator_form(ctx, str(error), operator)
     if not ctx.delegated:
         ctx.ops.notify(message, variant="error")
     return {"summary": message, "error": message}
@@ -327,13 +331,14 @@ def user_errors(execute):
         try:
             return execute(self, ctx)
         except ImageNetXError as e:
-            return user_error(ctx, e)
+            return user_error(ctx, e, self)
     return wrapper
 
 
-def invalid(inputs, name: str, message: str) -> None:
-    """Marks the form invalid (Execute disabled) with one line."""
-    prop = inputs.view(name, types.Error(label=message))
+def invalid(inputs, name: str, message) -> None:
+    """Marks the form invalid (Execute disabled) with one line: ``message``,
+    or a library error in the form's labels (:func:`in_form`)."""
+    prop = inputs.view(name, types.Error(label=in_form(str(message), inputs)))
     prop.invalid = True
 
 

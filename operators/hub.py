@@ -7,6 +7,7 @@ import fiftyone.operators.types as types
 from .forms import (
     add_new_dataset_inputs,
     built_dataset_result,
+    in_form,
     is_large,
     new_dataset_params,
     run_with_progress,
@@ -121,7 +122,7 @@ class PushToHub(foo.Operator):
                 plan = cached_plan(ctx.dataset, **_media_params(ctx))
                 inputs.view("plan", types.Notice(label=str(plan)))
             except ImageNetXError as e:
-                inputs.view("plan", types.Error(label=str(e)))
+                inputs.view("plan", types.Error(label=in_form(str(e), inputs)))
         return types.Property(inputs, view=types.View(label="Push to the Hub"))
 
     @user_errors

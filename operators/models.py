@@ -12,7 +12,6 @@ from imagenetx.protocols.robustbench import PREPROCESSING_CHOICES
 from .forms import (
     add_delegate_input,
     delegate_above,
-    in_form_terms,
     invalid,
     is_large,
     run_with_progress,
@@ -94,7 +93,7 @@ def _check_run_options(ctx, inputs, protocol_default=None):
         RunOptions(protocol=p.get("protocol") or protocol_default,
                    preprocessing=p.get("preprocessing") or None).check()
     except ImageNetXError as e:
-        invalid(inputs, "options_error", in_form_terms(str(e)))
+        invalid(inputs, "options_error", e)
 
 
 def check_spec(ctx, inputs):
@@ -112,7 +111,7 @@ def check_spec(ctx, inputs):
             arch=p.get("arch") or None, remap_by_position=bool(p.get("remap_by_position")),
             templates=p.get("templates") or None, prompt=p.get("prompt") or None))
     except ImageNetXError as e:
-        invalid(inputs, "spec_error", in_form_terms(str(e)))
+        invalid(inputs, "spec_error", e)
 
 
 def add_checkpoint_inputs(inputs):
@@ -133,9 +132,9 @@ def add_checkpoint_inputs(inputs):
     )
 
 
-def check_field(ctx, inputs, label: str = "Prediction field"):
+def check_field(ctx, inputs):
     """The field to write (``field``): a top-level name, not the ground
-    truth, and classifications if it exists; ``label`` is its input's."""
+    truth, and classifications if it exists (its error in its input's label)."""
     from imagenetx.errors import ImageNetXError
     from imagenetx.store.schema import check_prediction_field
 
@@ -146,8 +145,7 @@ def check_field(ctx, inputs, label: str = "Prediction field"):
         check_prediction_field(ctx.dataset, field,
                                ctx.params.get("gt_field") or "ground_truth")
     except ImageNetXError as e:
-        invalid(inputs, "field_error",
-                in_form_terms(str(e)).replace("Prediction field", label))
+        invalid(inputs, "field_error", e)
 
 
 def add_model_inputs(ctx, inputs, field_label: str = "Prediction field",
@@ -158,7 +156,7 @@ def add_model_inputs(ctx, inputs, field_label: str = "Prediction field",
     add_checkpoint_inputs(inputs)
     check_spec(ctx, inputs)
     inputs.str("field", label=field_label, required=True, description=field_description)
-    check_field(ctx, inputs, field_label)
+    check_field(ctx, inputs)
 
 
 def add_device_inputs(inputs) -> None:

@@ -6,7 +6,7 @@ import fiftyone.operators.types as types
 
 from imagenetx.options import ROW_ORDERS
 
-from .forms import in_form_terms, invalid, user_errors
+from .forms import invalid, user_errors
 
 
 class ImportPredictions(foo.Operator):
@@ -97,7 +97,7 @@ def _check(ctx, inputs) -> None:
     try:
         exists = check_prediction_field(ctx.dataset, field, "ground_truth")
     except ImageNetXError as e:
-        invalid(inputs, "field_error", in_form_terms(str(e)))
+        invalid(inputs, "field_error", e)
         return
     if exists and not ctx.params.get("overwrite") and ctx.dataset.count(f"{field}.label"):
         invalid(inputs, "field_error", f"Prediction field '{field}' already holds "

@@ -268,7 +268,7 @@ def test_stimuli_download_into_the_cache_and_offline_error(tmp_path, monkeypatch
         server.shutdown()
         server.server_close()  # refused at once, not left to time out
     assert remote.paths(files, progress=False) == paths  # cached: no server needed
-    with pytest.raises(ImageNetXError, match=r"Could not download .*knife/knife1-car3.png.*--dir"):
+    with pytest.raises(ImageNetXError, match=r"Could not download .*knife/knife1-car3.png.*`folder`"):
         remote.paths(["knife/knife1-car3.png"], progress=False)
     monkeypatch.setenv("IMAGENETX_TEST_STIMULI_DIR", str(tmp_path / "nowhere"))
     with pytest.raises(ImageNetXError, match="does not exist"):

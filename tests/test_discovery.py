@@ -300,6 +300,31 @@ def test_report_section(planted, tmp_path):
     assert "slice discovery" in out.read_text()
 
 
+def test_the_command_line_and_the_app_name_a_library_error_s_parameter_their_way(planted):
+    # the library names the parameter; the command line its flag (from its
+    # parser), the App the label of the form's input (from resolve_input)
+    import fiftyone.operators as foo
+
+    from imagenetx.app.install import PLUGIN_NAME, install_plugin
+
+    with pytest.raises(ImageNetXError, match="pass a smaller `min_support`"):
+        discover_slices(NAME, "planted2", min_support=20_000)
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        status = main(["discover", "--dataset", NAME, "--pred-field", "planted2",
+                       "--min-support", "20000"])
+    assert status == 2
+    assert err.getvalue().strip().endswith("pass a smaller --min-support")
+
+    install_plugin()
+    result = foo.execute_operator(
+        f"{PLUGIN_NAME}/discover_slices",
+        ctx={"dataset": NAME, "params": {"pred_field": "planted2", "min_support": 20_000}})
+    assert result.error is None, result.error
+    assert result.result["error"].endswith("pass a smaller Fewest images per slice")
+
+
 def test_operator_lists_slices_and_shows_the_first_ones_mistakes(planted):
     import fiftyone.operators as foo
 

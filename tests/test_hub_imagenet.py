@@ -709,8 +709,10 @@ def test_a_push_refuses_media_outside_the_repo_unless_named(passwd_repo, tmp_pat
     assert f"/etc/passwd, {secret}; a push would upload them" in err[0]
     assert f"--allow-media-outside /etc {os.path.dirname(secret)}" in err[0]
     assert not (uploads / "test-user" / "leak").exists()
-    # the App's form says the same before its Execute, and what naming a folder allows
-    assert _push_form("hub-passwd-fo", {}) == ("Error", err[0].split("error: ", 1)[1])
+    # the App's form says the same before its Execute (with its own input's label),
+    # and what naming a folder allows
+    assert _push_form("hub-passwd-fo", {}) == ("Error", err[0].split("error: ", 1)[1].replace(
+        "--allow-media-outside", "Allow media outside"))
     allowed = _push_form("hub-passwd-fo", {"allow_media_outside": "/etc\n"
                                                                   + os.path.dirname(secret)})
     assert allowed[0] == "Notice" and allowed[1].startswith("Uploading 4 media files (")

@@ -182,7 +182,7 @@ def test_bad_folders_write_nothing(release, tmp_path):
     assert not fo.dataset_exists("imd-bad")
 
     d.load_imagenet_d_dir(str(release), name="imd-exists")
-    with pytest.raises(ImageNetXError, match="--overwrite"):
+    with pytest.raises(ImageNetXError, match="`overwrite=True`"):
         d.load_imagenet_d_dir(str(release), name="imd-exists")
     assert len(fo.load_dataset("imd-exists")) == len(FILES)
 

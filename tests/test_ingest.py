@@ -279,7 +279,7 @@ def test_overwrite_says_what_it_replaced(caplog):
     with caplog.at_level(logging.WARNING, logger="imagenetx"):
         with new_dataset(name, overwrite=True) as ds:
             ds.add_sample(fo.Sample(filepath="/nowhere/new.jpg"))
-    assert (f"Replaced dataset '{name}' (--overwrite), which held 2 samples; fields: "
+    assert (f"Replaced dataset '{name}' (`overwrite=True`), which held 2 samples; fields: "
             "resnet50") in caplog.text
     assert len(fo.load_dataset(name)) == 1
     fo.delete_dataset(name)

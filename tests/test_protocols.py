@@ -212,7 +212,10 @@ def test_departures_are_recorded_and_said(photos_dir, capsys):
             "efficientnet_lite0", "--remap-by-position", "--num-workers", "0"]
     assert main(args + ["--field", "g", "--protocol", "gavrikov", "--decoder",
                         "torchvision", "--limit", "2"]) == 0
-    assert "Protocol 'gavrikov': not the authors' setting: decoder, n" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Protocol 'gavrikov': not the authors' setting: decoder, n" in out
+    # the comparability line names the parameter as the command line's flag
+    assert "not the authors' setting: decoder, n (--protocol gavrikov)" in out, out
     info = ds.get_field("g").info["imagenetx_model"]
     assert info["protocol"] == "gavrikov" and info["departures"] == ["decoder", "n"]
     assert info["protocol_pins"]["geometry"] == "resize256-crop224"
@@ -283,7 +286,7 @@ def test_a_protocol_without_an_attack_and_an_unknown_name():
 
     assert protocol_settings("robustbench").eps == pytest.approx(4 / 255)
     assert protocol_settings("imagenet-d").protocol is None
-    with pytest.raises(ImageNetXError, match="Unknown --protocol 'nope'"):
+    with pytest.raises(ImageNetXError, match="Unknown `protocol=nope`"):
         RunOptions(protocol="nope").check()
 
 

@@ -52,7 +52,7 @@ def test_bad_folders_and_existing_names(tmp_path, photos_dir):
 
     load_imagenet_dir(str(photos_dir), name="src-exists")
     fo.load_dataset("src-exists").tag_samples("keep-me")
-    with pytest.raises(ImageNetXError, match="--overwrite"):
+    with pytest.raises(ImageNetXError, match="`overwrite=True`"):
         load_imagenet_dir(str(photos_dir), name="src-exists")
     assert fo.load_dataset("src-exists").count_sample_tags()["keep-me"] == 4
 

@@ -132,7 +132,7 @@ def test_report_and_card_say_what_each_number_compares_with(suite_val, tmp_path)
         "the column's 50,000 images: ")
     attacked = comparability(ds, "lite0_pgd")
     assert attacked.line().startswith(
-        "not the authors' setting: n (--protocol gavrikov); on 2 of the column's 50,000")
+        "not the authors' setting: n (`protocol=gavrikov`); on 2 of the column's 50,000")
     robust = [v for v in ds.values("eval_lite0_pgd") if v is not None]
     ci = binomtest(sum(robust), len(robust)).proportion_ci(0.95, method="wilson")
     assert (attacked.sampled.low, attacked.sampled.high) == (ci.low, ci.high)
@@ -184,7 +184,7 @@ def test_a_protocol_that_does_not_apply_everywhere_is_refused_before_step_1(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
     assert "Protocol 'model-vs-human' applies to cue_conflict datasets only" in err
-    assert "--protocol gavrikov (its own) or none" in err
+    assert "--protocol gavrikov (its own) or --protocol none" in err
     for name in ("suite-mixed-cue", "suite-mixed-val"):
         assert not fo.load_dataset(name).has_field("mvh"), name
 

@@ -204,7 +204,7 @@ def compare_biases(
     """
     if not biases or not measures:
         raise ImageNetXError("Name at least one bias and one measure, e.g. "
-                             "--bias shape-bias --measure imagenet-a")
+                             "`biases=shape-bias` and `measures=imagenet-a`")
     everyone = published if published is not None else load_published(folder)
     models = everyone.subset(population)
     axes = {}
@@ -243,7 +243,7 @@ def parse_values(texts: Sequence[str]) -> Dict[str, Dict[str, float]]:
             value = None
         if not model or not name or value is None or not math.isfinite(value):
             raise ImageNetXError(
-                f"--value '{text}' is not MODEL:NAME=NUMBER: write e.g. "
+                f"The value '{text}' is not MODEL:NAME=NUMBER: write e.g. "
                 "lite0:spectral-bias=0.021 or lite0:top1_acc/imagenet-a=12.5")
         out.setdefault(model, {})[name] = value
     return out
@@ -253,9 +253,9 @@ def parse_values(texts: Sequence[str]) -> Dict[str, Dict[str, float]]:
 
 
 def collect_values(given: Mapping[str, Mapping[str, float]], datasets: Sequence[str] = (),
-                   fields: Sequence[str] = ()) -> Tuple[Dict, List[str]]:
+                   pred_fields: Sequence[str] = ()) -> Tuple[Dict, List[str]]:
     """The values ``given`` plus those :func:`gather_values` measures of
-    ``fields`` on ``datasets`` (a given value wins over a measured one).
+    ``pred_fields`` on ``datasets`` (a given value wins over a measured one).
 
     Returns:
         ``({model: {name: value}}, notes)``
@@ -265,12 +265,12 @@ def collect_values(given: Mapping[str, Mapping[str, float]], datasets: Sequence[
             datasets, or as :func:`gather_values`
     """
     values = {label: dict(v) for label, v in given.items()}
-    if not datasets and not fields:
+    if not datasets and not pred_fields:
         return values, []
-    if not (datasets and fields):
-        raise ImageNetXError("--dataset and --pred-field go together: name the datasets "
+    if not (datasets and pred_fields):
+        raise ImageNetXError("`datasets` and `pred_fields` go together: name the datasets "
                              "and the prediction fields to measure on them")
-    measured, notes = gather_values(datasets, fields)
+    measured, notes = gather_values(datasets, pred_fields)
     for label, found in measured.items():
         values[label] = {**found, **values.get(label, {})}
     return values, notes
@@ -436,8 +436,8 @@ def _imagenet_top1(ds, fields, notes) -> Dict[str, Dict[str, float]]:
         predicted = val.exists(f).count()
         if top1.n < predicted:
             notes.append(f"{f}: ImageNet top-1 over the {top1.n:,} of {predicted:,} val "
-                         f"images of {ds.name} that have a ground truth (run `imagenetx tag "
-                         f"--dataset {ds.name}` to give the others theirs)")
+                         f"images of {ds.name} that have a ground truth (tag it, "
+                         "`imagenetx tag`, to give the others theirs)")
         elif top1.n != 50000:
             notes.append(f"{f}: ImageNet top-1 over {top1.n:,} val images of {ds.name}; "
                          "the table's over all 50,000")

@@ -94,13 +94,13 @@ class Comparability:
         """``comparable to COLUMN of TABLE`` or ``not the authors' setting:
         PARAM, ...``, with the sampling error where there is one."""
         if self.protocol is None:
-            head = "not the authors' setting: no protocol (predict with --protocol NAME)"
+            head = "not the authors' setting: no protocol (predict with `protocol=NAME`)"
         elif self.departures:
-            head = f"{departure_note(self.departures)} (--protocol {self.protocol})"
+            head = f"{departure_note(self.departures)} (`protocol={self.protocol}`)"
         elif self.column:
             head = f"comparable to {self.column} of {self.table}"
         else:
-            head = f"every pin of --protocol {self.protocol} held"
+            head = f"every pin of `protocol={self.protocol}` held"
         return head + (f"; {self.sampled.note()}" if self.sampled else "")
 
     def to_dict(self) -> dict:

@@ -163,26 +163,26 @@ def _table_settings(samples, s: Settings) -> Tuple[str, str, Optional[str], Sett
     slicing = s.slicing or "top_factor"
     if slicing not in SLICING_WHICH:
         raise ImageNetXError(
-            f"The reference tables are per factor: use --slicing top_factor "
-            f"or factors, not '{slicing}'")
+            f"The reference tables are per factor: use `slicing=top_factor` "
+            f"or `slicing=factors`, not '{slicing}'")
     correct = s.correct or "class"
     if correct not in ERROR_TYPES:
         raise ImageNetXError(
             f"The authors' tables have no correctness '{correct}': they are "
             f"scored with {', '.join(ERROR_TYPES)} (ReaL in paper mode); pass "
-            "--correct with one of those")
+            "`correct` with one of those")
     if s.include_prototypes:
         raise ImageNetXError(
             "The reference tables leave the 3,000 prototype images out: "
-            "drop --include-prototypes")
+            "drop `include_prototypes=True`")
     if s.by is not None:
-        raise ImageNetXError("context has no per-group tables: drop --by")
+        raise ImageNetXError("context has no per-group tables: drop `by`")
     within = None
     if s.within is not None:
         if s.within[0] != "metaclass":
             raise ImageNetXError(
                 "The reference tables are overall or per meta-class: use "
-                f"--within metaclass=M, not '{s.within[0]}'")
+                f"`within=metaclass=M`, not '{s.within[0]}'")
         within = s.within[1]
     # the tables count an empty ReaL set wrong
     scoring = replace(s, slicing=slicing, correct=correct, intervals=False,

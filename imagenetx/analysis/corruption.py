@@ -67,13 +67,13 @@ def imagenet_c_errors(samples, field: str, clean_dataset: Optional[str] = None,
     if get_benchmark(samples).name == "imagenet_cbar":
         raise ImageNetXError(
             f"Dataset '{samples._dataset.name}' is ImageNet-C-bar, which has no published "
-            "AlexNet errors to compute CE against: use `imagenetx corruption-accuracy "
-            f"--dataset {samples._dataset.name} --pred-field {field}`")
+            "AlexNet errors to compute CE against: measure its corruption accuracy "
+            "instead (`imagenetx corruption-accuracy`)")
     if get_benchmark(samples).name != "imagenet_c":
         raise ImageNetXError(
-            f"Dataset '{samples._dataset.name}' is not ImageNet-C: load the released "
-            "folders with `imagenetx load --imagenet-c-dir DIR`, or measure corruptions "
-            "on the fly with `imagenetx predict --corruptions all`")
+            f"Dataset '{samples._dataset.name}' is not ImageNet-C: load ImageNet-C's "
+            "released folders (`imagenetx load`), or measure corruptions on the fly "
+            "(`imagenetx predict` with `corruptions=all`)")
     if clean_dataset is not None and clean_accuracy is not None:
         raise ImageNetXError("Give the clean accuracy or a clean dataset, not both")
     if clean_accuracy is not None and not 0 <= clean_accuracy <= 1:
@@ -88,7 +88,7 @@ def imagenet_c_errors(samples, field: str, clean_dataset: Optional[str] = None,
                 raise ImageNetXError(
                     f"No val image of clean dataset '{clean_view._dataset.name}' has both "
                     f"a ground truth and predictions '{field}': predict the model there "
-                    "first, or give --clean-accuracy")
+                    "first, or give `clean_accuracy`")
             clean_accuracy = clean.accuracy
         else:
             clean = compute_ratios(clean_view, [field], intervals=False, gt_field=gt_field)
@@ -174,11 +174,11 @@ def corruption_accuracy_of(samples, field: str, gt_field: str = "ground_truth"
     if benchmark.name not in CORRUPTION_BENCHMARKS:
         raise ImageNetXError(
             f"Dataset '{name}' is not ImageNet-C or ImageNet-C-bar: load the released "
-            "folders with `imagenetx load --imagenet-c-dir DIR` or `--imagenet-cbar-dir DIR`")
+            "folders of either (`imagenetx load`)")
     if not samples.has_field(f"{field}.class_index"):
         raise ImageNetXError(
-            f"Dataset '{name}' has no prediction field '{field}': run `imagenetx predict "
-            f"--dataset {name} --field {field} ...` or pass another --pred-field")
+            f"Dataset '{name}' has no prediction field '{field}': predict it first "
+            f"(`imagenetx predict` with `field={field}`), or pass another `field`")
     settings = Settings(gt_field=gt_field)
     benchmark.check_fields(samples, settings)
     view = benchmark.base_view(samples, settings)

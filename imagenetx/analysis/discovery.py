@@ -93,7 +93,7 @@ def _slicing_names(samples, slicings, settings: Settings) -> list:
             raise ImageNetXError(
                 f"Dataset '{samples._dataset.name}' is not a known benchmark's: "
                 "name the slicings to intersect, categorical fields such as "
-                "--slicing tags my_field")
+                "`slicings=tags,my_field`")
     if len(set(names)) != len(names):
         raise ImageNetXError(f"Slicings repeat: {', '.join(names)}")
     return names
@@ -134,7 +134,7 @@ def discover_slices(samples, pred_field: str, slicings: Sequence[str] = None,
     """
     if not pred_field or not isinstance(pred_field, str):
         raise ImageNetXError(
-            "Pass one prediction field to search, e.g. --pred-field resnet50")
+            "Pass one prediction field to search, e.g. `pred_field=resnet50`")
     if score not in SCORES:
         raise ImageNetXError(f"Unknown score '{score}': use one of {', '.join(SCORES)}")
     for label, value in (("max order", max_order), ("top", top_k),
@@ -155,7 +155,7 @@ def discover_slices(samples, pred_field: str, slicings: Sequence[str] = None,
         raise ImageNetXError(
             f"The min support {min_support:,} is larger than the {n:,} images "
             f"'{pred_field}' is scored on in '{p.dataset_name}' (this view): "
-            "pass a smaller --min-support")
+            "pass a smaller `min_support`")
     memberships = {p.slicing.name: (p.slicing, p.membership), **p.extra}
     search = find_slices(
         p.correct[pred_field][keep],

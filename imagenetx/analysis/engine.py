@@ -182,7 +182,7 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
     if slicing_name is None:
         raise ImageNetXError(
             f"Dataset '{name}' is not a known benchmark's: name a slicing, "
-            "a categorical field such as --slicing tags")
+            "a categorical field such as `slicing=tags`")
     slicing = _resolve_slicing(samples, benchmark, s, slicing_name)
     spaces = benchmark.label_spaces(s)
     correct = s.correct or benchmark.default_label_space
@@ -220,7 +220,7 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
         raise ImageNetXError(
             f"No sample of '{name}' (this view) has a ground truth "
             f"'{gt_path}': run `imagenetx tag` or `imagenetx load`, or pass "
-            "--gt-field")
+            "`gt_field`")
     group_ids = None
     if group is not None:
         group_ids = group.ids(columns[group.path])
@@ -228,7 +228,7 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
             raise ImageNetXError(
                 f"{int((group_ids < 0).sum()):,} samples of '{name}' (this "
                 f"view) have no '{group.path}' value: group by a field every "
-                "sample has, or narrow the view with --within")
+                "sample has, or narrow the view with `within`")
 
     out = Prepared(name, s, benchmark, slicing, space, group, view,
                    slicing.membership(columns[slicing.path]), classes,

@@ -158,12 +158,12 @@ def _check_fields(samples, pred_fields, gt_field) -> List[str]:
     if not samples.has_field(f"{gt_field}.class_index"):
         raise ImageNetXError(
             f"Dataset '{name}' has no ground truth '{gt_field}' with a class_index: "
-            "load it with `imagenetx load --imagenet-e-dir DIR`, or pass --gt-field")
+            "load it with `imagenetx load`, or pass `gt_field`")
     for f in fields:
         if not samples.has_field(f"{f}.class_index"):
             raise ImageNetXError(
                 f"Dataset '{name}' has no prediction field '{f}' with a class_index: "
-                f"run `imagenetx predict --dataset {name} --field {f} ...` (it "
+                f"predict it first (`imagenetx predict` with `field={f}`: it "
                 "predicts every slice of a grouped dataset)")
     return fields
 
@@ -213,8 +213,8 @@ def paired_scores(samples, pred_fields: Sequence[str], slices: Sequence[str] = N
         if not samples.has_field(factor_path):
             raise ImageNetXError(
                 f"Dataset '{samples._dataset.name}' has no ImageNet-X field "
-                f"'{factor_path}': run `imagenetx tag --dataset "
-                f"{samples._dataset.name}` first, or leave out --by-factor")
+                f"'{factor_path}': tag it first (`imagenetx tag`), or leave out "
+                "`by_factor=True`")
     cols = _read(samples, fields, [original, *edited], gt_field, factor_path)
     membership = None
     if by_factor:

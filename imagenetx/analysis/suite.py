@@ -175,7 +175,7 @@ def find_datasets(names: Optional[Sequence[str]] = None) -> Tuple[Dict[str, str]
             continue
         candidates.setdefault(benchmark, []).append(name)
     found = {b: names_[0] for b, names_ in candidates.items()}
-    notes = [f"{len(names_)} datasets of {b}: using '{names_[0]}' (pass --dataset to choose "
+    notes = [f"{len(names_)} datasets of {b}: using '{names_[0]}' (pass `datasets` to choose "
              f"among {', '.join(names_)})"
              for b, names_ in candidates.items() if len(names_) > 1 and names is None]
     return found, notes
@@ -197,8 +197,8 @@ def check_protocol(found: Dict[str, str], request, options) -> None:
         except ImageNetXError as e:
             raise ImageNetXError(
                 f"{str(e).rstrip('.')}. The suite runs every dataset it found under one "
-                f"protocol: pass --protocol {SUITE_PROTOCOL} (its own) or none, or --dataset "
-                "with only the datasets it applies to") from None
+                f"protocol: pass `protocol={SUITE_PROTOCOL}` (its own) or `protocol=none`, "
+                "or `datasets` with only the datasets it applies to") from None
 
 
 def _imagenet_val(dataset) -> bool:
@@ -294,7 +294,7 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
                 robust = "n/a" if s.accuracy is None else f"{s.accuracy:.4f}"
                 line = f"{head}: {s.attack} robust accuracy {robust} ({s.evaluated:,} images)"
                 departed.append(
-                    f"{field}: the attack ran under --protocol {s.protocol or 'none'}, not "
+                    f"{field}: the attack ran under `protocol={s.protocol or 'none'}`, not "
                     f"gavrikov: not compared with the table's {PGD_LOW_COLUMN} column")
         else:
             s = run_probe_with(name, model, field, step, request, options, progress=False)

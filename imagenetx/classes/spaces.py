@@ -228,7 +228,7 @@ class ClassSubset(LabelSpace):
             raise ImageNetXError(
                 f"Field '{field}' has no stored logits, and the '{self.name}' "
                 f"label space restricts the output to {len(self.valid)} "
-                "classes: predict again with `imagenetx predict --logits`"
+                "classes: predict again (`imagenetx predict`) with `logits=True`"
             )
         width = len(next(v for v in logits if v is not None))
         if width != self.num_outputs:

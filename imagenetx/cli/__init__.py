@@ -17,7 +17,7 @@ from typing import List, Optional
 
 from imagenetx import __version__
 from imagenetx.cli import analysis, app, cache, load, predict, published, report
-from imagenetx.cli.base import CommandGroup
+from imagenetx.cli.base import CommandGroup, in_flags
 
 #: the command groups, in the order ``imagenetx`` lists them
 GROUPS = (load, predict, analysis, published, report, app, cache)
@@ -80,7 +80,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             connect()
         return args.handler(args)
     except ImageNetXError as e:
-        print(f"imagenetx {args.command}: error: {e}", file=sys.stderr)
+        print(f"imagenetx {args.command}: error: {in_flags(str(e), args.command_parser)}",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -1,9 +1,11 @@
-"""What every command module uses: a group of commands, and printing a
-result as text, JSON or CSV."""
+"""What every command module uses: a group of commands, printing a
+result as text, JSON or CSV, and the library's parameters as flags."""
 
 import argparse
 import sys
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
+
+from imagenetx.errors import Parameter, render_parameters
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -50,8 +52,14 @@ class CommandGroup:
         self.commands.append((name, help))
         if self.only is not None and name != self.only:
             return _Unbuilt()
-        parser.set_defaults(handler=handler, database=database)
+        parser.set_defaults(handler=handler, database=database, command_parser=parser)
         return parser
+
+
+def print_text(args, text: str, file=None) -> None:
+    """Prints a library text (a summary, a note) with the parameters it
+    names as the command's flags (:func:`in_flags`)."""
+    print(in_flags(str(text), getattr(args, "command_parser", None)), file=file)
 
 
 def print_result(args, result: dict, text, csv=None) -> int:
@@ -64,7 +72,7 @@ def print_result(args, result: dict, text, csv=None) -> int:
     elif getattr(args, "csv", False):
         sys.stdout.write(csv(result))
     else:
-        print(text(result))
+        print_text(args, text(result))
     return 0
 
 
@@ -79,3 +87,45 @@ def csv_text(rows: list) -> str:
         writer.writeheader()
         writer.writerows(rows)
     return buffer.getvalue()
+
+
+def _actions(parser: argparse.ArgumentParser) -> Dict[str, argparse.Action]:
+    """The parser's arguments by destination (the library parameter each
+    one sets); argparse lists them only in ``_actions``."""
+    actions: Dict[str, argparse.Action] = {}
+    for action in getattr(parser, "_actions", ()):
+        if action.dest not in (argparse.SUPPRESS, "help"):
+            actions.setdefault(action.dest, action)
+    return actions
+
+
+def flag_for(action: argparse.Action, parameter: Parameter) -> Optional[str]:
+    """``parameter`` as the argument ``action`` reads it: ``overwrite=True``
+    as ``--overwrite``, ``eps=4/255`` as ``--eps 4/255``, ``field`` as
+    ``--field``, a positional's value as itself; None where the flag cannot
+    say the value (``overwrite=False``)."""
+    longs = [o for o in action.option_strings if o.startswith("--")]
+    option = (longs or action.option_strings or [None])[0]
+    value = parameter.bare_value
+    if option is None:  # a positional: its value, else its placeholder
+        return value if value is not None else (action.metavar or action.dest.upper())
+    if value is None:
+        return option
+    if action.nargs == 0:  # store_true, store_false, store_const
+        return option if value == repr(action.const) or value == str(action.const) else None
+    return f"{option} {value}"
+
+
+def in_flags(text: str, parser: Optional[argparse.ArgumentParser]) -> str:
+    """``text`` (a library error or summary) with each parameter it names
+    (:mod:`imagenetx.errors`) as ``parser``'s flag; a parameter the command
+    has no flag for keeps the library's words."""
+    if parser is None:
+        return text
+    actions = _actions(parser)
+
+    def term(parameter: Parameter) -> Optional[str]:
+        action = actions.get(parameter.name)
+        return None if action is None else flag_for(action, parameter)
+
+    return render_parameters(text, term)

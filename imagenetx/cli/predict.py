@@ -5,7 +5,7 @@
 # lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
 
 from imagenetx.attacks.registry import BUILT_IN as ATTACKS
-from imagenetx.cli.base import CommandGroup, print_result
+from imagenetx.cli.base import CommandGroup, print_result, print_text
 from imagenetx.cli.flags import add_gt_field, add_output
 from imagenetx.options import AMPS, DECODERS, ROW_ORDERS
 from imagenetx.protocols import protocol_names
@@ -281,7 +281,7 @@ def run_predict(args) -> int:
     if _main_rank():  # under torchrun, rank 0 prints
         from imagenetx.present.protocols import run_summary
 
-        print(run_summary(summary))
+        print_text(args, run_summary(summary))
     return 0
 
 
@@ -318,7 +318,7 @@ def run_attack(args) -> int:
     if _main_rank():
         from imagenetx.present.protocols import run_summary
 
-        print(run_summary(summary))
+        print_text(args, run_summary(summary))
     return 0
 
 

@@ -6,7 +6,7 @@
 import json
 import sys
 
-from imagenetx.cli.base import CommandGroup, csv_text, print_result
+from imagenetx.cli.base import CommandGroup, csv_text, print_result, print_text
 from imagenetx.cli.flags import add_analysis, add_gt_field, add_output, add_published_source, settings
 from imagenetx.cli.predict import MODEL_HELP, add_model_options, add_protocol, add_runtime
 from imagenetx.options import WHICH
@@ -129,7 +129,7 @@ def run_suite(args) -> int:
                    probes=not args.no_probes, attack=not args.no_attack,
                    attack_n=args.attack_n or None, published_dir=args.published_dir,
                    population=args.published_models,
-                   say=(lambda line: print(line, file=sys.stderr)) if quiet else print)
+                   say=lambda line: print_text(args, line, sys.stderr if quiet else None))
     if args.json:
         print(json.dumps(result.to_dict(), default=str))
         return 0

@@ -24,14 +24,14 @@ def check_mask_field(samples, field: str) -> type:
         raise ImageNetXError(
             f"Dataset '{dataset.name}' has no field '{field}': pass the "
             "fo.Segmentation or fo.Detections (with instance masks) field "
-            "with --mask-field")
+            "as `mask_field`")
     doc_type = getattr(samples.get_field(field), "document_type", None)
     if not (isinstance(doc_type, type) and issubclass(doc_type, MASK_TYPES)):
         kind = getattr(doc_type, "__name__", None) or type(samples.get_field(field)).__name__
         raise ImageNetXError(
             f"Field '{field}' of dataset '{dataset.name}' holds {kind}, not "
             "object masks: pass a fo.Segmentation field, or a fo.Detection(s) "
-            "field whose detections carry instance masks, with --mask-field")
+            "field whose detections carry instance masks, as `mask_field`")
     return doc_type
 
 

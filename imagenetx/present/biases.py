@@ -30,10 +30,10 @@ def check_out(out: str) -> None:
     path = Path(out)
     if path.suffix.lower() not in (".html", ".htm"):
         raise ImageNetXError(
-            f"--out '{out}' is not an .html path: name the page, e.g. --out biases.html")
+            f"`out={out}` is not an .html path: name the page, e.g. `out=biases.html`")
     if not path.absolute().parent.is_dir():
         raise ImageNetXError(
-            f"The folder of --out '{out}' does not exist: create "
+            f"The folder of `out={out}` does not exist: create "
             f"{path.absolute().parent} first or write the report elsewhere")
 
 

@@ -41,7 +41,7 @@ def format_protocols(result: dict) -> str:
             if pin["reference"]:
                 lines.append(f"      from {pin['reference']}")
         lines.append("")
-    lines.append("Pass --protocol NAME to predict, probe, attack or suite; settings given on "
+    lines.append("Pass `protocol=NAME` to predict, probe, attack or suite; settings given on "
                  "top are recorded as departures.")
     return "\n".join(lines)
 

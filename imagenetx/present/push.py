@@ -129,8 +129,8 @@ def plan_push(dataset, with_media: bool = False,
                 f"Dataset '{dataset.name}' has {n:,} sample{'s' if n > 1 else ''} whose "
                 f"media lies outside the folders its Hub origin gives it ({', '.join(roots)}): "
                 f"{examples(paths)}; a push would upload them. Delete those samples, or name "
-                "their folders to upload them: --allow-media-outside "
-                + " ".join(shlex.quote(f) for f in folders[:3]))
+                "their folders to upload them: `allow_media_outside="
+                + " ".join(shlex.quote(f) for f in folders[:3]) + "`")
     paths = list(dict.fromkeys(p for _, p in found))
     by_folder = Counter(os.path.dirname(os.path.abspath(p)) for p in paths)
     size = sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
@@ -219,7 +219,7 @@ def push_results(
     if owner != user:
         raise ImageNetXError(
             f"Cannot push to '{repo_id}': FiftyOne's push_to_hub creates repos "
-            f"in the token's own namespace; use --repo {user}/{name}")
+            f"in the token's own namespace; use `repo_id={user}/{name}`")
     fields = prediction_fields(dataset)
     evaluations = list(dataset.list_evaluations())
     source = gated_source(dataset)

@@ -92,12 +92,12 @@ def write_report(samples, pred_fields, out: str, settings=None,
 
     if not out.lower().endswith((".html", ".htm")):
         raise ImageNetXError(
-            f"--out '{out}' is not an .html path: name the page, e.g. "
-            "--out report.html")
+            f"`out={out}` is not an .html path: name the page, e.g. "
+            "`out=report.html`")
     folder = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(folder):
         raise ImageNetXError(
-            f"The folder of --out '{out}' does not exist: create {folder} "
+            f"The folder of `out={out}` does not exist: create {folder} "
             "first or write the report elsewhere")
     samples = get_dataset(samples)
     settings = Settings.create(settings, **ratio_kwargs)
@@ -106,8 +106,8 @@ def write_report(samples, pred_fields, out: str, settings=None,
     if discover and not benchmark.discovery_slicings:
         raise ImageNetXError(
             f"Slice discovery in the report uses the benchmark's slicings, and "
-            f"{benchmark.title} has none: leave out --discover and run "
-            "`imagenetx discover --slicing ...` with the fields to intersect")
+            f"{benchmark.title} has none: leave out `discover=True` and run "
+            "`imagenetx discover` with the fields to intersect as its slicings")
     if settings.by is None and benchmark.group_slicing not in (None, slicing):
         settings = Settings.create(settings, by=benchmark.group_slicing)
     results = compute_ratios(samples, pred_fields, settings)

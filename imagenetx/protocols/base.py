@@ -22,7 +22,7 @@ GEOMETRIES = {
     "resize256-crop224": "PIL Resize(256) bilinear + CenterCrop(224) for every model",
     "robustbench": "the leaderboard entry's named preprocessing (Res256Crop224, "
                    "BicubicRes256Crop224, Res224, Crop288; timm: RobustBench's "
-                   "get_timm_model_preprocessing), --preprocessing NAME, else "
+                   "get_timm_model_preprocessing), `preprocessing=NAME`, else "
                    "Res256Crop224 (a departure: preprocessing not named)",
     "model-vs-human-loader": "model-vs-human's loader: 224 x 224 images as they are "
                              "(ToTensor only); other sizes PIL Resize(256) bilinear + "

@@ -42,7 +42,7 @@ def get_protocol(name: Optional[str]) -> Optional[Protocol]:
         return None
     if name not in _PROTOCOLS:
         raise ImageNetXError(
-            f"Unknown --protocol '{name}': use one of {', '.join(protocol_names())} "
+            f"Unknown `protocol={name}`: use one of {', '.join(protocol_names())} "
             "(`imagenetx protocols` lists what each pins)")
     return _PROTOCOLS[name]
 

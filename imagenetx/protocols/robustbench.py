@@ -69,14 +69,14 @@ def select_subset(paths: Sequence[str], dataset: str) -> List[int]:
             f"validation file names more than once (e.g. {repeated[0]} at {copies[0]} and "
             f"{copies[1]}): its images reuse val file names (ImageNet-C's corruption "
             "folders), so RobustBench's subset is not defined on it; pass a view with one "
-            "copy of each, or --protocol none to attack the images as they are")
+            "copy of each, or `protocol=none` to attack the images as they are")
     if len(counts) < SUBSET_SIZE:
         raise ImageNetXError(
             f"Dataset '{dataset}' holds {len(counts):,} of RobustBench's {SUBSET_SIZE:,} "
             f"ImageNet validation images ({SUBSET_SIZE - len(counts):,} missing, matched by "
             "file name): the robustbench protocol needs all of them, so load the whole "
-            "validation set (imagenetx load --imagenet-dir DIR), or pass --protocol none "
-            "--attack autoattack --eps 4/255 to attack the images it has")
+            "validation set (`imagenetx load`), or pass `protocol=none` with "
+            "`attack=autoattack` and `eps=4/255` to attack the images it has")
     return found
 
 

@@ -39,8 +39,8 @@ def check_new_dataset_name(name: str, overwrite: bool) -> None:
     """
     if fo.dataset_exists(name) and not overwrite:
         raise ImageNetXError(
-            f"A dataset named '{name}' already exists: pass --overwrite "
-            "(overwrite=True) to replace it, or choose another --name"
+            f"A dataset named '{name}' already exists: pass `overwrite=True` "
+            "to replace it, or choose another `name`"
         )
 
 
@@ -60,7 +60,7 @@ def replace_dataset(name: str) -> None:
     except Exception as e:  # a dataset that no longer loads: --overwrite is how it is mended
         held = f"what could not be read ({type(e).__name__}: {e})"
     fo.delete_dataset(name)
-    logger.warning("Replaced dataset '%s' (--overwrite), which held %s", name, held)
+    logger.warning("Replaced dataset '%s' (`overwrite=True`), which held %s", name, held)
 
 
 def make_dataset(name: str, overwrite: bool) -> fo.Dataset:

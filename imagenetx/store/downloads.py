@@ -41,15 +41,15 @@ class RemoteFiles:
         override_env: the environment variable naming a local folder with
             the same layout, read instead of downloading
         cache_subdir: the folder under :func:`cache_root`
-        option: the command-line option that also points at a local folder,
-            named in errors (``"--dir"``)
+        option: the library parameter that also points at a local folder,
+            named in errors as the parameter (``"folder"``)
     """
 
     name: str
     base_url: str
     override_env: str
     cache_subdir: str
-    option: str = "--dir"
+    option: str = "folder"
 
     def local_dir(self, override: Optional[str] = None) -> Optional[Path]:
         """The override folder (argument, else environment), if any.
@@ -65,7 +65,7 @@ class RemoteFiles:
             source = "" if override else f" (from ${self.override_env})"
             raise ImageNetXError(
                 f"The {self.name} folder '{folder}'{source} does not exist: "
-                f"point {self.option} or ${self.override_env} at a folder "
+                f"point `{self.option}` or ${self.override_env} at a folder "
                 f"laid out like {self.base_url}")
         return path
 
@@ -124,4 +124,4 @@ class RemoteFiles:
             raise ImageNetXError(
                 f"Could not download the {self.name} from {url} ({e}). Without "
                 f"network access, download them elsewhere and point "
-                f"{self.option} (or ${self.override_env}) at that folder") from None
+                f"`{self.option}` (or ${self.override_env}) at that folder") from None

@@ -151,7 +151,7 @@ def evaluate_predictions(
             return Evaluation(note=(
                 f"Not evaluated: no sample with a '{field}' prediction has a "
                 f"'{gt_field}' ground truth; give those samples one, or pass the field "
-                "that holds it with --gt-field"))
+                "that holds it as `gt_field`"))
         known = set(class_table().labels if labels is None else labels)
         other = [x for x in view.distinct(f"{gt_field}.label") if x not in known]
         if other:
@@ -285,7 +285,7 @@ def _no_ground_truth(dataset, gt_field: str) -> str:
             if dataset.has_field(gt_field) else "does not exist")
     return (f"Not evaluated: field '{gt_field}' of dataset '{dataset.name}' {what}; the "
             "ground truth must be a fo.Classification whose label is the ImageNet class "
-            "(`imagenetx tag` writes one): pass it with --gt-field")
+            "(`imagenetx tag` writes one): pass it as `gt_field`")
 
 
 def _not_evaluated(dataset, gt_field: str, other: list) -> str:
@@ -294,8 +294,8 @@ def _not_evaluated(dataset, gt_field: str, other: list) -> str:
         return (
             f"Not evaluated: ground truth '{gt_field}' has labels that two "
             f"ImageNet classes share (e.g. '{shared[0]}'), as earlier "
-            "versions wrote them: run `imagenetx tag --dataset "
-            f"{dataset.name} --gt-field {gt_field}` to make them unique, "
+            "versions wrote them: tag the dataset again (`imagenetx tag` with "
+            f"`gt_field={gt_field}`) to make them unique, "
             "then predict again to evaluate"
         )
     return (

@@ -135,14 +135,15 @@ def prediction_fields(samples, gt_field: str = "ground_truth") -> list:
     )
 
 
-def check_field_type(dataset, name: str, doc_type, option: str) -> bool:
-    """Checks that an existing field holds ``doc_type`` documents.
+def check_field_type(dataset, name: str, doc_type, parameter: str) -> bool:
+    """Checks that an existing field holds ``doc_type`` documents;
+    ``parameter`` is the library parameter that named it (``"field"``).
 
     Returns:
         whether the field exists
 
     Raises:
-        ImageNetXError: naming the field and the option to change
+        ImageNetXError: naming the field and the parameter to change
     """
     if not dataset.has_field(name):
         return False
@@ -155,7 +156,7 @@ def check_field_type(dataset, name: str, doc_type, option: str) -> bool:
         raise ImageNetXError(
             f"Field '{name}' of dataset '{dataset.name}' is a "
             f"{kind.__name__}, not a {doc_type.__name__}: pass another "
-            f"field name with {option}"
+            f"field name as `{parameter}`"
         )
     return True
 
@@ -170,15 +171,15 @@ def check_prediction_field(dataset, name: str, gt_field: str) -> bool:
     if not name or "." in name or name.startswith("_") or name != name.strip():
         raise ImageNetXError(
             f"'{name}' is not a usable prediction field name: pass a "
-            "top-level name such as --field resnet50 (no dots, no leading "
+            "top-level name such as `field=resnet50` (no dots, no leading "
             "underscore)"
         )
     if name == gt_field:
         raise ImageNetXError(
             f"The prediction field '{name}' is the ground truth field: "
-            "choose another --field"
+            "choose another `field`"
         )
-    return check_field_type(dataset, name, fo.Classification, "--field")
+    return check_field_type(dataset, name, fo.Classification, "field")
 
 
 def eval_key_of(field: str) -> str:
