@@ -137,10 +137,10 @@ def test_imagenet_x_tags_of_the_source_image_on_every_slice(loaded):
 
 
 def test_cli_loads_and_refuses_an_existing_name(release, capsys):
-    assert main(["load", "--imagenet-e-dir", str(release), "--name", "ie-cli",
+    assert main(["load", "imagenet-e", "--dir", str(release), "--name", "ie-cli",
                  "--overwrite"]) == 0
     assert "ImageNet-E dataset 'ie-cli'" in capsys.readouterr().out
-    assert main(["load", "--imagenet-e-dir", str(release), "--name", "ie-cli"]) == 2
+    assert main(["load", "imagenet-e", "--dir", str(release), "--name", "ie-cli"]) == 2
     assert "already exists" in capsys.readouterr().err
     assert len(all_slices(fo.load_dataset("ie-cli"))) == 12
     # tagging again, every slice by stem, changes nothing; by name, only the JPEGs match
@@ -327,7 +327,7 @@ def test_missing_labels_file_writes_nothing(release, tmp_path):
 
 
 def test_folder_without_the_layout_writes_nothing(photos_dir, tmp_path, capsys):
-    assert main(["load", "--imagenet-e-dir", str(photos_dir), "--name", "ie-bad"]) == 2
+    assert main(["load", "imagenet-e", "--dir", str(photos_dir), "--name", "ie-bad"]) == 2
     err = capsys.readouterr().err
     assert "none of the ImageNet-E variant folders" in err and "labels.txt" in err
     assert len(err.strip().splitlines()) == 1

@@ -29,6 +29,7 @@ from imagenetx.analysis.engine import compute_ratios
 from imagenetx.analysis.populations import val_images, whole_set_top1
 from imagenetx.analysis.settings import Settings
 from imagenetx.benchmarks import get_benchmark
+from imagenetx.benchmarks.loading import load_hint
 from imagenetx.classes.spaces import int_column
 from imagenetx.store.datasets import get_dataset
 
@@ -71,8 +72,8 @@ def imagenet_c_errors(samples, field: str, clean_dataset: Optional[str] = None,
             f"--dataset {samples._dataset.name} --pred-field {field}`")
     if get_benchmark(samples).name != "imagenet_c":
         raise ImageNetXError(
-            f"Dataset '{samples._dataset.name}' is not ImageNet-C: load the released "
-            "folders with `imagenetx load --imagenet-c-dir DIR`, or measure corruptions "
+            f"Dataset '{samples._dataset.name}' is not ImageNet-C: {load_hint('imagenet_c')}"
+            ", or measure corruptions "
             "on the fly with `imagenetx predict --corruptions all`")
     if clean_dataset is not None and clean_accuracy is not None:
         raise ImageNetXError("Give the clean accuracy or a clean dataset, not both")
@@ -174,7 +175,7 @@ def corruption_accuracy_of(samples, field: str, gt_field: str = "ground_truth"
     if benchmark.name not in CORRUPTION_BENCHMARKS:
         raise ImageNetXError(
             f"Dataset '{name}' is not ImageNet-C or ImageNet-C-bar: load the released "
-            "folders with `imagenetx load --imagenet-c-dir DIR` or `--imagenet-cbar-dir DIR`")
+            "folders as ImageNet-C or ImageNet-C-bar from `dir=...`")
     if not samples.has_field(f"{field}.class_index"):
         raise ImageNetXError(
             f"Dataset '{name}' has no prediction field '{field}': run `imagenetx predict "

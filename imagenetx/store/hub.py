@@ -110,7 +110,7 @@ def _hub_error(repo_id: str, e: Exception, token: Optional[str] = None,
     status = _status(e)
     if isinstance(e, RevisionNotFoundError):
         return ImageNetXError(
-            f"'{repo_id}' has no revision '{revision}' (HTTP {status}): pass --revision "
+            f"'{repo_id}' has no revision '{revision}' (HTTP {status}): pass as `revision` "
             f"a branch, tag or commit of the repo (see {repo_url(repo_id)}/commits/main), "
             "or leave it out for the main branch")
     if isinstance(e, RepositoryNotFoundError) and not isinstance(e, GatedRepoError):

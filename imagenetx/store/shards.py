@@ -204,7 +204,7 @@ def _unreadable(source: str, kind: str, e: BaseException) -> ImageNetXError:
     return ImageNetXError(
         f"Shard '{source}' cannot be read as {kind} ({type(e).__name__}: {text}): the "
         "repo holds a damaged file; nothing of it was written and no dataset was made; "
-        "tell the repo's owners, or pull a --revision where it is whole")
+        "tell the repo's owners, or pull a `revision` where it is whole")
 
 
 def _read_parquet(path: str, source: str) -> Iterator[Member]:
