@@ -285,10 +285,11 @@ def test_operator_loads_the_stimuli():
 
     install_plugin()
     result = foo.execute_operator(
-        f"{PLUGIN_NAME}/load_cue_conflict",
-        ctx={"params": {"dir": str(IMAGES), "name": "cue-op"}})
+        f"{PLUGIN_NAME}/load_benchmark",
+        ctx={"params": {"benchmark": "cue_conflict", "source": "dir", "dir": str(IMAGES),
+                        "name": "cue-op"}})
     assert result.error is None, result.error
-    assert result.result["samples"] == 1280
+    assert len(fo.load_dataset("cue-op")) == 1280
     assert fo.load_dataset("cue-op").count_values("cue_conflict")[True] == 1200
 
 

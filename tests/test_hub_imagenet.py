@@ -369,8 +369,9 @@ def test_app_operator_pulls_imagenet_shards(repos):
     from imagenetx.plugin import PLUGIN_NAME, install_plugin
 
     install_plugin()
-    uri = f"{PLUGIN_NAME}/load_from_hub"
-    params = {"repo_id": "test-org/imagenet-1k-wds", "name": "hub-op"}
+    uri = f"{PLUGIN_NAME}/load_benchmark"
+    params = {"benchmark": "imagenet_x", "source": "hub", "hub": "test-org/imagenet-1k-wds",
+              "name": "hub-op"}
     result = foo.execute_operator(uri, ctx={"params": params})
     assert result.error is None, result.error
     assert len(fo.load_dataset("hub-op")) == 4

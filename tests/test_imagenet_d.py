@@ -211,11 +211,12 @@ def test_operator(release):
 
     install_plugin()
     result = foo.execute_operator(
-        f"{PLUGIN_NAME}/load_imagenet_d",
-        ctx={"params": {"release_dir": str(release), "name": "imd-op"}},
+        f"{PLUGIN_NAME}/load_benchmark",
+        ctx={"params": {"benchmark": "imagenet_d", "source": "dir", "dir": str(release),
+                        "name": "imd-op"}},
     )
     assert result.error is None, result.error
-    assert result.result["samples"] == len(FILES)
+    assert len(fo.load_dataset("imd-op")) == len(FILES)
     _check_contract(fo.load_dataset("imd-op"))
 
 

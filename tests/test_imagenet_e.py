@@ -370,13 +370,18 @@ def test_report_has_the_paired_section(predicted, tmp_path):
 
 def test_load_operator_opens_the_grouped_dataset(release):
     import fiftyone.operators as foo
+    from fiftyone.operators.executor import ExecutionContext
 
     from imagenetx.plugin import PLUGIN_NAME, install_plugin
 
     install_plugin()
-    result = foo.execute_operator(
-        f"{PLUGIN_NAME}/load_imagenet_e",
-        ctx={"params": {"release_dir": str(release), "name": "ie-op"}})
+    uri = f"{PLUGIN_NAME}/load_benchmark"
+    params = {"benchmark": "imagenet_e", "dir": str(release), "name": "ie-op"}
+    result = foo.execute_operator(uri, ctx={"params": params})
     assert result.error is None, result.error
-    assert (result.result["samples"], result.result["groups"]) == (12, 3)
+    # delegated, as a worker runs it: the result counts samples and groups
+    ctx = ExecutionContext(request_params={"params": dict(params, overwrite=True),
+                                           "delegated": True})
+    result = foo.get_operator(uri).execute(ctx)
+    assert (result["samples"], result["groups"]) == (12, 3)
     assert fo.load_dataset("ie-op").media_type == "group"

@@ -513,14 +513,17 @@ def test_operator_loads_a_release_folder(release):
     install_plugin()
     folder, expected = release["v2"]
     result = foo.execute_operator(
-        f"{PLUGIN_NAME}/load_ood",
-        ctx={"params": {"kind": "v2", "release_dir": str(folder), "name": "ood-op"}})
+        f"{PLUGIN_NAME}/load_benchmark",
+        ctx={"params": {"benchmark": "imagenet_v2", "dir": str(folder), "name": "ood-op"}})
     assert result.error is None, result.error
-    assert result.result["samples"] == len(expected)
     ds = fo.load_dataset("ood-op")
+    assert len(ds) == len(expected)
     assert ds.count_values("variant") == {"matched-frequency": 4, "top-images": 4}
-    with pytest.raises(Exception, match="not in the ImageNet-C"):
-        foo.execute_operator(
-            f"{PLUGIN_NAME}/load_ood",
-            ctx={"params": {"kind": "c", "release_dir": str(folder), "name": "ood-op-bad"}})
+    # a folder of another layout: the library's one line, as a notification
+    refused = foo.execute_operator(
+        f"{PLUGIN_NAME}/load_benchmark",
+        ctx={"params": {"benchmark": "imagenet_c", "dir": str(folder), "name": "ood-op-bad"}})
+    notes = [r.params.get("message", "") for r in refused.executor._requests
+             if r.operator_uri.endswith("notify")]
+    assert any("not in the ImageNet-C" in n for n in notes), notes
     assert not fo.dataset_exists("ood-op-bad")

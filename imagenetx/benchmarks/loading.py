@@ -161,8 +161,7 @@ IMAGENET_E = Loading("imagenet_e", "ImageNet-E", "imagenet-e", (
 CUE_CONFLICT = Loading("cue_conflict", "Cue-conflict", "cue-conflict", (
     Source("download", "download", "the public release of the 1,280 stimuli, downloaded "
            "once into the cache ($IMAGENETX_CUE_CONFLICT_DIR if set)",
-           "imagenetx.benchmarks.cue_conflict.loaders:load_cue_conflict",
-           takes=("progress",)),
+           "imagenetx.benchmarks.cue_conflict.loaders:load_cue_conflict"),
     Source("dir", "stimuli folder", "a local copy of the stimuli, laid out as "
            "<category>/<shape><i>-<texture><j>.png",
            "imagenetx.benchmarks.cue_conflict.loaders:load_cue_conflict", "folder"),
