@@ -9,10 +9,14 @@ from .forms import built_dataset_result, run_with_progress
 
 
 def _loadable() -> dict:
-    """``{name: Benchmark}`` of the benchmarks that say how they are loaded."""
+    """``{name: Benchmark}`` of the benchmarks that say how they are loaded:
+    the built-in ones in their table's order, then those registered."""
     from imagenetx.benchmarks import benchmarks
+    from imagenetx.benchmarks.loading import LOADINGS
 
-    return {name: b for name, b in benchmarks().items() if b.loading is not None}
+    known = benchmarks()
+    order = [*LOADINGS, *(n for n in known if n not in LOADINGS)]
+    return {n: known[n] for n in order if n in known and known[n].loading is not None}
 
 
 def _chosen(ctx, loadable: dict):

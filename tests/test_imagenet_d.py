@@ -204,6 +204,19 @@ def test_command_line(release, capsys):
     assert "applies to ImageNet-D's source" in err and "hub" in err, err
 
 
+def test_the_benchmark_loads_its_release_folder(release):
+    from imagenetx.benchmarks.imagenet_d.benchmark import ImageNetD
+
+    ds, summary = ImageNetD().load(dir=str(release), name="imd-benchmark")
+    assert summary.samples == len(FILES)
+    _check_contract(ds)
+    # an option of another source: one line naming it, nothing built
+    with pytest.raises(ImageNetXError, match="`max_samples` applies to ImageNet-D's "
+                                             "source `hub`, not to `dir`"):
+        ImageNetD().load(dir=str(release), max_samples=2, name="imd-benchmark-bad")
+    assert not fo.dataset_exists("imd-benchmark-bad")
+
+
 def test_operator(release):
     import fiftyone.operators as foo
 

@@ -71,7 +71,9 @@ def release() -> Path:
 
 @pytest.fixture(scope="module")
 def loaded(release):
-    return load_imagenet_e(str(release), name="imagenet-e-test", overwrite=True)
+    from imagenetx.benchmarks.imagenet_e.benchmark import ImageNetE
+
+    return ImageNetE().load(dir=str(release), name="imagenet-e-test", overwrite=True)
 
 
 @pytest.fixture(scope="module")

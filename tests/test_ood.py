@@ -505,6 +505,18 @@ def test_gathered_shape_bias_and_imagenet_accuracy(photos_dir, lite0, tmp_path):
         gather_values(["ood-plain"], ["lite0"])
 
 
+def test_the_benchmark_loads_its_release_folder(release):
+    from imagenetx.benchmarks import get_benchmark
+    from imagenetx.errors import ImageNetXError
+
+    folder, expected = release["v2"]
+    v2 = get_benchmark(None, "imagenet_v2")
+    ds, summary = v2.load(dir=str(folder), variant="top-images", name="ood-benchmark")
+    assert len(ds) == 4 and ds.distinct("variant") == ["top-images"]
+    with pytest.raises(ImageNetXError, match="ImageNet-A has no source or option `variant`"):
+        get_benchmark(None, "imagenet_a").load(dir=str(folder), variant="top-images")
+
+
 def test_operator_loads_a_release_folder(release):
     import fiftyone.operators as foo
 
