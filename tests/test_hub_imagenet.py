@@ -330,8 +330,8 @@ def test_push_then_load_from_hub(repos, jpegs, tmp_path, monkeypatch):
     # stand-ins, not the gated images
     assert all(os.path.getsize(p) < 1000 for p in pulled.values("filepath"))
 
-    assert main(["load", "imagenet-x", "--hub", "test-user/imagenet-x-results", "--name", "hub-reattached",
-                 "--media-from", "test-org/imagenet-1k"]) == 0
+    assert main(["load", "imagenet-x", "--hub", "test-user/imagenet-x-results",
+                 "--name", "hub-reattached", "--media-from", "test-org/imagenet-1k"]) == 0
     back = fo.load_dataset("hub-reattached")
     for path in back.values("filepath"):
         assert open(path, "rb").read() == jpegs[os.path.basename(path)]
@@ -354,8 +354,8 @@ def test_media_from_a_repo_without_the_images_changes_nothing(repos, tmp_path):
 def test_media_from_a_repo_it_cannot_use_is_said_before_loading(repos, capsys):
     from imagenetx.cli import main
 
-    assert main(["load", "imagenet-x", "--hub", "test-org/imagenet-1k-wds", "--name", "hub-media-bad",
-                 "--media-from", "test-org/not-imagenet"]) == 2
+    assert main(["load", "imagenet-x", "--hub", "test-org/imagenet-1k-wds",
+                 "--name", "hub-media-bad", "--media-from", "test-org/not-imagenet"]) == 2
     assert "'test-org/not-imagenet' has no layout" in capsys.readouterr().err
     assert not fo.dataset_exists("hub-media-bad")
 
@@ -968,9 +968,9 @@ def test_cache_clear_spares_pulls_other_databases_and_servers_use(
         for env, repo, name in ((dict(tmp_env, FIFTYONE_DATABASE_NAME=other_db), two_dbs,
                                  "hub-other-db"),
                                 (server_env, other_server, "hub-other-server")):
-            done = subprocess.run([sys.executable, "-m", "imagenetx", "load", "imagenet-x", "--hub", repo,
-                                   "--name", name], env=env, capture_output=True, text=True,
-                                  timeout=300)
+            done = subprocess.run([sys.executable, "-m", "imagenetx", "load", "imagenet-x",
+                                   "--hub", repo, "--name", name], env=env,
+                                  capture_output=True, text=True, timeout=300)
             assert done.returncode == 0, done.stdout + done.stderr
         revision = repo_snapshot(two_dbs).revision
         readme = hf_hub_download(two_dbs, "README.md", repo_type="dataset", revision=revision)

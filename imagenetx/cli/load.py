@@ -36,7 +36,8 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--private", action="store_true", help="make the new repo private")
     p.add_argument("--with-media", action="store_true",
                    help="upload images pulled from a gated repo too (default: 1-pixel "
-                        "stand-ins, re-attached with load --hub REPO --media-from SOURCE)")
+                        "stand-ins, re-attached with load imagenet-x --hub REPO "
+                        "--media-from SOURCE)")
     p.add_argument("--allow-media-outside", nargs="+", default=[], metavar="FOLDER",
                    help="upload these folders' files too, though they lie outside the "
                         "folders a dataset from the Hub got its media from (refused by "
