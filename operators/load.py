@@ -5,18 +5,9 @@ zoo operator builds one form for every zoo dataset."""
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
+from imagenetx.benchmarks import loadable_benchmarks
+
 from .forms import built_dataset_result, run_with_progress
-
-
-def _loadable() -> dict:
-    """``{name: Benchmark}`` of the benchmarks that say how they are loaded:
-    the built-in ones in their table's order, then those registered."""
-    from imagenetx.benchmarks import benchmarks
-    from imagenetx.benchmarks.loading import LOADINGS
-
-    known = benchmarks()
-    order = [*LOADINGS, *(n for n in known if n not in LOADINGS)]
-    return {n: known[n] for n in order if n in known and known[n].loading is not None}
 
 
 def _chosen(ctx, loadable: dict):
@@ -67,7 +58,7 @@ class LoadBenchmark(foo.Operator):
     def resolve_input(self, ctx):
         from imagenetx.benchmarks.loading import DATASET_OPTIONS
 
-        loadable = _loadable()
+        loadable = loadable_benchmarks()
         benchmark, source = _chosen(ctx, loadable)
         loading = benchmark.loading
         choices = types.Dropdown()
@@ -99,7 +90,7 @@ class LoadBenchmark(foo.Operator):
         from imagenetx.benchmarks.loading import DATASET_OPTIONS
         from imagenetx.store.datasets import all_slices
 
-        benchmark, source = _chosen(ctx, _loadable())
+        benchmark, source = _chosen(ctx, loadable_benchmarks())
         options = {o.name: ctx.params.get(o.name) for o in (*source.options, *DATASET_OPTIONS)}
         options = {k: v for k, v in options.items() if v not in (None, "")}
         if source.location:

@@ -81,9 +81,9 @@ def add_load_inputs(p) -> None:
     names = [b.replace("_", "-") for b in LOADINGS]
     defaults = [f"{b.replace('_', '-')}'s {lo.default_source.name}"
                 for b, lo in LOADINGS.items() if lo.default_source]
-    p.add_argument("benchmark", choices=names, metavar="BENCHMARK",
-                   help=f"one of {', '.join(names)}; with no source flag: "
-                        + ", ".join(defaults))
+    p.add_argument("benchmark", metavar="BENCHMARK",
+                   help=f"one of {', '.join(names)} (or a registered benchmark that "
+                        "declares its sources); with no source flag: " + ", ".join(defaults))
     sources, options = {}, {}  # keyword -> {what it is: [benchmarks]}
     for loading in LOADINGS.values():
         for source in loading.sources:
@@ -166,12 +166,19 @@ def run_tag(args) -> int:
 
 
 def run_load(args) -> int:
-    from imagenetx.benchmarks import get_benchmark
+    from imagenetx.benchmarks import loadable_benchmarks
     from imagenetx.benchmarks.loading import LOADINGS
+    from imagenetx.errors import ImageNetXError
 
+    known = loadable_benchmarks()
+    benchmark = known.get(args.benchmark.replace("-", "_"))
+    if benchmark is None:
+        names = [n.replace("_", "-") for n in known]
+        raise ImageNetXError(f"Unknown benchmark '{args.benchmark}' to load: use one of "
+                             + ", ".join(names))
     options = {k: v for k, v in vars(args).items()
-               if k in _load_keywords(LOADINGS.values()) and v is not None}
-    benchmark = get_benchmark(None, args.benchmark.replace("-", "_"))
+               if k in _load_keywords([*LOADINGS.values(), benchmark.loading])
+               and v is not None}
     return _opened(*benchmark.load(progress=_print_progress(), **options))
 
 
