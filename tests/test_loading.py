@@ -38,7 +38,11 @@ def test_every_declared_source_matches_its_loader(name):
      "`workers` applies to ImageNet-X's source `hub`, not to `dir`"),
     (LOADINGS["cue_conflict"], {"split": "val"},
      "Cue-conflict has no source or option `split`"),
-], ids=["unknown-source", "no-source", "two-sources", "option-of-another", "unknown-option"])
+    (LOADINGS["cue_conflict"], {"download": "x"},
+     "Cue-conflict has no source or option `download`: it loads from the download (no "
+     "source named) or `dir=...` (stimuli folder)"),
+], ids=["unknown-source", "no-source", "two-sources", "option-of-another", "unknown-option",
+        "a-source-without-location"])
 def test_a_bad_request_is_one_line_before_anything_loads(loading, options, message):
     with pytest.raises(ImageNetXError) as e:
         load_with(loading, **options)

@@ -244,7 +244,8 @@ def load_with(loading: Loading, progress=None, token: Optional[str] = None, **op
     """
     given = {k: v for k, v in options.items() if v is not None}
     known = {o.name for s in loading.sources for o in (*s.options, *DATASET_OPTIONS)}
-    unknown = [k for k in given if k not in known and loading.source(k) is None]
+    keywords = {s.name for s in loading.sources if s.location}
+    unknown = [k for k in given if k not in known and k not in keywords]
     if unknown:
         raise ImageNetXError(
             f"{loading.title} has no source or option `{unknown[0]}`: it loads from "
