@@ -677,7 +677,8 @@ def test_a_pull_drops_and_names_samples_whose_media_is_outside_the_repo(passwd_r
     assert len(ds) == 2
     assert all(p.startswith(folder + os.sep) for p in ds.values("filepath"))
 
-    assert main(["load", "imagenet-x", "--hub", "test-org/only-outside", "--name", "hub-outside"]) == 2
+    assert main(["load", "imagenet-x", "--hub", "test-org/only-outside",
+                 "--name", "hub-outside"]) == 2
     err = capsys.readouterr().err
     assert "'test-org/only-outside' names no media inside its download folder" in err
     assert "(e.g. /etc/passwd)" in err and not fo.dataset_exists("hub-outside")
