@@ -4,16 +4,13 @@ import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
 from .attacks import AttackModel
-from .cue_conflict import LoadCueConflict
 from .discovery import DiscoverSlices
 from .edits import EditObjects
 from .evaluation_metric import ErrorRatioMetric
 from .forms import user_errors
-from .hub import LoadFromHub, PushToHub
-from .imagenet_d import LoadImageNetD
-from .imagenet_e import LoadImageNetE
+from .hub import PushToHub
 from .inference import RunModel
-from .ood import LoadOOD
+from .load import LoadBenchmark
 from .predictions import ImportPredictions
 from .probes import ShowProbeMistakes
 from .report import ExportReport
@@ -72,12 +69,8 @@ def register_operators(plugin):
     plugin.register(ImportPredictions)
     plugin.register(RunModel)
     plugin.register(AttackModel)
-    plugin.register(LoadFromHub)
+    plugin.register(LoadBenchmark)
     plugin.register(PushToHub)
-    plugin.register(LoadImageNetD)
-    plugin.register(LoadImageNetE)
-    plugin.register(LoadCueConflict)
-    plugin.register(LoadOOD)
     plugin.register(ShowMistakes)
     plugin.register(ShowProbeMistakes)
     plugin.register(DiscoverSlices)

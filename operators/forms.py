@@ -1,7 +1,6 @@
 """Form pieces shared by the operators: scoring prediction fields, building
 datasets, and the library's errors in the forms' labels."""
 
-import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
 from imagenetx.errors import Term, parameters_in, render_parameters
@@ -67,34 +66,11 @@ def mode_params(ctx) -> dict:
     }
 
 
-def add_new_dataset_inputs(inputs, default_name=None, description=None) -> None:
-    """The dataset name and overwrite inputs of the operators that build a
-    dataset."""
-    inputs.str("name", default=default_name, label="Dataset name",
-               description=description)
-    inputs.bool("overwrite", default=False,
-                label="Replace an existing dataset of that name")
-
-
-def new_dataset_params(ctx) -> dict:
-    """The values of :func:`add_new_dataset_inputs`, as library keyword args."""
-    return {"name": ctx.params.get("name") or None,
-            "overwrite": bool(ctx.params.get("overwrite"))}
-
-
 def built_dataset_result(dataset, summary, **extra) -> dict:
     """The result of an operator that built a dataset: its name and summary
     (``dataset`` in the result of :func:`run_with_progress`'s ``finish``
     makes the App open it)."""
     return {"dataset": dataset.name, "summary": str(summary), **extra}
-
-
-def open_built_dataset(ctx, dataset, summary, **extra) -> dict:
-    """Opens a dataset an operator built (unless delegated) and returns the
-    operator's result: its name and summary."""
-    if not ctx.delegated:
-        ctx.ops.open_dataset(dataset.name)
-    return built_dataset_result(dataset, summary, **extra)
 
 
 def is_large(samples_of, ctx, limit: int) -> bool:
@@ -340,60 +316,3 @@ def invalid(inputs, name: str, message) -> None:
     or a library error in the form's labels (:func:`in_form`)."""
     prop = inputs.view(name, types.Error(label=in_form(str(message), inputs)))
     prop.invalid = True
-
-
-class LoadReleaseFolder(foo.Operator):
-    """Base of the operators that build a dataset from a benchmark's release
-    folder on the server and open it. Subclasses set the constants and
-    :meth:`load`; :meth:`add_inputs` and :meth:`counts` are theirs to
-    extend."""
-
-    OPERATOR = LABEL = DESCRIPTION = FORM_TITLE = FOLDER_HELP = DEFAULT_NAME = ""
-    #: whether the form is built again as its inputs change
-    DYNAMIC = False
-
-    @property
-    def config(self):
-        return foo.OperatorConfig(
-            name=self.OPERATOR,
-            label=self.LABEL,
-            description=self.DESCRIPTION,
-            dynamic=self.DYNAMIC,
-            allow_immediate_execution=True,
-            allow_delegated_execution=True,
-        )
-
-    def add_inputs(self, ctx, inputs) -> None:
-        """Inputs before the folder (none by default)."""
-
-    def folder_help(self, ctx) -> str:
-        return self.FOLDER_HELP
-
-    def default_name(self, ctx) -> str:
-        return self.DEFAULT_NAME
-
-    def load(self, ctx, folder: str, **dataset_params) -> tuple:
-        """``(dataset, summary)`` built from ``folder``."""
-        raise NotImplementedError
-
-    def resolve_input(self, ctx):
-        inputs = types.Object()
-        self.add_inputs(ctx, inputs)
-        inputs.str("release_dir", required=True, label="Release folder",
-                   description=self.folder_help(ctx))
-        add_new_dataset_inputs(inputs, self.default_name(ctx))
-        return types.Property(inputs, view=types.View(label=self.FORM_TITLE))
-
-    def execute(self, ctx):
-        dataset, summary = self.load(ctx, ctx.params["release_dir"],
-                                     **new_dataset_params(ctx))
-        return open_built_dataset(ctx, dataset, summary, **self.counts(summary))
-
-    def counts(self, summary) -> dict:
-        """What the result reports besides the summary."""
-        return {"samples": summary.samples}
-
-    def resolve_output(self, ctx):
-        outputs = types.Object()
-        outputs.str("summary", label="Result")
-        return types.Property(outputs)

@@ -1,4 +1,4 @@
-"""Pulling ImageNet from the Hub (``imagenetx load --hub``) against the raw
+"""Pulling ImageNet from the Hub (``imagenetx load imagenet-x --hub``) against the raw
 download plus extraction of the same shards, and against FiftyOne's
 ``load_from_hub`` on a FiftyOne-format repo of the same images, in the same
 run, from a loopback Hub (``tests/hub_server.py`` through ``HF_ENDPOINT``).

@@ -45,7 +45,7 @@ def main(photos_dir: str) -> None:
         assert status == 0, (argv, status, out.getvalue())
         return out.getvalue()
 
-    run("load", "--imagenet-dir", photos_dir, "--name", "smoke", "--overwrite")
+    run("load", "imagenet-x", "--dir", photos_dir, "--name", "smoke", "--overwrite")
     ds = fo.load_dataset("smoke")
     assert len(ds.exists("imagenetx")) == 3, ds.count_sample_tags()
     run("predict", "--dataset", "smoke", "--field", "lite0", "--num-workers", "0",

@@ -1177,3 +1177,49 @@ def test_the_sample_panel_shows_the_opened_images_factors_and_predictions(
     row = next(line for line in text.splitlines() if line.startswith("imagenet_labels"))
     assert first.imagenet_labels.label in row
     page.keyboard.press("Escape")
+
+
+def test_load_a_benchmark_form_follows_the_benchmark_and_opens_the_dataset(
+        demo_build, app_url, page, photos_dir):
+    """One form for every benchmark: the dropdown switches the inputs (ImageNet-D's
+    Hub source has Max samples, ImageNetV2 a Variant and no Source); ImageNet-X from a
+    folder on the server builds the dataset and the App opens it. Last in the file: it
+    leaves the App on another dataset."""
+    import fiftyone as fo
+
+    if fo.dataset_exists("browser-load"):
+        fo.delete_dataset("browser-load")
+    _open(page, app_url, SMALL[1])
+    _operator(page, "ImageNet-X: load a benchmark")
+    form = page.get_by_role("dialog")
+
+    def pick(benchmark):
+        with page.expect_response(lambda r: "/operators/resolve-type" in r.url,
+                                  timeout=T(60_000)):
+            _dropdown(page, "Benchmark").click()
+            page.get_by_role("option").filter(
+                has_text=re.compile(f"^{re.escape(benchmark)}")).first.click()
+
+    expect(form.get_by_text("ImageNet folder", exact=True).first).to_be_visible()
+    pick("ImageNet-D")
+    expect(form.get_by_text("Release folder", exact=True).first).to_be_visible()
+    expect(form.get_by_text("Max samples", exact=True)).to_have_count(0)
+    with page.expect_response(lambda r: "/operators/resolve-type" in r.url,
+                              timeout=T(60_000)):
+        form.get_by_text("Repo id", exact=True).first.click()
+    expect(form.get_by_text("Max samples", exact=True).first).to_be_visible()
+    pick("ImageNetV2")
+    expect(form.get_by_text("Variant", exact=True).first).to_be_visible()
+    expect(form.get_by_text("Source", exact=True)).to_have_count(0)
+    _shot(page, "load-benchmark-form")
+
+    pick("ImageNet-X")
+    form.get_by_text("ImageNet folder", exact=True).first.click()  # the source, if not chosen
+    expect(form.get_by_text("ImageNet folder", exact=True)).to_have_count(2)  # and its input
+    _fill(page, "ImageNet folder", str(photos_dir))
+    _fill(page, "Dataset name", "browser-load")
+    page.get_by_role("button", name="Execute", exact=True).click()
+    page.get_by_text("4 samples", exact=True).first.wait_for(timeout=T(120_000))
+    assert "browser-load" in page.url
+    assert len(fo.load_dataset("browser-load")) == 4
+    assert not page.get_by_text("Traceback", exact=False).count()

@@ -49,7 +49,7 @@ CBAR_CELLS = {("blue_noise_sample", "0.80"): 1, ("blue_noise_sample", "5.60"): 5
 def cbar(tmp_path_factory):
     root = tmp_path_factory.mktemp("cbar") / "ImageNet-C-Bar"
     built = _release(root, CBAR_CELLS)
-    assert main(["load", "--imagenet-cbar-dir", str(root), "--name", "cbar-test",
+    assert main(["load", "imagenet-cbar", "--dir", str(root), "--name", "cbar-test",
                  "--overwrite"]) == 0
     return fo.load_dataset("cbar-test"), built, root
 
@@ -149,7 +149,7 @@ def test_imagenet_c_mean_over_19_corruptions(tmp_path, capsys):
     cells.update({("extra/speckle_noise", "2"): 2, ("extra/saturate", "5"): 5,
                   ("digital/contrast", "1"): 1})
     _release(tmp_path / "ImageNet-C", cells)
-    assert main(["load", "--imagenet-c-dir", str(tmp_path / "ImageNet-C"), "--name",
+    assert main(["load", "imagenet-c", "--dir", str(tmp_path / "ImageNet-C"), "--name",
                  "c19-test", "--overwrite"]) == 0
     ds = fo.load_dataset("c19-test")
     truth = _predict(ds, "m", seed=2)
@@ -185,14 +185,14 @@ def test_bad_input_is_one_error_and_writes_nothing(cbar, tmp_path, capsys):
     _jpeg(tmp_path / "twice" / "sparkles" / "1" / wnid / "x.JPEG", 0)
     _jpeg(tmp_path / "twice" / "sparkles" / "1.00" / wnid / "x.JPEG", 0)
     cases = [
-        (["load", "--imagenet-cbar-dir", str(tmp_path / "plain")],
+        (["load", "imagenet-cbar", "--dir", str(tmp_path / "plain")],
          "not in the ImageNet-C-bar release layout"),
-        (["load", "--imagenet-cbar-dir", str(tmp_path / "stray")],
+        (["load", "imagenet-cbar", "--dir", str(tmp_path / "stray")],
          "not ImageNet-C-bar corruptions (lens_flare)"),
-        (["load", "--imagenet-cbar-dir", str(tmp_path / "param")],
+        (["load", "imagenet-cbar", "--dir", str(tmp_path / "param")],
          "1.00, 2.00, 3.00, 5.00, 6.00"),
-        (["load", "--imagenet-cbar-dir", str(tmp_path / "twice")], "two folders of severity 1"),
-        (["load", "--imagenet-c-dir", str(root)], "use --imagenet-cbar-dir instead"),
+        (["load", "imagenet-cbar", "--dir", str(tmp_path / "twice")], "two folders of severity 1"),
+        (["load", "imagenet-c", "--dir", str(root)], "load it as ImageNet-C-bar instead"),
     ]
     for args, message in cases:
         assert main([*args, "--name", "cbar-bad"]) == 2

@@ -35,9 +35,9 @@ def test_tag_command_prints_a_summary(tmp_env, photos_dir):
     [
         (["tag", "--dataset", "no-such-dataset"],
          "No FiftyOne dataset named 'no-such-dataset'"),
-        (["load", "--imagenet-dir", "/no/such/folder"],
+        (["load", "imagenet-x", "--dir", "/no/such/folder"],
          "ImageNet folder '/no/such/folder' does not exist"),
-        (["load", "--hub", "not-a-repo-id"], "not a Hugging Face Hub repo id"),
+        (["load", "imagenet-x", "--hub", "not-a-repo-id"], "not a Hugging Face Hub repo id"),
     ],
     ids=["unknown-dataset", "missing-folder", "bad-repo-id"],
 )
@@ -51,7 +51,7 @@ def test_bad_input_gives_one_clear_error(tmp_env, args, message):
 
 def test_folder_without_imagenet_files(tmp_env, tmp_path):
     (tmp_path / "cat.jpg").write_bytes(b"not an ImageNet file name")
-    r = run(tmp_env, "load", "--imagenet-dir", str(tmp_path))
+    r = run(tmp_env, "load", "imagenet-x", "--dir", str(tmp_path))
     assert r.returncode == 2
     assert "holds no ImageNet val images" in r.stderr
 
@@ -141,7 +141,7 @@ def test_external_database_through_fiftyone_database_uri(
     uri, client = external_mongod
     env = dict(tmp_env, FIFTYONE_DATABASE_URI=uri,
                FIFTYONE_DATABASE_NAME="imagenetx-external")
-    r = run(env, "load", "--imagenet-dir", str(photos_dir), "--name", "ext")
+    r = run(env, "load", "imagenet-x", "--dir", str(photos_dir), "--name", "ext")
     assert r.returncode == 0, r.stderr
     assert "3 with ImageNet-X annotations" in r.stdout
 

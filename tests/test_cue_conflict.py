@@ -19,7 +19,6 @@ from PIL import Image
 
 from conftest import REPO
 from imagenetx.analysis.shape_bias import shape_bias
-from imagenetx.benchmarks.cue_conflict import load_cue_conflict
 from imagenetx.benchmarks.cue_conflict.loaders import find_stimuli
 from imagenetx.benchmarks.cue_conflict.responses import import_responses
 from imagenetx.benchmarks.cue_conflict.views import texture_decisions_view
@@ -44,7 +43,9 @@ HUMANS = [f"subject_{i:02d}" for i in range(1, 11)]
 def cue():
     if not IMAGES.is_dir() or not RESPONSES.is_dir():
         pytest.skip("../shared/data/cue-conflict is absent")
-    ds, summary = load_cue_conflict(str(IMAGES), name="cue-conflict-test")
+    from imagenetx.benchmarks.cue_conflict.benchmark import CueConflict
+
+    ds, summary = CueConflict().load(dir=str(IMAGES), name="cue-conflict-test")
     assert (summary.samples, summary.conflict) == (1280, 1200)
     import_responses(ds, sorted(RESPONSES.glob("*.csv")))
     return ds
@@ -286,10 +287,11 @@ def test_operator_loads_the_stimuli():
 
     install_plugin()
     result = foo.execute_operator(
-        f"{PLUGIN_NAME}/load_cue_conflict",
-        ctx={"params": {"dir": str(IMAGES), "name": "cue-op"}})
+        f"{PLUGIN_NAME}/load_benchmark",
+        ctx={"params": {"benchmark": "cue_conflict", "source": "dir", "dir": str(IMAGES),
+                        "name": "cue-op"}})
     assert result.error is None, result.error
-    assert result.result["samples"] == 1280
+    assert len(fo.load_dataset("cue-op")) == 1280
     assert fo.load_dataset("cue-op").count_values("cue_conflict")[True] == 1200
 
 

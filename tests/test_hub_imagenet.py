@@ -182,12 +182,12 @@ def test_train_split_and_max_samples(repos, jpegs):
                              overwrite=True, progress=seen.append)
     assert len(ds) == 1 and s.shards == 1 and s.shards_resumed <= 1
     assert seen[-1].complete and "1 of 1 shards" in seen[-1].label  # the shards it takes
-    for bad, message in ((dict(max_samples=0), "--max-samples must be at least 1"),
-                         (dict(workers=-1), "--workers must be at least 1")):
+    for bad, message in ((dict(max_samples=0), "`max_samples` must be at least 1"),
+                         (dict(workers=-1), "`workers` must be at least 1")):
         with pytest.raises(ImageNetXError, match=message):
             load_hub_dataset("test-org/imagenet-1k-wds", name="hub-bad", **bad)
     assert not fo.dataset_exists("hub-bad")
-    with pytest.raises(ImageNetXError, match="has no train shards: use --split val"):
+    with pytest.raises(ImageNetXError, match="has no train shards: use `split='val'`"):
         load_hub_dataset("test-org/imagenet-1k-wds-ref", split="train", name="hub-none")
 
 
@@ -330,8 +330,8 @@ def test_push_then_load_from_hub(repos, jpegs, tmp_path, monkeypatch):
     # stand-ins, not the gated images
     assert all(os.path.getsize(p) < 1000 for p in pulled.values("filepath"))
 
-    assert main(["load", "--hub", "test-user/imagenet-x-results", "--name", "hub-reattached",
-                 "--media-from", "test-org/imagenet-1k"]) == 0
+    assert main(["load", "imagenet-x", "--hub", "test-user/imagenet-x-results",
+                 "--name", "hub-reattached", "--media-from", "test-org/imagenet-1k"]) == 0
     back = fo.load_dataset("hub-reattached")
     for path in back.values("filepath"):
         assert open(path, "rb").read() == jpegs[os.path.basename(path)]
@@ -354,8 +354,8 @@ def test_media_from_a_repo_without_the_images_changes_nothing(repos, tmp_path):
 def test_media_from_a_repo_it_cannot_use_is_said_before_loading(repos, capsys):
     from imagenetx.cli import main
 
-    assert main(["load", "--hub", "test-org/imagenet-1k-wds", "--name", "hub-media-bad",
-                 "--media-from", "test-org/not-imagenet"]) == 2
+    assert main(["load", "imagenet-x", "--hub", "test-org/imagenet-1k-wds",
+                 "--name", "hub-media-bad", "--media-from", "test-org/not-imagenet"]) == 2
     assert "'test-org/not-imagenet' has no layout" in capsys.readouterr().err
     assert not fo.dataset_exists("hub-media-bad")
 
@@ -369,8 +369,9 @@ def test_app_operator_pulls_imagenet_shards(repos):
     from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
     install_plugin()
-    uri = f"{PLUGIN_NAME}/load_from_hub"
-    params = {"repo_id": "test-org/imagenet-1k-wds", "name": "hub-op"}
+    uri = f"{PLUGIN_NAME}/load_benchmark"
+    params = {"benchmark": "imagenet_x", "source": "hub", "hub": "test-org/imagenet-1k-wds",
+              "name": "hub-op"}
     result = foo.execute_operator(uri, ctx={"params": params})
     assert result.error is None, result.error
     assert len(fo.load_dataset("hub-op")) == 4
@@ -414,7 +415,7 @@ def test_a_repo_changed_upstream_is_pulled_at_its_new_revision(jpegs, tmp_path, 
             (n[:-5], broken[n], VAL[n], f"{_wnid(VAL[n])}/{n}") for n in val[i:i + 2]])
     server = serve_repo(HUB_PORT, repo, str(root), history=True)
     try:
-        assert main(["load", "--hub", repo, "--name", "hub-rev-old"]) == 0
+        assert main(["load", "imagenet-x", "--hub", repo, "--name", "hub-rev-old"]) == 0
         out = capsys.readouterr().out
         assert (f"1 unusable member skipped (imagenet1k-validation-01.tar: sample "
                 f"'{val[3][:-5]}' is not an image (its bytes begin b'this is not ')") in out
@@ -429,7 +430,7 @@ def test_a_repo_changed_upstream_is_pulled_at_its_new_revision(jpegs, tmp_path, 
             _tar(root / f"imagenet1k-validation-{i // 2:02d}.tar", [
                 (n[:-5], photos[n], shifted[n], f"{_wnid(shifted[n])}/{n}")
                 for n in val[i:i + 2]])
-        assert main(["load", "--hub", repo, "--name", "hub-rev-new"]) == 0
+        assert main(["load", "imagenet-x", "--hub", repo, "--name", "hub-rev-new"]) == 0
         out = capsys.readouterr().out
         new = fo.load_dataset("hub-rev-new")
         second = new.info["imagenetx"]["source"]["revision"]
@@ -440,12 +441,12 @@ def test_a_repo_changed_upstream_is_pulled_at_its_new_revision(jpegs, tmp_path, 
         assert _pulled(old) == before  # the first pull's dataset and files unchanged
 
         # --revision pins the first commit: its labels, from its own folder
-        assert main(["load", "--hub", repo, "--revision", first, "--name",
+        assert main(["load", "imagenet-x", "--hub", repo, "--revision", first, "--name",
                      "hub-rev-pinned"]) == 0
         out = capsys.readouterr().out
         assert "(2 finished by an earlier pull), 0 images written" in out
         assert _pulled(fo.load_dataset("hub-rev-pinned")) == before
-        assert main(["load", "--hub", repo, "--revision", "nope", "--name",
+        assert main(["load", "imagenet-x", "--hub", repo, "--revision", "nope", "--name",
                      "hub-rev-bad"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "'test-org/changing' has no revision 'nope'" in err[0], err
@@ -550,7 +551,7 @@ def test_a_bad_shard_is_refused_and_a_bad_member_skipped_by_name(
     server = serve_repo(HUB_PORT, repo, str(tmp_path / "repo"))
     name = "hub-" + kind.replace(" ", "-")
     try:
-        assert main(["load", "--hub", repo, "--name", name]) == code
+        assert main(["load", "imagenet-x", "--hub", repo, "--name", name]) == code
         out, err = capsys.readouterr()
         folder = images_folder(repo, "val")
     finally:
@@ -601,7 +602,7 @@ def test_folder_names_are_unusable_members_skipped_by_name(
     repo = f"test-org/folder-names-{layout}"
     server = serve_repo(HUB_PORT, repo, str(root))
     try:
-        assert main(["load", "--hub", repo, "--name", f"hub-names-{layout}"]) == 0
+        assert main(["load", "imagenet-x", "--hub", repo, "--name", f"hub-names-{layout}"]) == 0
         out = capsys.readouterr().out
         folder = images_folder(repo, "val")
     finally:
@@ -667,7 +668,7 @@ def test_a_pull_drops_and_names_samples_whose_media_is_outside_the_repo(passwd_r
     from imagenetx.store.hub import hub_download_folder
 
     repo, secret = passwd_repo
-    assert main(["load", "--hub", repo, "--name", "hub-passwd"]) == 0
+    assert main(["load", "imagenet-x", "--hub", repo, "--name", "hub-passwd"]) == 0
     out = capsys.readouterr().out
     folder = hub_download_folder(repo)
     assert (f"2 samples dropped: '{repo}' names media outside its download folder {folder} "
@@ -676,7 +677,8 @@ def test_a_pull_drops_and_names_samples_whose_media_is_outside_the_repo(passwd_r
     assert len(ds) == 2
     assert all(p.startswith(folder + os.sep) for p in ds.values("filepath"))
 
-    assert main(["load", "--hub", "test-org/only-outside", "--name", "hub-outside"]) == 2
+    assert main(["load", "imagenet-x", "--hub", "test-org/only-outside",
+                 "--name", "hub-outside"]) == 2
     err = capsys.readouterr().err
     assert "'test-org/only-outside' names no media inside its download folder" in err
     assert "(e.g. /etc/passwd)" in err and not fo.dataset_exists("hub-outside")
@@ -769,7 +771,7 @@ def test_media_paths_below_the_top_level_are_confined(tmp_path, jpegs, capsys, m
     _masks_repo(tmp_path / "repo", photos)
     server = serve_repo(HUB_PORT, repo, str(tmp_path / "repo"))
     try:
-        assert main(["load", "--hub", repo, "--name", "hub-masks"]) == 0
+        assert main(["load", "imagenet-x", "--hub", repo, "--name", "hub-masks"]) == 0
         out = capsys.readouterr().out
         assert (f"2 samples dropped: '{repo}' names media outside its download folder "
                 f"{hub_download_folder(repo)} (/etc/passwd, /etc/shadow)") in out, out
@@ -969,9 +971,9 @@ def test_cache_clear_spares_pulls_other_databases_and_servers_use(
         for env, repo, name in ((dict(tmp_env, FIFTYONE_DATABASE_NAME=other_db), two_dbs,
                                  "hub-other-db"),
                                 (server_env, other_server, "hub-other-server")):
-            done = subprocess.run([sys.executable, "-m", "imagenetx", "load", "--hub", repo,
-                                   "--name", name], env=env, capture_output=True, text=True,
-                                  timeout=300)
+            done = subprocess.run([sys.executable, "-m", "imagenetx", "load", "imagenet-x",
+                                   "--hub", repo, "--name", name], env=env,
+                                  capture_output=True, text=True, timeout=300)
             assert done.returncode == 0, done.stdout + done.stderr
         revision = repo_snapshot(two_dbs).revision
         readme = hf_hub_download(two_dbs, "README.md", repo_type="dataset", revision=revision)

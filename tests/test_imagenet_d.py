@@ -190,17 +190,31 @@ def test_bad_folders_write_nothing(release, tmp_path):
 def test_command_line(release, capsys):
     from imagenetx.cli import main
 
-    assert main(["load", "--imagenet-d-dir", str(release), "--name", "imd-cli"]) == 0
+    assert main(["load", "imagenet-d", "--dir", str(release), "--name", "imd-cli"]) == 0
     out = capsys.readouterr().out
     assert "ImageNet-D dataset 'imd-cli'" in out
     assert "4 background, 2 texture, 2 material" in out
     _check_contract(fo.load_dataset("imd-cli"))
 
-    assert main(["load", "--imagenet-d-dir", str(release / "nope")]) == 2
+    assert main(["load", "imagenet-d", "--dir", str(release / "nope")]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "does not exist" in err
-    assert main(["load", "--imagenet-d-dir", str(release), "--max-samples", "2"]) == 2
-    assert "--imagenet-d-dir" in capsys.readouterr().err
+    assert main(["load", "imagenet-d", "--dir", str(release), "--max-samples", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "applies to ImageNet-D's source" in err and "hub" in err, err
+
+
+def test_the_benchmark_loads_its_release_folder(release):
+    from imagenetx.benchmarks.imagenet_d.benchmark import ImageNetD
+
+    ds, summary = ImageNetD().load(dir=str(release), name="imd-benchmark")
+    assert summary.samples == len(FILES)
+    _check_contract(ds)
+    # an option of another source: one line naming it, nothing built
+    with pytest.raises(ImageNetXError, match="`max_samples` applies to ImageNet-D's "
+                                             "source `hub`, not to `dir`"):
+        ImageNetD().load(dir=str(release), max_samples=2, name="imd-benchmark-bad")
+    assert not fo.dataset_exists("imd-benchmark-bad")
 
 
 def test_operator(release):
@@ -210,11 +224,12 @@ def test_operator(release):
 
     install_plugin()
     result = foo.execute_operator(
-        f"{PLUGIN_NAME}/load_imagenet_d",
-        ctx={"params": {"release_dir": str(release), "name": "imd-op"}},
+        f"{PLUGIN_NAME}/load_benchmark",
+        ctx={"params": {"benchmark": "imagenet_d", "source": "dir", "dir": str(release),
+                        "name": "imd-op"}},
     )
     assert result.error is None, result.error
-    assert result.result["samples"] == len(FILES)
+    assert len(fo.load_dataset("imd-op")) == len(FILES)
     _check_contract(fo.load_dataset("imd-op"))
 
 
@@ -290,7 +305,7 @@ def test_hub_copy_without_the_class_is_refused(hub_copies):
     message = str(e.value)
     assert "does not say which of the 113 ImageNet-D object classes 8 of its " \
            "8 images show" in message
-    assert "imagenetx load --imagenet-d-dir DIR" in message
+    assert "ImageNet-D from `dir=...`" in message
     assert "zcs15/ImageNet-D" in message
     assert not fo.dataset_exists("imd-flat")
 

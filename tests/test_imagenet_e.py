@@ -71,7 +71,9 @@ def release() -> Path:
 
 @pytest.fixture(scope="module")
 def loaded(release):
-    return load_imagenet_e(str(release), name="imagenet-e-test", overwrite=True)
+    from imagenetx.benchmarks.imagenet_e.benchmark import ImageNetE
+
+    return ImageNetE().load(dir=str(release), name="imagenet-e-test", overwrite=True)
 
 
 @pytest.fixture(scope="module")
@@ -137,10 +139,10 @@ def test_imagenet_x_tags_of_the_source_image_on_every_slice(loaded):
 
 
 def test_cli_loads_and_refuses_an_existing_name(release, capsys):
-    assert main(["load", "--imagenet-e-dir", str(release), "--name", "ie-cli",
+    assert main(["load", "imagenet-e", "--dir", str(release), "--name", "ie-cli",
                  "--overwrite"]) == 0
     assert "ImageNet-E dataset 'ie-cli'" in capsys.readouterr().out
-    assert main(["load", "--imagenet-e-dir", str(release), "--name", "ie-cli"]) == 2
+    assert main(["load", "imagenet-e", "--dir", str(release), "--name", "ie-cli"]) == 2
     assert "already exists" in capsys.readouterr().err
     assert len(all_slices(fo.load_dataset("ie-cli"))) == 12
     # tagging again, every slice by stem, changes nothing; by name, only the JPEGs match
@@ -327,7 +329,7 @@ def test_missing_labels_file_writes_nothing(release, tmp_path):
 
 
 def test_folder_without_the_layout_writes_nothing(photos_dir, tmp_path, capsys):
-    assert main(["load", "--imagenet-e-dir", str(photos_dir), "--name", "ie-bad"]) == 2
+    assert main(["load", "imagenet-e", "--dir", str(photos_dir), "--name", "ie-bad"]) == 2
     err = capsys.readouterr().err
     assert "none of the ImageNet-E variant folders" in err and "labels.txt" in err
     assert len(err.strip().splitlines()) == 1
@@ -370,13 +372,18 @@ def test_report_has_the_paired_section(predicted, tmp_path):
 
 def test_load_operator_opens_the_grouped_dataset(release):
     import fiftyone.operators as foo
+    from fiftyone.operators.executor import ExecutionContext
 
     from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
     install_plugin()
-    result = foo.execute_operator(
-        f"{PLUGIN_NAME}/load_imagenet_e",
-        ctx={"params": {"release_dir": str(release), "name": "ie-op"}})
+    uri = f"{PLUGIN_NAME}/load_benchmark"
+    params = {"benchmark": "imagenet_e", "dir": str(release), "name": "ie-op"}
+    result = foo.execute_operator(uri, ctx={"params": params})
     assert result.error is None, result.error
-    assert (result.result["samples"], result.result["groups"]) == (12, 3)
+    # delegated, as a worker runs it: the result counts samples and groups
+    ctx = ExecutionContext(request_params={"params": dict(params, overwrite=True),
+                                           "delegated": True})
+    result = foo.get_operator(uri).execute(ctx)
+    assert (result["samples"], result["groups"]) == (12, 3)
     assert fo.load_dataset("ie-op").media_type == "group"

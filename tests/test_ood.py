@@ -78,8 +78,8 @@ def release(tmp_path_factory):
     return built
 
 
-OPTIONS = {"a": "--imagenet-a-dir", "r": "--imagenet-r-dir",
-           "sketch": "--imagenet-sketch-dir", "v2": "--imagenetv2-dir", "c": "--imagenet-c-dir"}
+OPTIONS = {"a": "imagenet-a", "r": "imagenet-r", "sketch": "imagenet-sketch",
+           "v2": "imagenet-v2", "c": "imagenet-c"}
 FIELDS = {"a": (), "r": (), "sketch": (), "v2": ("variant",), "c": ("corruption", "severity")}
 BENCHMARKS = {"a": "imagenet_a", "r": "imagenet_r", "sketch": "imagenet_sketch",
               "v2": "imagenet_v2", "c": "imagenet_c"}
@@ -91,7 +91,8 @@ def loaded(release):
     out = {}
     for kind, (folder, _) in release.items():
         name = f"ood-test-{kind}"
-        assert main(["load", OPTIONS[kind], str(folder), "--name", name, "--overwrite"]) == 0
+        assert main(["load", OPTIONS[kind], "--dir", str(folder), "--name", name,
+                     "--overwrite"]) == 0
         out[kind] = fo.load_dataset(name)
     return out
 
@@ -265,12 +266,14 @@ def test_bad_folders_give_one_error_and_write_nothing(release, tmp_path, capsys)
     bad_severity = tmp_path / "c-bad" / "fog" / "9" / _wnid(3)
     save_photo(bad_severity / "x.JPEG")
     cases = [
-        (["--imagenet-sketch-dir", str(c_folder)], "use --imagenet-c-dir instead"),
-        (["--imagenet-a-dir", str(tmp_path / "missing")], "does not exist"),
-        (["--imagenet-a-dir", str(stray.parent)], "not ImageNet-A classes (n01440764)"),
-        (["--imagenetv2-dir", str(v2_unnamed.parent)], "does not say its variant"),
-        (["--imagenet-c-dir", str(bad_severity.parents[2])], "severity folders 1..5"),
-        (["--imagenet-c-dir", str(tmp_path / "a-with-stray")], "not in the ImageNet-C"),
+        (["imagenet-sketch", "--dir", str(c_folder)], "load it as ImageNet-C instead"),
+        (["imagenet-a", "--dir", str(tmp_path / "missing")], "does not exist"),
+        (["imagenet-a", "--dir", str(stray.parent)], "not ImageNet-A classes (n01440764)"),
+        (["imagenet-v2", "--dir", str(v2_unnamed.parent)], "does not say its variant"),
+        (["imagenet-c", "--dir", str(bad_severity.parents[2])], "severity folders 1..5"),
+        (["imagenet-c", "--dir", str(tmp_path / "a-with-stray")], "not in the ImageNet-C"),
+        (["imagenet-a", "--dir", str(stray.parent), "--variant", "top-images"],
+         "ImageNet-A has no source or option"),
     ]
     for args, message in cases:
         assert main(["load", *args, "--name", "ood-bad"]) == 2
@@ -278,7 +281,7 @@ def test_bad_folders_give_one_error_and_write_nothing(release, tmp_path, capsys)
         assert message in err and err.count("\n") == 1, err
     assert not fo.dataset_exists("ood-bad")
     # the variant named on the command line reads the unnamed folder
-    assert main(["load", "--imagenetv2-dir", str(v2_unnamed.parent), "--variant",
+    assert main(["load", "imagenet-v2", "--dir", str(v2_unnamed.parent), "--variant",
                  "threshold-0.7", "--name", "ood-v2-named"]) == 0
     assert fo.load_dataset("ood-v2-named").distinct("variant") == ["threshold-0.7"]
 
@@ -466,7 +469,7 @@ def test_gathered_shape_bias_and_imagenet_accuracy(photos_dir, lite0, tmp_path):
     from imagenetx.errors import ImageNetXError
 
     # ImageNet-X: real photos under val file names, real lite0 predictions
-    assert main(["load", "--imagenet-dir", str(photos_dir), "--name", "ood-imagenet-x",
+    assert main(["load", "imagenet-x", "--dir", str(photos_dir), "--name", "ood-imagenet-x",
                  "--overwrite"]) == 0
     assert main(["predict", "--dataset", "ood-imagenet-x", "--model", f"checkpoint:{lite0}",
                  "--arch", ARCH, "--remap-by-position", "--field", "lite0",
@@ -502,6 +505,18 @@ def test_gathered_shape_bias_and_imagenet_accuracy(photos_dir, lite0, tmp_path):
         gather_values(["ood-plain"], ["lite0"])
 
 
+def test_the_benchmark_loads_its_release_folder(release):
+    from imagenetx.benchmarks import get_benchmark
+    from imagenetx.errors import ImageNetXError
+
+    folder, expected = release["v2"]
+    v2 = get_benchmark(None, "imagenet_v2")
+    ds, summary = v2.load(dir=str(folder), variant="top-images", name="ood-benchmark")
+    assert len(ds) == 4 and ds.distinct("variant") == ["top-images"]
+    with pytest.raises(ImageNetXError, match="ImageNet-A has no source or option `variant`"):
+        get_benchmark(None, "imagenet_a").load(dir=str(folder), variant="top-images")
+
+
 def test_operator_loads_a_release_folder(release):
     import fiftyone.operators as foo
 
@@ -510,14 +525,17 @@ def test_operator_loads_a_release_folder(release):
     install_plugin()
     folder, expected = release["v2"]
     result = foo.execute_operator(
-        f"{PLUGIN_NAME}/load_ood",
-        ctx={"params": {"kind": "v2", "release_dir": str(folder), "name": "ood-op"}})
+        f"{PLUGIN_NAME}/load_benchmark",
+        ctx={"params": {"benchmark": "imagenet_v2", "dir": str(folder), "name": "ood-op"}})
     assert result.error is None, result.error
-    assert result.result["samples"] == len(expected)
     ds = fo.load_dataset("ood-op")
+    assert len(ds) == len(expected)
     assert ds.count_values("variant") == {"matched-frequency": 4, "top-images": 4}
-    with pytest.raises(Exception, match="not in the ImageNet-C"):
-        foo.execute_operator(
-            f"{PLUGIN_NAME}/load_ood",
-            ctx={"params": {"kind": "c", "release_dir": str(folder), "name": "ood-op-bad"}})
+    # a folder of another layout: the library's one line, as a notification
+    refused = foo.execute_operator(
+        f"{PLUGIN_NAME}/load_benchmark",
+        ctx={"params": {"benchmark": "imagenet_c", "dir": str(folder), "name": "ood-op-bad"}})
+    notes = [r.params.get("message", "") for r in refused.executor._requests
+             if r.operator_uri.endswith("notify")]
+    assert any("not in the ImageNet-C" in n for n in notes), notes
     assert not fo.dataset_exists("ood-op-bad")

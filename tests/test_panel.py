@@ -206,7 +206,7 @@ def test_show_mistakes_operator_sets_the_view(demo_build):
     assert len(shown) == len(expected) == result.result["count"] > 0
 
 
-def test_load_from_hub_operator_opens_the_tagged_dataset(hub_repo):
+def test_load_operator_opens_a_tagged_dataset_from_the_hub(hub_repo):
     import asyncio
 
     from fiftyone.operators.executor import execute_or_delegate_operator
@@ -215,8 +215,9 @@ def test_load_from_hub_operator_opens_the_tagged_dataset(hub_repo):
     # only the messages it yields reach the App, the open_dataset request
     # among them
     result = asyncio.run(execute_or_delegate_operator(
-        f"{PLUGIN_NAME}/load_from_hub",
-        {"params": {"repo_id": hub_repo, "name": "panel-hub", "max_samples": 5}}))
+        f"{PLUGIN_NAME}/load_benchmark",
+        {"params": {"benchmark": "imagenet_x", "source": "hub", "hub": hub_repo,
+                    "name": "panel-hub", "max_samples": 5}}))
     assert result.error is None, result.error
     requests = [m.to_json()["body"] for m in result.result]
     assert [r["params"]["dataset"] for r in requests
@@ -226,24 +227,24 @@ def test_load_from_hub_operator_opens_the_tagged_dataset(hub_repo):
 
     # a bad repo id: the library's clear message, as one notification
     refused = foo.execute_operator(
-        f"{PLUGIN_NAME}/load_from_hub",
-        ctx={"params": {"repo_id": "no-slash"}},
+        f"{PLUGIN_NAME}/load_benchmark",
+        ctx={"params": {"benchmark": "imagenet_x", "source": "hub", "hub": "no-slash"}},
     )
     notes = [r.params.get("message", "") for r in refused.executor._requests
              if r.operator_uri.endswith("notify")]
     assert any("not a Hugging Face Hub repo id" in n for n in notes), notes
 
 
-def test_load_from_hub_operator_delegated_loads_without_opening(
+def test_load_operator_delegated_loads_without_opening(
     hub_repo, monkeypatch
 ):
     from fiftyone.operators.delegated import DelegatedOperationService
     from fiftyone.operators.executor import Executor
 
     queued = foo.execute_operator(
-        f"{PLUGIN_NAME}/load_from_hub",
-        ctx={"params": {"repo_id": hub_repo, "name": "panel-hub-delegated",
-                        "max_samples": 5},
+        f"{PLUGIN_NAME}/load_benchmark",
+        ctx={"params": {"benchmark": "imagenet_x", "source": "hub", "hub": hub_repo,
+                        "name": "panel-hub-delegated", "max_samples": 5},
              "request_delegation": True},
     )
     assert queued.error is None, queued.error_message
@@ -260,9 +261,10 @@ def test_load_from_hub_operator_delegated_loads_without_opening(
 
     monkeypatch.setattr(Executor, "trigger", record)
     done = DelegatedOperationService().execute_queued_operations(
-        operator=f"{PLUGIN_NAME}/load_from_hub")
+        operator=f"{PLUGIN_NAME}/load_benchmark")
     assert len(done) == 1 and done[0].error is None, done[0].error
-    assert done[0].result["annotated"] == 3
+    assert done[0].result["samples"] == 5 and \
+        "3 with ImageNet-X annotations" in done[0].result["summary"]
     assert not [t for t in triggered if t.endswith("open_dataset")]
     assert fo.load_dataset("panel-hub-delegated").count_sample_tags() == {
         "x:background": 2, "x:color": 1}

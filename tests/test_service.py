@@ -72,8 +72,8 @@ def _datasets(folder: Path) -> list:
 
 
 def test_four_commands_at_once_on_a_cold_folder(folder, photos_dir):
-    procs = [_start(folder, "load", "--imagenet-dir", str(photos_dir), "--name", f"cold-{i}")
-             for i in range(4)]
+    procs = [_start(folder, "load", "imagenet-x", "--dir", str(photos_dir),
+                    "--name", f"cold-{i}") for i in range(4)]
     results = [p.communicate(timeout=600) for p in procs]
     for p, (out, err) in zip(procs, results):
         assert p.returncode == 0, err

@@ -23,6 +23,14 @@ def test_flat_validation_folder(photos_dir):
     assert ds.count_sample_tags() == {"x:background": 2, "x:color": 1}
 
 
+def test_the_benchmark_loads_a_local_imagenet_folder(photos_dir):
+    from imagenetx.benchmarks.imagenet_x.benchmark import ImageNetX
+
+    ds, summary = ImageNetX().load(dir=str(photos_dir), name="src-benchmark")
+    assert summary.files_found == 4 and summary.tagging.annotated == 3
+    assert ds.count_sample_tags() == {"x:background": 2, "x:color": 1}
+
+
 def test_wnid_folders_for_val_and_train(tmp_path, photos_dir):
     root = tmp_path / "imagenet"
     for name, klass in VAL_FILES.items():

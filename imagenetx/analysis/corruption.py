@@ -29,6 +29,7 @@ from imagenetx.analysis.engine import compute_ratios
 from imagenetx.analysis.populations import val_images, whole_set_top1
 from imagenetx.analysis.settings import Settings
 from imagenetx.benchmarks import get_benchmark
+from imagenetx.benchmarks.loading import load_hint
 from imagenetx.classes.spaces import int_column
 from imagenetx.store.datasets import get_dataset
 
@@ -71,9 +72,9 @@ def imagenet_c_errors(samples, field: str, clean_dataset: Optional[str] = None,
             "instead (`imagenetx corruption-accuracy`)")
     if get_benchmark(samples).name != "imagenet_c":
         raise ImageNetXError(
-            f"Dataset '{samples._dataset.name}' is not ImageNet-C: load ImageNet-C's "
-            "released folders (`imagenetx load`), or measure corruptions on the fly "
-            "(`imagenetx predict` with `corruptions=all`)")
+            f"Dataset '{samples._dataset.name}' is not ImageNet-C: {load_hint('imagenet_c')}"
+            ", or measure corruptions on the fly (`imagenetx predict` with "
+            "`corruptions=all`)")
     if clean_dataset is not None and clean_accuracy is not None:
         raise ImageNetXError("Give the clean accuracy or a clean dataset, not both")
     if clean_accuracy is not None and not 0 <= clean_accuracy <= 1:
@@ -174,7 +175,7 @@ def corruption_accuracy_of(samples, field: str, gt_field: str = "ground_truth"
     if benchmark.name not in CORRUPTION_BENCHMARKS:
         raise ImageNetXError(
             f"Dataset '{name}' is not ImageNet-C or ImageNet-C-bar: load the released "
-            "folders of either (`imagenetx load`)")
+            "folders as ImageNet-C or ImageNet-C-bar from `dir=...`")
     if not samples.has_field(f"{field}.class_index"):
         raise ImageNetXError(
             f"Dataset '{name}' has no prediction field '{field}': predict it first "

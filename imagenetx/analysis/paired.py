@@ -16,6 +16,7 @@ import numpy as np
 from fiftyone import ViewField as F
 
 from imagenetx.analysis.columns import read_columns
+from imagenetx.benchmarks.loading import load_hint
 from imagenetx.benchmarks.imagenet_e.contract import (
     EDIT_FIELD,
     GROUP_FIELD,
@@ -158,7 +159,7 @@ def _check_fields(samples, pred_fields, gt_field) -> List[str]:
     if not samples.has_field(f"{gt_field}.class_index"):
         raise ImageNetXError(
             f"Dataset '{name}' has no ground truth '{gt_field}' with a class_index: "
-            "load it with `imagenetx load`, or pass `gt_field`")
+            f"{load_hint('imagenet_e')}, or pass `gt_field`")
     for f in fields:
         if not samples.has_field(f"{f}.class_index"):
             raise ImageNetXError(

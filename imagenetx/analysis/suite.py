@@ -37,14 +37,14 @@ from imagenetx.store.datasets import all_slices
 #: the suite's benchmarks, in the order they run, and how to get each
 BENCHMARKS = (
     ("imagenet_x", "ImageNet val (ImageNet-X)",
-     "imagenetx load --imagenet-dir DIR, or load --hub ILSVRC/imagenet-1k"),
+     "imagenetx load imagenet-x --dir DIR, or --hub ILSVRC/imagenet-1k"),
     ("cue_conflict", "cue conflict", "imagenetx load cue-conflict"),
-    ("imagenet_a", "ImageNet-A", "imagenetx load --imagenet-a-dir DIR"),
-    ("imagenet_r", "ImageNet-R", "imagenetx load --imagenet-r-dir DIR"),
-    ("imagenet_sketch", "ImageNet-Sketch", "imagenetx load --imagenet-sketch-dir DIR"),
-    ("imagenet_v2", "ImageNetV2", "imagenetx load --imagenetv2-dir DIR"),
-    ("imagenet_c", "ImageNet-C", "imagenetx load --imagenet-c-dir DIR"),
-    ("imagenet_cbar", "ImageNet-C-bar", "imagenetx load --imagenet-cbar-dir DIR"),
+    ("imagenet_a", "ImageNet-A", "imagenetx load imagenet-a --dir DIR"),
+    ("imagenet_r", "ImageNet-R", "imagenetx load imagenet-r --dir DIR"),
+    ("imagenet_sketch", "ImageNet-Sketch", "imagenetx load imagenet-sketch --dir DIR"),
+    ("imagenet_v2", "ImageNetV2", "imagenetx load imagenet-v2 --dir DIR"),
+    ("imagenet_c", "ImageNet-C", "imagenetx load imagenet-c --dir DIR"),
+    ("imagenet_cbar", "ImageNet-C-bar", "imagenetx load imagenet-cbar --dir DIR"),
 )
 
 #: the published columns the suite fills, as bias and measure names

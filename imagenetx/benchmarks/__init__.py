@@ -20,6 +20,7 @@ here says what it *is* and how its data is *loaded*; how it is *shown*
 
 from typing import Dict
 
+from imagenetx.benchmarks.loading import LOADINGS
 from imagenetx.errors import ImageNetXError
 
 #: benchmarks added with :func:`register_benchmark`, by name
@@ -55,6 +56,15 @@ def benchmarks() -> dict:
     known.update(REGISTERED)
     known["generic"] = Benchmark()
     return known
+
+
+def loadable_benchmarks() -> dict:
+    """``{name: Benchmark}`` of the benchmarks that say where their data is
+    loaded from (``Benchmark.loading``): the built-in ones in the order of
+    :data:`~imagenetx.benchmarks.loading.LOADINGS`, then those registered."""
+    known = benchmarks()
+    order = [*LOADINGS, *(n for n in known if n not in LOADINGS)]
+    return {n: known[n] for n in order if n in known and known[n].loading is not None}
 
 
 def get_benchmark(samples, name: str = None, settings=None):

@@ -13,6 +13,7 @@ import fiftyone as fo
 from imagenetx.classes.decisions import Decisions
 from imagenetx.classes.spaces import ExactClass, LabelSpace
 from imagenetx.errors import ImageNetXError
+from imagenetx.benchmarks.loading import Loading, load_with
 from imagenetx.benchmarks.scenarios import (
     FieldNames,
     ScenarioChanges,
@@ -45,6 +46,9 @@ class Benchmark:
         output_classes: the classes a zero-shot head is built over for it
             (:mod:`imagenetx.classes.outputs`): ImageNet's 1000 unless the
             benchmark scores zero-shot models over its own
+        loading: where its data is loaded from and with which options
+            (:mod:`imagenetx.benchmarks.loading`); None: it is not loaded
+            by :meth:`load` (the generic benchmark: any dataset)
         keeps_geometry: its images are already the model's input size and
             go to the model as they are, without its resize and crop
             (ImageNet-C and -C-bar: 224 x 224 centre crops made by the
@@ -60,6 +64,36 @@ X
     needs_logits = False
     output_classes = "imagenet"
     keeps_geometry = False
+    loading: Optional[Loading] = None
+
+    def load(self, progress=None, token: Optional[str] = None, **options):
+        """Builds a dataset of this benchmark from one of its sources.
+
+        The source is one keyword, its location the value:
+        ``ImageNetD().load(dir="/data/ImageNet-D")``,
+        ``ImageNetX().load(hub="ILSVRC/imagenet-1k", max_samples=1000)``;
+        none names the default source where there is one
+        (``CueConflict().load()``: the download). ``self.loading`` lists
+        the sources and the options each takes.
+
+        Args:
+            progress (None): a progress callback, for the sources that report
+            token (None): a Hugging Face token, for the Hub
+            **options: the source, its options, and ``name``,
+                ``overwrite``, ``gt_field``
+
+        Returns:
+            ``(dataset, summary)``
+
+        Raises:
+            ImageNetXError: for a source or option this benchmark does not
+                take (before anything is loaded), or what its loader raises
+        """
+        if self.loading is None:
+            raise ImageNetXError(
+                f"Benchmark '{self.name}' says no sources to load from: build the dataset "
+                "with FiftyOne (fo.Dataset.from_dir, load_from_hub), then `tag` it")
+        return load_with(self.loading, progress=progress, token=token, **options)
 
     def matches(self, samples, settings=None) -> bool:
         """Whether a dataset holds this benchmark's fields (their names may

@@ -4,7 +4,6 @@
 
 from imagenetx.cli.base import CommandGroup
 from imagenetx.cli.flags import add_gt_field
-from imagenetx.options import V2_VARIANTS
 
 TITLE = "build datasets"
 
@@ -24,44 +23,9 @@ def register(group: CommandGroup) -> None:
                         "images, ILSVRC2012_val_XXXXXXXX.png)")
     add_gt_field(p)
 
-    p = group.add("load", run_load, "build a dataset from a local folder or the Hub, then tag "
-                                    "it (ImageNet-D, cue-conflict: their own contracts)")
-    p.add_argument("benchmark", nargs="?", choices=["cue-conflict"],
-                   help="cue-conflict: the 1,280 texture-shape stimuli (from --dir, "
-                        "$IMAGENETX_CUE_CONFLICT_DIR, or downloaded into the cache)")
-    p.add_argument("--dir", help="cue-conflict: a local copy of the stimuli folder")
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--imagenet-dir", help="a local ImageNet folder")
-    src.add_argument("--hub", metavar="REPO_ID",
-                     help="a Hugging Face Hub dataset, ORG/NAME: ImageNet's parquet or "
-                          "webdataset shards (ILSVRC/imagenet-1k, timm/imagenet-1k-wds), or "
-                          "a FiftyOne-format repo (ImageNet-D repos are converted)")
-    src.add_argument("--imagenet-d-dir", metavar="DIR",
-                     help="the ImageNet-D release folder (background/, texture/, material/)")
-    src.add_argument("--imagenet-e-dir", metavar="DIR",
-                     help="the ImageNet-E release folder (labels.txt, ori/, 20_adv/, 01/, "
-                          "...): a grouped dataset, one group per source image")
-    _add_ood_sources(src)
-    p.add_argument("--variant", choices=V2_VARIANTS,
-                   help="--imagenetv2-dir: the variant of a folder whose name does not say "
-                        "it, or the one variant to read of several")
-    p.add_argument("--split", help="val or train (folder, ImageNet on the Hub: default val); "
-                                    "the repo split (FiftyOne-format Hub repo)")
-    p.add_argument("--max-samples", type=int, help="Hub only: load at most N samples "
-                                                   "(ImageNet shards: only the shards they need)")
-    p.add_argument("--workers", type=int, help="Hub ImageNet shards: shards downloaded at "
-                                               "once (default: 4; parquet: at most one per "
-                                               "CPU core is read at a time, tars: one)")
-    p.add_argument("--revision", metavar="REV",
-                   help="--hub: the branch, tag or commit to pull (default: the main "
-                        "branch, resolved to its commit when the pull starts)")
-    p.add_argument("--media-from", metavar="REPO_ID",
-                   help="--hub of a pushed copy without its gated images: pull them from "
-                        "this ImageNet repo (ILSVRC/imagenet-1k) and re-attach them by "
-                        "file name")
-    p.add_argument("--name", help="dataset name")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing dataset")
-    add_gt_field(p)
+    p = group.add("load", run_load, "build a dataset of a benchmark from its release "
+                                    "folder (--dir), the Hub (--hub) or its download")
+    add_load_inputs(p)
 
     p = group.add("push", run_push, "share a dataset with its prediction fields and "
                                     "evaluations on the Hugging Face Hub (FiftyOne's "
@@ -72,7 +36,8 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--private", action="store_true", help="make the new repo private")
     p.add_argument("--with-media", action="store_true",
                    help="upload images pulled from a gated repo too (default: 1-pixel "
-                        "stand-ins, re-attached with load --hub REPO --media-from SOURCE)")
+                        "stand-ins, re-attached with load imagenet-x --hub REPO "
+                        "--media-from SOURCE)")
     p.add_argument("--allow-media-outside", nargs="+", default=[], metavar="FOLDER",
                    help="upload these folders' files too, though they lie outside the "
                         "folders a dataset from the Hub got its media from (refused by "
@@ -106,22 +71,64 @@ def register(group: CommandGroup) -> None:
     add_gt_field(p)
 
 
-def _add_ood_sources(group):
-    """``--imagenet-a-dir DIR`` ... one per OOD release layout."""
-    from imagenetx.benchmarks.ood.layouts import LAYOUTS
+def add_load_inputs(p) -> None:
+    """``BENCHMARK``, one flag per source keyword (``--dir``, ``--hub``) and
+    one per option, from the benchmarks' declared loadings (the flags' dests
+    are :meth:`Benchmark.load`'s keywords; it refuses what a benchmark does
+    not take)."""
+    from imagenetx.benchmarks.loading import DATASET_OPTIONS, LOADINGS
 
-    for layout in LAYOUTS.values():
-        group.add_argument(layout.option, metavar="DIR", dest=f"ood_{layout.kind}",
-                           help=f"the {layout.title} release folder, {layout.folders}")
+    names = [b.replace("_", "-") for b in LOADINGS]
+    defaults = [f"{b.replace('_', '-')}'s {lo.default_source.name}"
+                for b, lo in LOADINGS.items() if lo.default_source]
+    p.add_argument("benchmark", metavar="BENCHMARK",
+                   help=f"one of {', '.join(names)} (or a registered benchmark that "
+                        "declares its sources); with no source flag: " + ", ".join(defaults))
+    sources, options = {}, {}  # keyword -> {what it is: [benchmarks]}
+    for loading in LOADINGS.values():
+        for source in loading.sources:
+            if source.location:
+                sources.setdefault(source.name, {}).setdefault(
+                    source.label, []).append(loading.title)
+            for option in source.options:
+                options.setdefault(option.name, {}).setdefault(option, []).append(
+                    loading.title)
+    where = p.add_mutually_exclusive_group()
+    for name, labels in sources.items():
+        where.add_argument(f"--{name}", metavar=_METAVARS.get(name, name.upper()),
+                           help=_per_benchmark(labels))
+    for name, declared in options.items():
+        choices = {o.choices for o in declared}
+        p.add_argument("--" + name.replace("_", "-"),
+                       type=int if next(iter(declared)).type == "int" else str,
+                       choices=choices.pop() or None if len(choices) == 1 else None,
+                       help=_per_benchmark({o.help: t for o, t in declared.items()}))
+    for option in DATASET_OPTIONS:
+        if option.type == "bool":
+            p.add_argument("--" + option.name.replace("_", "-"), action="store_true",
+                           help=option.help)
+        else:
+            p.add_argument("--" + option.name.replace("_", "-"), default=option.default,
+                           help=option.help)
 
 
-def _ood_source(args):
-    """``(kind, folder)`` of the OOD option given, else None."""
-    from imagenetx.benchmarks.ood.layouts import LAYOUTS
+#: the metavar of a source flag, by keyword
+_METAVARS = {"dir": "DIR", "hub": "REPO_ID"}
 
-    given = [(k, getattr(args, f"ood_{k}")) for k in LAYOUTS
-             if getattr(args, f"ood_{k}", None) is not None]
-    return given[0] if given else None
+
+def _per_benchmark(texts: dict) -> str:
+    """``text (benchmarks); text (benchmarks)``."""
+    return "; ".join(f"{text} ({', '.join(dict.fromkeys(titles))})"
+                     for text, titles in texts.items())
+
+
+def _load_keywords(loadings) -> set:
+    """The keywords of :meth:`Benchmark.load` that :func:`add_load_inputs`
+    made flags of."""
+    from imagenetx.benchmarks.loading import DATASET_OPTIONS
+
+    return {name for lo in loadings for s in lo.sources
+            for name in (s.name, *(o.name for o in (*s.options, *DATASET_OPTIONS)))}
 
 
 def _opened(dataset, summary) -> int:
@@ -159,90 +166,20 @@ def run_tag(args) -> int:
 
 
 def run_load(args) -> int:
-    from imagenetx.benchmarks.imagenet_x import sources
+    from imagenetx.benchmarks import loadable_benchmarks
+    from imagenetx.benchmarks.loading import LOADINGS
     from imagenetx.errors import ImageNetXError
 
-    ood = _ood_source(args)
-    sources_given = [args.benchmark, args.imagenet_dir, args.hub, args.imagenet_d_dir,
-                     args.imagenet_e_dir, ood]
-    if sum(x is not None for x in sources_given) != 1:
-        raise ImageNetXError(
-            "Name one source: cue-conflict, --imagenet-dir DIR, --hub REPO_ID, "
-            "--imagenet-d-dir DIR, --imagenet-e-dir DIR or an OOD release folder "
-            "(--imagenet-a-dir, --imagenet-r-dir, --imagenet-sketch-dir, --imagenetv2-dir, "
-            "--imagenet-c-dir, --imagenet-cbar-dir)")
-    if (args.workers is not None or args.media_from or args.revision) and not args.hub:
-        raise ImageNetXError("--workers, --revision and --media-from apply to --hub only")
-    if args.dir and not args.benchmark:
-        raise ImageNetXError("--dir applies to `load cue-conflict` only")
-    if args.variant and not (ood and ood[0] == "v2"):
-        raise ImageNetXError("--variant applies to --imagenetv2-dir only")
-    if ood:
-        from imagenetx.benchmarks.ood import load_ood_dir
-
-        if args.max_samples is not None or args.split:
-            raise ImageNetXError(
-                "--split and --max-samples do not apply to OOD release folders")
-        return _opened(*load_ood_dir(
-            ood[0], ood[1], name=args.name, overwrite=args.overwrite,
-            gt_field=args.gt_field, variant=args.variant))
-    if args.benchmark == "cue-conflict":
-        from imagenetx.benchmarks.cue_conflict import load_cue_conflict
-
-        if args.max_samples is not None or args.split:
-            raise ImageNetXError(
-                "--split and --max-samples do not apply to cue-conflict")
-        return _opened(*load_cue_conflict(
-            args.dir, name=args.name, overwrite=args.overwrite, gt_field=args.gt_field))
-    if args.imagenet_e_dir:
-        from imagenetx.benchmarks.imagenet_e import load_imagenet_e
-
-        if args.max_samples is not None or args.split:
-            raise ImageNetXError(
-                "--split and --max-samples do not apply to --imagenet-e-dir")
-        return _opened(*load_imagenet_e(
-            args.imagenet_e_dir, name=args.name, overwrite=args.overwrite,
-            gt_field=args.gt_field))
-    if args.imagenet_d_dir:
-        from imagenetx.benchmarks.imagenet_d import load_imagenet_d_dir
-
-        if args.max_samples is not None or args.split:
-            raise ImageNetXError(
-                "--split and --max-samples do not apply to --imagenet-d-dir")
-        return _opened(*load_imagenet_d_dir(
-            args.imagenet_d_dir, name=args.name, overwrite=args.overwrite,
-            gt_field=args.gt_field))
-    if args.imagenet_dir:
-        if args.max_samples is not None:
-            raise ImageNetXError("--max-samples applies to --hub only")
-        return _opened(*sources.load_imagenet_dir(
-            args.imagenet_dir, split=args.split or "val", name=args.name,
-            overwrite=args.overwrite, gt_field=args.gt_field))
-    if args.media_from:  # a media repo it cannot read is said before anything is loaded
-        from imagenetx.benchmarks.imagenet_x.hub_pull import media_repo
-
-        media_repo(args.media_from)
-    dataset, summary = sources.load_hub_dataset(
-        args.hub, split=args.split, max_samples=args.max_samples,
-        name=args.name, overwrite=args.overwrite, gt_field=args.gt_field,
-        workers=args.workers, progress=_print_progress(), revision=args.revision)
-    if args.media_from:
-        from imagenetx.benchmarks.imagenet_x.hub_pull import reattach_media
-
-        try:
-            n = reattach_media(dataset, args.media_from, workers=args.workers,
-                               progress=_print_progress())
-        except ImageNetXError as e:
-            name = dataset.name
-            if args.overwrite:  # it replaced a dataset: keep what was loaded
-                raise ImageNetXError(f"{e} (dataset '{name}' kept with its stand-in "
-                                     "images)") from None
-            dataset.delete()  # a new dataset of stand-ins is not what was asked
-            raise ImageNetXError(f"{e} (dataset '{name}' not kept)") from None
-        print(f"{n:,} of {len(dataset):,} samples re-attached to the images of "
-              f"'{args.media_from}'" + (f"; {len(dataset) - n:,} keep their stand-ins "
-                                        "(not in that repo)" if n < len(dataset) else ""))
-    return _opened(dataset, summary)
+    known = loadable_benchmarks()
+    benchmark = known.get(args.benchmark.replace("-", "_"))
+    if benchmark is None:
+        names = [n.replace("_", "-") for n in known]
+        raise ImageNetXError(f"Unknown benchmark '{args.benchmark}' to load: use one of "
+                             + ", ".join(names))
+    options = {k: v for k, v in vars(args).items()
+               if k in _load_keywords([*LOADINGS.values(), benchmark.loading])
+               and v is not None}
+    return _opened(*benchmark.load(progress=_print_progress(), **options))
 
 
 def run_push(args) -> int:

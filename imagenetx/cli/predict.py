@@ -98,7 +98,7 @@ def register(group: CommandGroup) -> None:
                   "ImageNet-C (released folders): top-1 error per corruption and severity, "
                   "CE and mCE against AlexNet, relative mCE, and the mean top-1 accuracy "
                   "over all 19 corruptions")
-    p.add_argument("--dataset", required=True, help="a dataset loaded with --imagenet-c-dir")
+    p.add_argument("--dataset", required=True, help="a dataset loaded with `load imagenet-c`")
     p.add_argument("--pred-field", required=True, metavar="F")
     clean = p.add_mutually_exclusive_group()
     clean.add_argument("--clean-dataset", metavar="NAME",
@@ -113,7 +113,7 @@ def register(group: CommandGroup) -> None:
                   "ImageNet-C or -C-bar (released folders): top-1 and top-5 accuracy per "
                   "corruption and severity and their mean, as Gavrikov & Keuper report them")
     p.add_argument("--dataset", required=True,
-                   help="a dataset loaded with --imagenet-c-dir or --imagenet-cbar-dir")
+                   help="a dataset loaded with `load imagenet-c` or `load imagenet-cbar`")
     p.add_argument("--pred-field", required=True, metavar="F",
                    help="the prediction field (top-5 needs it predicted with --logits)")
     add_output(p, csv="print one CSV row per corruption and severity")

@@ -136,7 +136,7 @@ def check_dataset(run: ProtocolRun, samples) -> None:
             f"Protocol '{run.protocol.name}' applies to ImageNet validation sets holding "
             f"RobustBench's {SUBSET_SIZE:,} images, and dataset '{samples._dataset.name}' "
             f"holds {len(held):,} of them (matched by file name): load the validation set "
-            "(imagenetx load --imagenet-dir DIR), or pass --protocol none")
+            "(ImageNet-X from `dir=...`), or pass --protocol none")
     select_subset(paths, samples._dataset.name)  # each once
 
 

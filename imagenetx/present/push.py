@@ -3,10 +3,10 @@ Hugging Face Hub, through FiftyOne's own ``push_to_hub``, with a dataset
 card that carries the per-factor error-ratio table and chart.
 
 Colleagues open the same thing with FiftyOne's ``load_from_hub`` (or
-``imagenetx load --hub``). Images pulled from a gated repo (ILSVRC/imagenet-1k,
+``imagenetx load imagenet-x --hub``). Images pulled from a gated repo (ILSVRC/imagenet-1k,
 timm/imagenet-1k-wds) are not uploaded again unless asked: the pushed copy
 then holds 1-pixel stand-ins under the same file names, and
-``imagenetx load --hub REPO --media-from SOURCE`` puts the real images back.
+``imagenetx load imagenet-x --hub REPO --media-from SOURCE`` puts the real images back.
 """
 
 import json
@@ -54,7 +54,7 @@ class PushSummary:
             f"{len(self.fields)} prediction fields ({', '.join(self.fields) or 'none'}) "
             f"and {len(self.evaluations)} evaluations; media: {self.media}. "
             f"Open it with FiftyOne's load_from_hub('{self.repo_id}') or "
-            f"`imagenetx load --hub {self.repo_id}`"
+            f"`imagenetx load imagenet-x --hub {self.repo_id}`"
         )
 
 
@@ -443,7 +443,8 @@ def _card_section(dataset, repo_id, fields, evaluations, source, stand_ins,
             f"The images come from the gated repo {code_span(source['hub'], False)} and are "
             "not in this repo (1-pixel stand-ins keep their file names). Accept its terms, "
             "set `HF_TOKEN`, and re-attach them with:", "", "```bash",
-            shlex.join(["imagenetx", "load", "--hub", repo_id, "--media-from", source["hub"]]),
+            shlex.join(["imagenetx", "load", "imagenet-x", "--hub", repo_id, "--media-from",
+                        source["hub"]]),
             "```", ""]
     return "\n".join(lines)
 

@@ -75,7 +75,7 @@ def select_subset(paths: Sequence[str], dataset: str) -> List[int]:
             f"Dataset '{dataset}' holds {len(counts):,} of RobustBench's {SUBSET_SIZE:,} "
             f"ImageNet validation images ({SUBSET_SIZE - len(counts):,} missing, matched by "
             "file name): the robustbench protocol needs all of them, so load the whole "
-            "validation set (`imagenetx load`), or pass `protocol=none` with "
+            "validation set (ImageNet-X from `dir=...`), or pass `protocol=none` with "
             "`attack=autoattack` and `eps=4/255` to attack the images it has")
     return found
 

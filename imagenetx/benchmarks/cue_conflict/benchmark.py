@@ -9,6 +9,7 @@ mean softmax probability over its ImageNet indices, the best one wins.
 """
 
 from imagenetx.benchmarks.base import Benchmark
+from imagenetx.benchmarks.loading import CUE_CONFLICT
 from imagenetx.benchmarks.cue_conflict.contract import (  # noqa: F401 (re-exported)
     CONTRACT_FIELDS, require_contract)
 from imagenetx.benchmarks.cue_conflict.views import save_texture_view
@@ -27,6 +28,7 @@ class CueConflict(Benchmark):
 
     name = "cue_conflict"
     title = "Cue-conflict"
+    loading = CUE_CONFLICT
     default_slicing = "shape"
     default_label_space = "shape"
     group_slicing = "shape"

@@ -9,6 +9,7 @@ class).
 """
 
 from imagenetx.benchmarks.base import Benchmark, field_slicing
+from imagenetx.benchmarks.loading import IMAGENET_D, load_hint
 from imagenetx.classes.imagenet_d import NUISANCES
 from imagenetx.classes.spaces import InSet, TopKInSet
 from imagenetx.errors import ImageNetXError
@@ -20,6 +21,7 @@ class ImageNetD(Benchmark):
 
     name = "imagenet_d"
     title = "ImageNet-D"
+    loading = IMAGENET_D
     default_slicing = "nuisance"
     default_label_space = "class"
     group_slicing = "nuisance"
@@ -37,8 +39,8 @@ class ImageNetD(Benchmark):
             if not samples.has_field(path):
                 raise ImageNetXError(
                     f"Dataset '{samples._dataset.name}' has no field '{path}' "
-                    "of the ImageNet-D contract: load it with `imagenetx load "
-                    "--imagenet-d-dir DIR` (or --hub), or pass --gt-field")
+                    f"of the ImageNet-D contract: {load_hint('imagenet_d')}, or pass "
+                    "--gt-field")
 
     def slicing_names(self, samples, settings):
         return ["nuisance", "nuisance_value", "class"]

@@ -164,7 +164,7 @@ def _release_root(release_dir: str) -> str:
     if not os.path.isdir(root):
         raise ImageNetXError(
             f"ImageNet-D folder '{release_dir}' does not exist: pass the "
-            f"release folder (--imagenet-d-dir), laid out as {RELEASE_LAYOUT}"
+            f"release folder, laid out as {RELEASE_LAYOUT}"
         )
     for candidate in (root, os.path.join(root, "ImageNet-D")):
         if any(os.path.isdir(os.path.join(candidate, k)) for k in NUISANCES):
@@ -481,8 +481,7 @@ def from_hub_dataset(
             f"Dataset '{dataset.name}' does not say which ImageNet-D nuisance "
             "(background, texture or material) each image has: no field, "
             "sample tag or file path names one. Load the release folder "
-            "instead with `imagenetx load --imagenet-d-dir DIR` (laid out as "
-            f"{RELEASE_LAYOUT})"
+            f"instead, ImageNet-D from `dir=...` (laid out as {RELEASE_LAYOUT})"
         )
     kinds, kind_path = found
     classes, class_path = _find_classes(cols, images, skip=kind_path)
@@ -497,9 +496,8 @@ def from_hub_dataset(
             "class, and neither do their file paths (e.g. "
             f"'{os.path.join(*example.split(os.sep)[-3:])}'); this copy keeps "
             "only the nuisance. Download the authors' release "
-            f"(https://huggingface.co/datasets/{RELEASE_REPO}) and load it "
-            "with `imagenetx load --imagenet-d-dir DIR`, or run "
-            f"`imagenetx load --hub {RELEASE_REPO}`"
+            f"(https://huggingface.co/datasets/{RELEASE_REPO}) and load it as "
+            f"ImageNet-D from `dir=...`, or from `hub='{RELEASE_REPO}'`"
         )
     values = _find_values(cols, images, kinds, classes, {kind_path, class_path})
 
@@ -603,7 +601,7 @@ def load_imagenet_d_hub(
             f"Hub repo '{repo_id}' is neither a FiftyOne dataset (no "
             "fiftyone.yml) nor the ImageNet-D release (no "
             "{background,texture,material}/<class folder>/<image> files): "
-            f"use {RELEASE_REPO} or a local folder with --imagenet-d-dir"
+            f"load ImageNet-D from `hub='{RELEASE_REPO}'` or a local folder, `dir=...`"
         )
     prefix, paths = release
     # what the repo lacks, not what this (maybe partial) download lacks

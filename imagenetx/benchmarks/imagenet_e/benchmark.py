@@ -22,6 +22,7 @@ from imagenetx.benchmarks.imagenet_e.contract import (
     require_grouped,
 )
 from imagenetx.benchmarks.imagenet_x.benchmark import ImageNetX
+from imagenetx.benchmarks.loading import IMAGENET_E, load_hint
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.slicing import Slicing
 from imagenetx.store.datasets import all_slices
@@ -32,6 +33,7 @@ class ImageNetE(ImageNetX):
 
     name = BENCHMARK
     title = "ImageNet-E"
+    loading = IMAGENET_E
     default_slicing = "slice"
     group_slicing = "edit"
     discovery_slicings = ("slice", "factors", "class")
@@ -64,5 +66,5 @@ class ImageNetE(ImageNetX):
             if not samples.has_field(path):
                 raise ImageNetXError(
                     f"Dataset '{samples._dataset.name}' has no field '{path}' of "
-                    "the grouped-edits contract: load ImageNet-E with `imagenetx "
-                    "load --imagenet-e-dir DIR` or make edits with `imagenetx edit`")
+                    f"the grouped-edits contract: {load_hint('imagenet_e')} or make "
+                    "edits with `imagenetx edit`")

@@ -83,7 +83,7 @@ def require_grouped(samples, original: str = ORIGINAL) -> List[str]:
         raise ImageNetXError(
             f"Dataset '{name}' is not a grouped dataset: paired scores compare "
             "each group's edited slices with its original. Load ImageNet-E "
-            "with `imagenetx load --imagenet-e-dir DIR`, or make edits with "
+            "from `dir=...` (its release folder), or make edits with "
             "`imagenetx edit`")
     slices = list(samples._dataset.group_slices)
     if original not in slices:

@@ -116,7 +116,7 @@ def _release_root(release_dir: str) -> str:
     if not os.path.isdir(root):
         raise ImageNetXError(
             f"ImageNet-E folder '{release_dir}' does not exist: pass the "
-            f"release folder (--imagenet-e-dir), laid out as {RELEASE_LAYOUT}")
+            f"release folder, laid out as {RELEASE_LAYOUT}")
     known = variants()
     for candidate in (root, os.path.join(root, "ImageNet-E")):
         if os.path.isdir(candidate) and any(

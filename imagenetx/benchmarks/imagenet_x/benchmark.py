@@ -2,6 +2,7 @@
 meta-class, class) and label spaces (class, meta-class, ReaL)."""
 
 from imagenetx.benchmarks.base import Benchmark
+from imagenetx.benchmarks.loading import IMAGENET_X
 from imagenetx.benchmarks.imagenet_x.factors import FACTORS
 from imagenetx.classes.imagenet import METACLASSES, class_table
 from imagenetx.classes.spaces import ExactClass, InSet, SameGroup
@@ -18,6 +19,7 @@ class ImageNetX(Benchmark):
 
     name = "imagenet_x"
     title = "ImageNet-X"
+    loading = IMAGENET_X
     default_slicing = "top_factor"
     default_label_space = "class"
     group_slicing = "metaclass"

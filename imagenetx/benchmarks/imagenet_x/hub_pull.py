@@ -31,7 +31,7 @@ final name is always whole). Then:
 A finished shard gets a marker named by its path, oid (ETag) and size; an
 interrupted pull starts again at the shards without one and writes only the
 images that are missing. The dataset is built as ``imagenetx load
---imagenet-dir`` builds it, with the ground truth from the shards' labels,
+imagenet-x --dir`` builds it, with the ground truth from the shards' labels,
 each shard's images inserted (sorted by file name) as soon as the shards
 before it are done; it appears under its name only once every shard is in,
 and its info records the repo, commit and endpoint it came from.
@@ -202,7 +202,7 @@ def known_media_roots(dataset, paths: Iterable[str]) -> List[str]:
     pull's folder of ImageNet shards (``info`` ``source``), the download
     folder of a FiftyOne-format repo (``pulled_from``), and the repo folder
     of any path already in one of those places (a copy re-attached with
-    ``--media-from``, a dataset FiftyOne's own ``load_from_hub`` made).
+    ``media_from``, a dataset FiftyOne's own ``load_from_hub`` made).
     Empty for a dataset with no Hub origin (built from the user's files)."""
     info = dataset.info.get("imagenetx") or {}
     roots = []
@@ -223,7 +223,7 @@ def known_media_roots(dataset, paths: Iterable[str]) -> List[str]:
 
 def image_path(folder: str, file_name: str) -> str:
     """An image's path in :func:`images_folder`: val images flat, training
-    images in their WordNet id folder (as ``--imagenet-dir`` reads them)."""
+    images in their WordNet id folder (as a local ImageNet folder is read)."""
     if file_name.startswith("n") and "_" in file_name:
         return os.path.join(folder, file_name.split("_", 1)[0], file_name)
     return os.path.join(folder, file_name)
@@ -360,11 +360,11 @@ class _Writer:
 
 
 def check_pull_limits(max_samples: Optional[int], workers: Optional[int]) -> None:
-    """Raises ImageNetXError for ``--max-samples`` or ``--workers`` below 1."""
+    """Raises ImageNetXError for ``max_samples`` or ``workers`` below 1."""
     if max_samples is not None and max_samples < 1:
-        raise ImageNetXError("--max-samples must be at least 1")
+        raise ImageNetXError("`max_samples` must be at least 1")
     if workers is not None and workers < 1:
-        raise ImageNetXError(f"--workers must be at least 1, not {workers}")
+        raise ImageNetXError(f"`workers` must be at least 1, not {workers}")
 
 
 class _Stopped(Exception):
@@ -391,12 +391,12 @@ class _Fetch:
                  progress):
         repo_id = snapshot.repo_id
         if split not in ("val", "train"):
-            raise ImageNetXError(f"Unknown split '{split}': use --split val or --split train")
+            raise ImageNetXError(f"Unknown split '{split}': use `split='val'` or `split='train'`")
         self.shard_files = sh.split_shards(snapshot.paths, layout, split)
         if not self.shard_files:
             raise ImageNetXError(
                 f"'{repo_id}' ({sh.LAYOUT_TITLES[layout]}) has no {split} shards: "
-                f"use --split {'train' if split == 'val' else 'val'}")
+                f"use `split='{'train' if split == 'val' else 'val'}'`")
         check_pull_limits(max_samples, workers)
         self.snapshot = snapshot
         self.repo_id, self.layout, self.split, self.token = repo_id, layout, split, token
@@ -545,7 +545,7 @@ def pull_imagenet(
     progress: Optional[Callable[[PullProgress], None]] = None,
 ):
     """Pulls one split of an ImageNet repo into a new tagged dataset, as
-    ``imagenetx load --imagenet-dir`` builds it, with the shards' labels:
+    ``imagenetx load imagenet-x --dir`` builds it, with the shards' labels:
     each shard's images are inserted as soon as the shards before it are
     done, while the next ones download and are read; the dataset takes its
     name once all are in (a killed pull leaves no dataset, only a
@@ -617,7 +617,7 @@ def source_info(snapshot: RepoSnapshot, split: Optional[str], layout: str) -> di
 
 def media_repo(repo_id: str, token: Optional[str] = None,
                revision: Optional[str] = None) -> tuple:
-    """``(snapshot, layout)`` of the ImageNet repo ``--media-from`` names.
+    """``(snapshot, layout)`` of the ImageNet repo ``media_from`` names.
 
     Raises:
         ImageNetXError: for a repo that cannot be read (a token it needs,
@@ -627,7 +627,7 @@ def media_repo(repo_id: str, token: Optional[str] = None,
     snapshot = repo_snapshot(repo_id, revision, token)
     layout = sh.repo_layout(repo_id, snapshot.paths)
     if layout == sh.FIFTYONE:
-        raise ImageNetXError(f"--media-from needs an ImageNet repo, and '{repo_id}' is "
+        raise ImageNetXError(f"`media_from` needs an ImageNet repo, and '{repo_id}' is "
                              f"{sh.LAYOUT_TITLES[layout]}")
     return snapshot, layout
 

@@ -4,7 +4,7 @@ which datasets still use each, and removing those none uses.
 
 A pull's folder is used by every dataset with a sample whose file is in it
 (a pulled dataset, a clone, a pushed copy re-attached with
-``--media-from``) in any database of this install's database server (the
+``media_from``) in any database of this install's database server (the
 dataset folder is the machine's, the databases are many), and by a pull
 still running. A pull whose datasets live on another database server (its
 folder notes each server a pull gave images to) cannot be seen from here:

@@ -31,7 +31,9 @@ from imagenetx.benchmarks.imagenet_d import loaders as imagenet_d
 from imagenetx.benchmarks.imagenet_x.hub_pull import (
     PullProgress,
     check_pull_limits,
+    media_repo,
     pull_imagenet,
+    reattach_media,
     source_info,
 )
 from imagenetx.store import shards
@@ -80,7 +82,7 @@ def find_imagenet_files(imagenet_dir: str, split: str = "val") -> dict:
     if not os.path.isdir(root):
         raise ImageNetXError(
             f"ImageNet folder '{imagenet_dir}' does not exist: pass the "
-            "folder that holds the ImageNet images (--imagenet-dir)"
+            "folder that holds the ImageNet images"
         )
     if os.path.isdir(os.path.join(root, split)):
         root = os.path.join(root, split)
@@ -114,7 +116,7 @@ def find_imagenet_files(imagenet_dir: str, split: str = "val") -> dict:
         raise ImageNetXError(
             f"Folder '{imagenet_dir}' holds no ImageNet {split} images (file "
             f"names like {example}): pass the ImageNet {split} folder, or "
-            f"--split {'train' if split == 'val' else 'val'} if it holds the "
+            f"`split='{'train' if split == 'val' else 'val'}'` if it holds the "
             "other split"
         )
     return found
@@ -193,6 +195,7 @@ def load_hub_dataset(
     workers: int = None,
     progress=None,
     revision: str = None,
+    media_from: str = None,
 ):
     """Pulls a dataset from the Hugging Face Hub and tags it by file name.
 
@@ -226,13 +229,19 @@ def load_hub_dataset(
         revision (None): the branch, tag or commit to pull (default: the
             main branch); it is resolved to its commit once, at the start,
             and the dataset's info records it
+        media_from (None): an ImageNet repo (``ILSVRC/imagenet-1k``) whose
+            images replace the stand-ins of a pushed copy without its gated
+            images, matched by file name (the summary says how many); where
+            none matches, a new dataset is deleted and a replaced one kept
+            with its stand-ins
 
     Returns:
         ``(dataset, summary)``: a :class:`PullSummary` for ImageNet shards;
         for a FiftyOne-format repo a :class:`~imagenetx.store.hub.PulledRepo`
         (the tagging's or ImageNet-D conversion's summary, and the samples
         dropped because their media lies outside the repo's download
-        folder); an ``ImageNetDSummary`` for the ImageNet-D release repo
+        folder); an ``ImageNetDSummary`` for the ImageNet-D release repo;
+        with ``media_from``, a :class:`MediaReattached` around it
 
     Raises:
         ImageNetXError: for a bad repo id, a layout it does not know, a
@@ -242,9 +251,52 @@ def load_hub_dataset(
 
     check_repo_id(repo_id)
     check_pull_limits(max_samples, workers)  # for every layout: 0 saved an empty dataset
+    if media_from is None:
+        return _pull(repo_id, split, max_samples, name, overwrite, gt_field, token, workers,
+                     progress, revision)
+    media_repo(media_from, token)  # a media repo it cannot read is said before the pull
+    dataset, summary = _pull(repo_id, split, max_samples, name, overwrite, gt_field, token,
+                             workers, progress, revision)
+    try:
+        n = reattach_media(dataset, media_from, token=token, workers=workers,
+                           progress=progress)
+    except ImageNetXError as e:
+        kept, pulled = overwrite, dataset.name  # it replaced a dataset: keep what was loaded
+        if not kept:
+            dataset.delete()  # a new dataset of stand-ins is not what was asked
+        raise ImageNetXError(f"{e} (dataset '{pulled}' "
+                             + ("kept with its stand-in images)" if kept else "not kept)")
+                             ) from None
+    return dataset, MediaReattached(summary, media_from, n, len(dataset))
+
+
+@dataclass
+class MediaReattached:
+    """A pull whose stand-in images were re-attached to an ImageNet repo's."""
+
+    pulled: object
+    repo_id: str
+    reattached: int
+    samples: int
+
+    def __getattr__(self, name):  # the pull's own figures (annotated, ...)
+        if name == "pulled":
+            raise AttributeError(name)
+        return getattr(self.pulled, name)
+
+    def __str__(self):
+        left = self.samples - self.reattached
+        return (f"{self.pulled}\n{self.reattached:,} of {self.samples:,} samples re-attached "
+                f"to the images of '{self.repo_id}'"
+                + (f"; {left:,} keep their stand-ins (not in that repo)" if left else ""))
+
+
+def _pull(repo_id, split, max_samples, name, overwrite, gt_field, token, workers, progress,
+          revision):
+    """:func:`load_hub_dataset` without ``media_from``."""
     if imagenet_d.is_imagenet_d_repo(repo_id):
         if revision is not None:
-            raise ImageNetXError("--revision applies to ImageNet and FiftyOne-format repos, "
+            raise ImageNetXError("`revision` applies to ImageNet and FiftyOne-format repos, "
                                  f"not to the ImageNet-D repo '{repo_id}'")
         return imagenet_d.load_imagenet_d_hub(
             repo_id, split=split, max_samples=max_samples, name=name,

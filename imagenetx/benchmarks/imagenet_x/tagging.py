@@ -192,7 +192,7 @@ def tag_dataset(
             f"None of the {len(names):,} file names of dataset '{dataset._dataset.name}' is "
             f"an image ImageNet-X annotates (they look like {shown}); it annotates ImageNet "
             "val and train images by their original names (ILSVRC2012_val_00000001.JPEG, "
-            "n01440764_10026.JPEG): load the images with `imagenetx load --imagenet-dir`, "
+            "n01440764_10026.JPEG): load the images as ImageNet-X from `dir=...`, "
             "or pass --by-stem when only the extension differs")
     summary = TagSummary(dataset._dataset.name, len(ids), len(annotated))
     for i in annotated:

@@ -10,6 +10,7 @@ these datasets.
 """
 
 from imagenetx.benchmarks.base import Benchmark, field_slicing
+from imagenetx.benchmarks.loading import load_hint, ood_loading
 from imagenetx.benchmarks.ood.layouts import SEVERITIES, Layout
 from imagenetx.classes.imagenet import class_table
 from imagenetx.classes.spaces import ClassSubset, ExactClass
@@ -28,6 +29,7 @@ class OODBenchmark(Benchmark):
         self.layout = layout
         self.name = layout.benchmark
         self.title = layout.title
+        self.loading = ood_loading(layout)
         self.default_slicing, self.group_slicing = _DEFAULTS[layout.fields]
         self.default_label_space = "subset" if layout.subset else "class"
         self.discovery_slicings = (*layout.fields, "class")
@@ -45,8 +47,7 @@ class OODBenchmark(Benchmark):
             if not samples.has_field(path):
                 raise ImageNetXError(
                     f"Dataset '{samples._dataset.name}' has no field '{path}' of the "
-                    f"{self.title} contract: load it with `imagenetx load "
-                    f"{self.layout.option} DIR`, or pass --gt-field")
+                    f"{self.title} contract: {load_hint(self.name)}, or pass --gt-field")
 
     def slicing_names(self, samples, settings):
         return [*self.layout.fields, "class"]

@@ -88,7 +88,6 @@ class Layout:
         kind: its short name (``a``, ``r``, ``sketch``, ``v2``, ``c``)
         benchmark: the benchmark name in ``dataset.info`` (``imagenet_a``)
         title: the display name
-        option: the ``imagenetx load`` option that reads it
         folders: the folders under the release root, for messages
         default_name: the dataset name when none is given
         subset: the class subset its models are scored on, or None (1000)
@@ -103,7 +102,6 @@ class Layout:
     kind: str
     benchmark: str
     title: str
-    option: str
     folders: str
     default_name: str
     subset: Optional[str] = None
@@ -122,20 +120,20 @@ class Layout:
 
 
 LAYOUTS: Dict[str, Layout] = {lay.kind: lay for lay in (
-    Layout("a", "imagenet_a", "ImageNet-A", "--imagenet-a-dir", "<wnid>/<image>",
+    Layout("a", "imagenet_a", "ImageNet-A", "<wnid>/<image>",
            "imagenet-a", subset="imagenet_a", column="top1_acc/imagenet-a"),
-    Layout("r", "imagenet_r", "ImageNet-R", "--imagenet-r-dir", "<wnid>/<image>",
+    Layout("r", "imagenet_r", "ImageNet-R", "<wnid>/<image>",
            "imagenet-r", subset="imagenet_r", column="top1_acc/imagenet-r"),
-    Layout("sketch", "imagenet_sketch", "ImageNet-Sketch", "--imagenet-sketch-dir",
+    Layout("sketch", "imagenet_sketch", "ImageNet-Sketch",
            "<wnid>/<image>", "imagenet-sketch", column="top1_acc/imagenet-sketch"),
-    Layout("v2", "imagenet_v2", "ImageNetV2", "--imagenetv2-dir",
+    Layout("v2", "imagenet_v2", "ImageNetV2",
            "[<variant folder>/]<class index 0..999>/<image>", "imagenet-v2",
            fields=("variant",), column="top1_acc/imagenet-v2"),
-    Layout("c", "imagenet_c", "ImageNet-C", "--imagenet-c-dir",
+    Layout("c", "imagenet_c", "ImageNet-C",
            "[<group>/]<corruption>/<severity 1..5>/<wnid>/<image>", "imagenet-c",
            fields=("corruption", "severity"), column="top1_acc/imagenet-c",
            corruptions=CORRUPTIONS, keeps_geometry=True),
-    Layout("cbar", "imagenet_cbar", "ImageNet-C-bar", "--imagenet-cbar-dir",
+    Layout("cbar", "imagenet_cbar", "ImageNet-C-bar",
            "<corruption>/<severity 1..5 or parameter>/<wnid>/<image>", "imagenet-cbar",
            fields=("corruption", "severity"), column="top1_acc/imagenet-cbar",
            corruptions=CBAR_CORRUPTIONS, keeps_geometry=True),
@@ -203,31 +201,31 @@ def _class_index_of(name: str) -> Optional[int]:
     return None
 
 
-def _looks_like(folder: str) -> Optional[str]:
-    """Which layout's option a folder (or its one child) seems to fit, for
-    the hint of an error."""
+def _looks_like(folder: str) -> Tuple[Layout, ...]:
+    """Which benchmarks' layout a folder (or its one child) seems to fit,
+    for the hint of an error."""
     for root in (folder, *[os.path.join(folder, d) for d in _subdirs(folder)[:3]]):
         names = _subdirs(root)
         if not names:
             continue
         if any(n in CORRUPTIONS or n in CORRUPTION_GROUPS for n in names):
-            return LAYOUTS["c"].option
+            return (LAYOUTS["c"],)
         if any(n in CBAR_PARAMS for n in names):
-            return LAYOUTS["cbar"].option
+            return (LAYOUTS["cbar"],)
         if any(v2_variant(n) for n in names) or all(_class_index_of(n) is not None for n in names):
-            return LAYOUTS["v2"].option
+            return (LAYOUTS["v2"],)
         if all(_WNID.match(n) for n in names):
-            return "an option of a <wnid>/<image> layout (" + ", ".join(
-                lay.option for lay in LAYOUTS.values() if lay.folders == "<wnid>/<image>") + ")"
-    return None
+            return tuple(lay for lay in LAYOUTS.values() if lay.folders == "<wnid>/<image>")
+    return ()
 
 
 def _no_layout(layout: Layout, folder: str, found: str) -> ImageNetXError:
     hint = _looks_like(folder)
-    if hint and layout.option not in hint:
-        fix = f"it fits another benchmark's layout: use {hint} instead"
+    if hint and layout not in hint:
+        fix = ("it fits another benchmark's layout: load it as "
+               + " or ".join(lay.title for lay in hint) + " instead")
     else:
-        fix = f"pass the release folder to {layout.option}"
+        fix = f"pass {layout.title}'s release folder"
     return ImageNetXError(
         f"Folder '{folder}' is not in the {layout.title} release layout "
         f"{layout.folders} ({found}): {fix}")
@@ -414,8 +412,8 @@ def find_images(layout: Layout, folder: str, variant: Optional[str] = None) -> L
     root = os.path.abspath(os.path.expanduser(folder))
     if not os.path.isdir(root):
         raise ImageNetXError(
-            f"{layout.title} folder '{folder}' does not exist: pass the release "
-            f"folder to {layout.option}, laid out as {layout.folders}")
+            f"{layout.title} folder '{folder}' does not exist: pass its release "
+            f"folder, laid out as {layout.folders}")
     if variant is not None and (layout.kind != "v2" or variant not in V2_VARIANTS):
         raise ImageNetXError(
             f"A variant applies to ImageNetV2 only and is one of {', '.join(V2_VARIANTS)}, "
