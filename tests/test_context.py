@@ -102,7 +102,7 @@ def test_user_points_land_on_the_base_rows(val_dataset, which, correct):
     mode, as the tables, whatever real_mode says)."""
     result = reference_cloud(val_dataset, list(MODELS),
                              ["base", "imagenet_testbed"], correct=correct,
-                             which=which, real_mode="clean", results_dir=RESULTS)
+                             slicing=f"{which}_factor" if which == "top" else "factors", real_mode="clean", results_dir=RESULTS)
     base = _csv_frame("base", which, reference.ERROR_TYPES[correct]).set_index("model")
     for model in MODELS:
         u = result.users[model]

@@ -78,7 +78,7 @@ def _form(params: dict) -> dict:
     import fiftyone.operators as foo
     from fiftyone.operators.executor import ExecutionContext
 
-    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+    from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
     install_plugin()
     ctx = ExecutionContext(request_params={"params": params})
@@ -125,7 +125,7 @@ def test_the_operator_passes_only_the_chosen_sources_inputs(tmp_path):
     import fiftyone.operators as foo
     from fiftyone.operators.executor import ExecutionContext
 
-    from imagenetx.plugin import PLUGIN_NAME, install_plugin
+    from imagenetx.app.install import PLUGIN_NAME, install_plugin
 
     install_plugin()
     ctx = ExecutionContext(request_params={"delegated": True, "params": {

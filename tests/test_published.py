@@ -191,12 +191,12 @@ def test_malformed_tables_name_the_file_and_the_fix(tmp_path, edit, file, words)
         pub.load_published(str(folder))
     message = str(e.value)
     assert words in message and str(folder / file) in message
-    assert "--published-dir" in message and "IMAGENETX_GAVRIKOV_DIR" in message
+    assert "`published_dir`" in message and "IMAGENETX_GAVRIKOV_DIR" in message
 
 
 @needs_tables
 def test_missing_folder_or_file_and_unknown_measure(tmp_path, published):
-    with pytest.raises(ImageNetXError, match="does not exist.*--published-dir"):
+    with pytest.raises(ImageNetXError, match="does not exist.*`published_dir`"):
         pub.load_published(str(tmp_path / "nowhere"))
     folder = _copy_tables(tmp_path / "half")
     (folder / "r50_categories.json").unlink()

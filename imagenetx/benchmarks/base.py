@@ -159,7 +159,7 @@ X
             raise ImageNetXError(
                 f"Dataset '{samples._dataset.name}' has no ground truth field "
                 f"'{settings.gt_field}' with a class_index: run `imagenetx tag` "
-                "(ImageNet file names) or `imagenetx load`, or pass --gt-field"
+                "(ImageNet file names) or `imagenetx load`, or pass `gt_field`"
             )
 
 

@@ -40,7 +40,7 @@ NUM_STIMULI = 1280
 #: the public release, pinned to the commit the packaged file list is from
 STIMULI = RemoteFiles(
     name="cue-conflict stimuli",
-    option="`dir`",
+    option="dir",
     base_url="https://raw.githubusercontent.com/rgeirhos/texture-vs-shape/"
              "ef10e3ed6e41da1af0f0f8e0dfcea40ed838ee25/stimuli/"
              "style-transfer-preprocessed-512",

@@ -24,7 +24,7 @@ its plotting notebook averages them (``id``, ``robustness``, ``concepts``,
 ``adversarial``). Any column of ``benchmark.csv`` is a measure by its name
 too.
 
-The tables are read from ``--published-dir`` or ``$IMAGENETX_GAVRIKOV_DIR``
+The tables are read from ``published_dir`` or ``$IMAGENETX_GAVRIKOV_DIR``
 when set, else downloaded once from the repository (pinned to a commit)
 into the cache (:mod:`imagenetx.store.downloads`).
 """
@@ -50,7 +50,7 @@ TABLES = RemoteFiles(
              f"biases_vs_generalization/{SOURCE_COMMIT}/raw-data",
     override_env="IMAGENETX_GAVRIKOV_DIR",
     cache_subdir="gavrikov/raw-data",
-    option="--published-dir",
+    option="published_dir",
 )
 BENCHMARK_CSV = "benchmark.csv"
 CATEGORIES_JSON = "r50_categories.json"
@@ -279,7 +279,7 @@ class PublishedModels:
 
 
 def _fix() -> str:
-    return (f"point --published-dir or ${TABLES.override_env} at a folder with "
+    return (f"point `published_dir` or ${TABLES.override_env} at a folder with "
             f"{BENCHMARK_CSV} and {CATEGORIES_JSON} as in {TABLES.base_url}, or "
             "unset them to download those")
 
@@ -395,14 +395,14 @@ def read_published(benchmark_csv, categories_json) -> PublishedModels:
         categories=tuple(category.get(m, OTHER) for m in models), columns=columns)
 
 
-def load_published(folder: Optional[str] = None) -> PublishedModels:
-    """The published models from ``folder``, ``$IMAGENETX_GAVRIKOV_DIR``, or
+def load_published(published_dir: Optional[str] = None) -> PublishedModels:
+    """The published models from ``published_dir``, ``$IMAGENETX_GAVRIKOV_DIR``, or
     the cache (downloading the two files on first use).
 
     Raises:
         ImageNetXError: for a missing folder or file, a failed download or a
             malformed table
     """
-    csv_path, json_path = TABLES.paths([BENCHMARK_CSV, CATEGORIES_JSON], folder,
+    csv_path, json_path = TABLES.paths([BENCHMARK_CSV, CATEGORIES_JSON], published_dir,
                                        progress=False)
     return read_published(csv_path, json_path)

@@ -180,7 +180,7 @@ def import_responses(samples, paths: Sequence, field: Optional[str] = None,
     subjects = [r for p in paths for r in read_responses(p)]
     if field is not None and len(subjects) != 1:
         raise ImageNetXError(
-            f"--field names one field, but the files hold {len(subjects)} "
+            f"`field` names one field, but the files hold {len(subjects)} "
             "subjects: leave it out to name each field after its subject")
     names = [field] if field else [r.field for r in subjects]
     if len(set(names)) != len(names):
@@ -194,7 +194,7 @@ def import_responses(samples, paths: Sequence, field: Optional[str] = None,
         if check_prediction_field(dataset, name, "ground_truth") and not overwrite:
             raise ImageNetXError(
                 f"Field '{name}' of dataset '{dataset.name}' already exists: "
-                "pass --overwrite to replace it")
+                "pass `overwrite=True` to replace it")
 
     ids, filepaths, shapes = samples.values(["_id", "filepath", "shape"], _raw=True)
     row_of = {os.path.basename(p): i for i, p in enumerate(filepaths)}

@@ -40,7 +40,7 @@ class ImageNetD(Benchmark):
                 raise ImageNetXError(
                     f"Dataset '{samples._dataset.name}' has no field '{path}' "
                     f"of the ImageNet-D contract: {load_hint('imagenet_d')}, or pass "
-                    "--gt-field")
+                    "`gt_field`")
 
     def slicing_names(self, samples, settings):
         return ["nuisance", "nuisance_value", "class"]

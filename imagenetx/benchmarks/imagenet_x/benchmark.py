@@ -78,5 +78,5 @@ class ImageNetX(Benchmark):
             raise ImageNetXError(
                 f"Dataset '{samples._dataset.name}' has no ground truth field "
                 f"'{settings.gt_field}' with a class_index: run `imagenetx tag`"
-                " (or pass --gt-field)"
+                " (or pass `gt_field`)"
             )

@@ -120,7 +120,7 @@ def check_choices(group: str, which: str, correct: str) -> None:
         raise ImageNetXError(
             f"The authors' tables have no correctness '{correct}': they are "
             f"scored with {', '.join(ERROR_TYPES)} (ReaL in paper mode); pass "
-            "--correct with one of those")
+            "`correct` with one of those")
 
 
 def table_relpath(group: str, which: str, correct: str,
@@ -140,7 +140,7 @@ def table_file(group: str, which: str = "top", correct: str = "class",
         name="ImageNet-X reference tables",
         base_url=os.environ.get(RESULTS_URL_ENV) or RESULTS_URL,
         override_env=RESULTS_DIR_ENV, cache_subdir="results",
-        option="--results-dir")
+        option="results_dir")
     return tables.path(relpath, results_dir)
 
 

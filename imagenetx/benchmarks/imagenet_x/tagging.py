@@ -160,8 +160,8 @@ def tag_dataset(
     """
     # every group slice of a grouped dataset (e.g. an original and its edits)
     dataset = all_slices(get_dataset(dataset))
-    check_field_type(dataset, gt_field, fo.Classification, "--gt-field")
-    check_field_type(dataset, field_name, fo.DynamicEmbeddedDocument, "--field")
+    check_field_type(dataset, gt_field, fo.Classification, "gt_field")
+    check_field_type(dataset, field_name, fo.DynamicEmbeddedDocument, "field")
     if not tag_prefix:
         raise ImageNetXError("The tag prefix must not be empty (default 'x:')")
 
@@ -193,7 +193,7 @@ def tag_dataset(
             f"an image ImageNet-X annotates (they look like {shown}); it annotates ImageNet "
             "val and train images by their original names (ILSVRC2012_val_00000001.JPEG, "
             "n01440764_10026.JPEG): load the images as ImageNet-X from `dir=...`, "
-            "or pass --by-stem when only the extension differs")
+            "or pass `by_stem=True` when only the extension differs")
     summary = TagSummary(dataset._dataset.name, len(ids), len(annotated))
     for i in annotated:
         split = rows[i][0]

@@ -47,7 +47,7 @@ class OODBenchmark(Benchmark):
             if not samples.has_field(path):
                 raise ImageNetXError(
                     f"Dataset '{samples._dataset.name}' has no field '{path}' of the "
-                    f"{self.title} contract: {load_hint(self.name)}, or pass --gt-field")
+                    f"{self.title} contract: {load_hint(self.name)}, or pass `gt_field`")
 
     def slicing_names(self, samples, settings):
         return [*self.layout.fields, "class"]
