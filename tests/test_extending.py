@@ -185,7 +185,7 @@ def toy(tmp_path_factory):
     source_registry.SOURCES.unregister("toy")
     probe_registry.PROBES.unregister("negative")
     attack_registry.ATTACKS.unregister("sign_noise")
-    chart_registry.BENCHMARK_CHARTS.unregister("toy_photos")
+    chart_registry.BENCHMARK_CHARTS.pop("toy_photos")
     chart_registry.CHARTS.unregister("scenes")
     dataset.delete()
 

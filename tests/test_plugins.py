@@ -24,6 +24,8 @@ PAGE = REPO / "docs" / "extending.md"
 _FILE_BLOCK = re.compile(r"```(?:python|toml)\n# (\S+)\n(.*?)```", re.S)
 _SHELL_BLOCK = re.compile(r"```shell\n(.*?)```", re.S)
 
+ANGLES = ("0", "90", "180", "270")
+
 #: photo -> its ImageNet class index, saved as val/<wnid>/<photo>.jpg
 PHOTOS = {"chelsea": 281, "coffee": 967}
 
@@ -129,19 +131,22 @@ def test_the_pages_commands_find_the_installed_plugin(installed):
     record = dataset.get_field("lite0").info[INFO_KEY]
     assert record["protocol"] == "rotated-paper" and record["departures"] == []
 
-    # ratios by the benchmark's own slicing, in numeric order, as the predictions say
+    # ratios by the benchmark's own slicing, as the predictions say
     ratios = out["ratios"]
-    rows = [line.split()[0] for line in ratios.splitlines()
-            if line.split() and line.split()[0] in ("0", "90", "180", "270")]
-    assert rows == ["0", "90", "180", "270"], ratios
-    for a in ("0", "90", "180", "270"):
-        accuracy = (label[angle == a] == truth[angle == a]).mean()
-        assert f"{accuracy:.1%}"[:-1] in ratios or f"{accuracy:.3f}" in ratios, (a, ratios)
+    assert "rotated_imagenet, by rotation" in ratios
+    rows = {line.split()[0]: line.split() for line in ratios.splitlines()
+            if line.split() and line.split()[0] in ANGLES}
+    assert set(rows) == set(ANGLES), ratios
+    error = 1 - (label == truth).mean()
+    for a in ANGLES:
+        expected = (1 - (label[angle == a] == truth[angle == a]).mean()) / error
+        assert rows[a][1] == "2" and rows[a][2].rstrip("*") == f"{expected:.2f}", ratios
 
     assert "negative" in out["probe"]
     names, *summary = out["check_chart.py"].splitlines()
     assert names == "accuracy per angle, error ratios"  # the plug-in's chart, the default
-    assert summary[0].startswith("- **lite0**: 0°: ")
+    # the chart's slices: the text field's angles in numeric order
+    assert re.findall(r"(\d+)°", summary[0]) == list(ANGLES), summary
 
 
 def test_an_unknown_spec_from_the_command_line_lists_the_plugins_source(installed):

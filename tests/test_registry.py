@@ -133,7 +133,7 @@ def test_every_kind_registers_through_its_own_function():
         assert source_of("tiny") is source
         assert parse_edits(["tiny_edit"])[0].kind == "tiny_edit"
         assert get_protocol("tiny-protocol") is protocol
-        assert BENCHMARK_CHARTS.get("tiny_bench") == ("tiny ratios", "error ratios")
+        assert BENCHMARK_CHARTS["tiny_bench"] == ("tiny ratios", "error ratios")
     finally:
         BENCHMARKS.unregister("tiny_bench")
         PROBES.unregister("tiny_probe")
@@ -141,7 +141,7 @@ def test_every_kind_registers_through_its_own_function():
         SOURCES.unregister("tiny")
         EDIT_KINDS.unregister("tiny_edit")
         PROTOCOLS.unregister("tiny-protocol")
-        BENCHMARK_CHARTS.unregister("tiny_bench")
+        BENCHMARK_CHARTS.pop("tiny_bench")
         CHARTS.unregister("tiny ratios")
 
 

@@ -22,14 +22,14 @@ Charts are registered as :class:`Chart` objects or as ``"module:NAME"``
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Union
+from typing import Callable, Dict, List, Optional, Union
 
 from imagenetx.analysis import compute_ratios, mistakes_view
 from imagenetx.analysis.readouts import readout_notes
 from imagenetx.analysis.settings import Settings
 from imagenetx.present.figures import error_ratio_chart
 from imagenetx.present.formatting import readout_markdown
-from imagenetx.registry import Registry
+from imagenetx.registry import Registry, load_plugins
 
 
 @dataclass(frozen=True)
@@ -110,19 +110,14 @@ def charts_for(samples, benchmark) -> List[Chart]:
     the benchmark's (:data:`BENCHMARK_CHARTS`, the error ratios alone for a
     benchmark not named there), then those of the tasks whose fields it
     holds (:data:`TASK_CHARTS`)."""
-    charts = [CHARTS.get(name) for name in _chart_names(benchmark.name)]
+    load_plugins()  # an installed plug-in may give this benchmark charts
+    names = BENCHMARK_CHARTS.get(benchmark.name, (ERROR_RATIOS.name,))
+    charts = [CHARTS.get(name) for name in names]
     for name in TASK_CHARTS:
         chart = CHARTS.get(name)
         if chart.offered is None or chart.offered(samples):
             charts.append(chart)
     return charts
-
-
-def _chart_names(benchmark: str) -> tuple:
-    """The names of a benchmark's charts (the error ratios alone for one
-    not in :data:`BENCHMARK_CHARTS`)."""
-    return BENCHMARK_CHARTS.get(benchmark) if benchmark in BENCHMARK_CHARTS \
-        else (ERROR_RATIOS.name,)
 
 
 def register_chart(chart: Union[str, Chart], benchmark: Optional[str] = None,
@@ -146,8 +141,8 @@ def register_chart(chart: Union[str, Chart], benchmark: Optional[str] = None,
         if name not in TASK_CHARTS:
             TASK_CHARTS.append(name)
         return
-    names = [n for n in _chart_names(benchmark) if n != name]
-    BENCHMARK_CHARTS.register(benchmark, tuple([name, *names] if default else [*names, name]))
+    names = [n for n in BENCHMARK_CHARTS.get(benchmark, (ERROR_RATIOS.name,)) if n != name]
+    BENCHMARK_CHARTS[benchmark] = tuple([name, *names] if default else [*names, name])
 
 
 def fmt(value) -> str:
@@ -199,10 +194,11 @@ CHARTS.register("attack success", "imagenetx.present.charts.attacks:ATTACK_SUCCE
 
 #: benchmark name -> the names of its charts, the first the default; a
 #: benchmark not named here has the error ratios alone
-BENCHMARK_CHARTS: Registry = Registry("benchmark with charts")
-BENCHMARK_CHARTS.register("imagenet_x", (ERROR_RATIOS.name, "published models"))
-BENCHMARK_CHARTS.register("cue_conflict", ("shape bias", ERROR_RATIOS.name))
-BENCHMARK_CHARTS.register("imagenet_e", ("edits (paired)", ERROR_RATIOS.name))
+BENCHMARK_CHARTS: Dict[str, tuple] = {
+    "imagenet_x": (ERROR_RATIOS.name, "published models"),
+    "cue_conflict": ("shape bias", ERROR_RATIOS.name),
+    "imagenet_e": ("edits (paired)", ERROR_RATIOS.name),
+}
 
 #: the names of the tasks' charts, offered where their ``offered`` says the
 #: dataset holds the task's fields
