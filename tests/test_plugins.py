@@ -149,15 +149,6 @@ def test_the_pages_commands_find_the_installed_plugin(installed):
     assert re.findall(r"(\d+)°", summary[0]) == list(ANGLES), summary
 
 
-def test_an_unknown_spec_from_the_command_line_lists_the_plugins_source(installed):
-    project, _, env = installed
-    r = _run(["imagenetx", "predict", "--dataset", "rotated-imagenet", "--model",
-              "keras:resnet50", "--field", "other"], env, project)
-    assert r.returncode == 2
-    assert "Unknown model spec 'keras:resnet50': use timm:NAME" in r.stderr
-    assert r.stderr.rstrip().endswith("zoo:NAME or mymodels:NAME"), r.stderr
-
-
 def _write_dist(site, name, entry_point):
     """An installed distribution's metadata, as pip writes it."""
     info = site / f"{name}-1.0.dist-info"
@@ -185,6 +176,11 @@ def test_a_broken_plugin_is_named_in_one_line(tmp_path):
               "try:\n    get_protocol('gavrikov')\nexcept Exception as e:\n    print(e)"],
              env, tmp_path)
     assert r.stdout.strip() == expected, r.stderr
+    # imagenetx doctor's lines
+    r = _run(["python", "-c", "from imagenetx.doctor import plugins\n"
+              "print(*plugins(), sep='\\n')"], env, tmp_path)
+    assert r.stdout.splitlines() == ["ok  plug-ins     lab = labtools (labtools 1.0)",
+                                     f"--  plug-ins     {expected}"], r.stderr
 
 
 def test_a_plugin_function_is_called_once_and_registers(tmp_path):
