@@ -24,10 +24,12 @@ find them.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import EntryPoint, entry_points
-from typing import Callable, Dict, Generic, Iterator, List, Optional, Tuple, TypeVar
+from typing import TYPE_CHECKING, Callable, Dict, Generic, Iterator, List, Optional, Tuple, TypeVar
 
 from imagenetx.errors import ImageNetXError
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 #: the entry-point group of installed plug-ins
 PLUGIN_GROUP = "imagenetx.plugins"
@@ -57,11 +59,14 @@ def load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True  # before loading: a plug-in may look a registry up
+    # imported here: importlib.metadata costs the command line's start-up 0.1 s
+    from importlib.metadata import entry_points
+
     for point in entry_points(group=PLUGIN_GROUP):
         _load_plugin(point)
 
 
-def _load_plugin(point: EntryPoint) -> None:
+def _load_plugin(point: "EntryPoint") -> None:
     try:
         plugin = point.load()
         if callable(plugin):

@@ -64,17 +64,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     from imagenetx.errors import ImageNetXError
 
-    # the first word that is no option names the command (the top level has
-    # only --help): only its flags are built
     try:
+        # the first word that is no option names the command (the top level has
+        # only --help): only its flags are built
         parser = build_parser(only=next((a for a in argv if not a.startswith("-")), ""))
-    except ImageNetXError as e:  # a broken plug-in, loaded to list its names as choices
+        if not argv:
+            parser.print_help()
+            return 0
+        args = parser.parse_args(argv)
+    except ImageNetXError as e:  # a broken plug-in, loaded to check a registry's names
         print(f"imagenetx: error: {e}", file=sys.stderr)
         return 2
-    if not argv:
-        parser.print_help()
-        return 0
-    args = parser.parse_args(argv)
     os.environ.setdefault("FIFTYONE_DATABASE_VALIDATION", "false")
     try:
         if args.database:
