@@ -24,6 +24,7 @@ find them.
 from __future__ import annotations
 
 import importlib
+import threading
 from typing import TYPE_CHECKING, Callable, Dict, Generic, Iterator, List, Optional, Tuple, TypeVar
 
 from imagenetx.errors import ImageNetXError
@@ -36,7 +37,9 @@ PLUGIN_GROUP = "imagenetx.plugins"
 
 T = TypeVar("T")
 
-_plugins_loaded = False
+#: None, "loading" (in the thread that holds the lock) or "loaded"
+_plugins: Optional[str] = None
+_plugins_lock = threading.RLock()
 
 
 def load_object(reference: str):
@@ -52,18 +55,29 @@ def load_plugins() -> None:
     once per process.
 
     Raises:
-        ImageNetXError: naming the entry point and its package, for a
-            plug-in that fails to import or to register
+        ImageNetXError: naming the entry point and its package, for each
+            plug-in that fails to import or to register (once; the others
+            are loaded)
     """
-    global _plugins_loaded
-    if _plugins_loaded:
+    global _plugins
+    if _plugins == "loaded":
         return
-    _plugins_loaded = True  # before loading: a plug-in may look a registry up
-    # imported here: importlib.metadata costs the command line's start-up 0.1 s
-    from importlib.metadata import entry_points
+    with _plugins_lock:  # another thread's look-up waits until they are loaded
+        if _plugins is not None:  # loaded, or loading in this thread: a plug-in looks up
+            return
+        _plugins = "loading"
+        # imported here: importlib.metadata costs the command line's start-up 0.1 s
+        from importlib.metadata import entry_points
 
-    for point in entry_points(group=PLUGIN_GROUP):
-        _load_plugin(point)
+        errors = []
+        for point in entry_points(group=PLUGIN_GROUP):
+            try:
+                _load_plugin(point)
+            except ImageNetXError as e:  # the others still load
+                errors.append(str(e))
+        _plugins = "loaded"
+    if errors:
+        raise ImageNetXError("; ".join(errors))
 
 
 def _load_plugin(point: "EntryPoint") -> None:

@@ -157,11 +157,16 @@ def _write_dist(site, name, entry_point):
     (info / "entry_points.txt").write_text(f"[imagenetx.plugins]\n{entry_point}\n")
 
 
-def test_a_broken_plugin_is_named_in_one_line(tmp_path):
+def test_a_broken_plugin_is_named_in_one_line_and_the_others_load(tmp_path):
     site = tmp_path / "site"
     (site / "labtools").mkdir(parents=True)
     (site / "labtools" / "__init__.py").write_text("import a_library_not_installed\n")
     _write_dist(site, "labtools", "lab = labtools")
+    (site / "labedges").mkdir()
+    (site / "labedges" / "__init__.py").write_text(
+        "from imagenetx.probes import register_probe\n"
+        "register_probe('lab_edges', 'labedges.edges:Edges')\n")
+    _write_dist(site, "labedges", "edges = labedges")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(site)]))
     expected = ("The imagenetx plug-in 'lab = labtools' of labtools 1.0 failed to load "
                 "(ModuleNotFoundError: No module named 'a_library_not_installed'): fix it, "
@@ -171,16 +176,19 @@ def test_a_broken_plugin_is_named_in_one_line(tmp_path):
     r = _run(["imagenetx", "probe", "--help"], env, tmp_path)
     assert r.returncode == 2
     assert r.stderr.strip() == f"imagenetx: error: {expected}"
-    # the library, at its first look-up
-    r = _run(["python", "-c", "from imagenetx.protocols import get_protocol\n"
-              "try:\n    get_protocol('gavrikov')\nexcept Exception as e:\n    print(e)"],
-             env, tmp_path)
-    assert r.stdout.strip() == expected, r.stderr
+    # the library, at its first look-up; the other plug-in is loaded
+    r = _run(["python", "-c", "from imagenetx.probes import probe_names\n"
+              "try:\n    probe_names()\nexcept Exception as e:\n    print(e)\n"
+              "print(probe_names())"], env, tmp_path)
+    assert r.stdout.splitlines() == [
+        expected, "['spectral', 'corruption', 'critical_band', 'lab_edges']"], r.stderr
     # imagenetx doctor's lines
     r = _run(["python", "-c", "from imagenetx.doctor import plugins\n"
               "print(*plugins(), sep='\\n')"], env, tmp_path)
-    assert r.stdout.splitlines() == ["ok  plug-ins     lab = labtools (labtools 1.0)",
-                                     f"--  plug-ins     {expected}"], r.stderr
+    lines = r.stdout.splitlines()
+    assert sorted(lines[:2]) == ["ok  plug-ins     edges = labedges (labedges 1.0)",
+                                 "ok  plug-ins     lab = labtools (labtools 1.0)"], r.stderr
+    assert lines[2:] == [f"--  plug-ins     {expected}"]
 
 
 def test_a_plugin_function_is_called_once_and_registers(tmp_path):
