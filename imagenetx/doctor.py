@@ -179,6 +179,26 @@ def plugin() -> List[Line]:
     return lines
 
 
+def plugins() -> List[Line]:
+    """The installed imagenetx plug-ins (entry points of ``imagenetx.plugins``),
+    loaded as a registry look-up loads them: a broken one is a problem."""
+    from importlib.metadata import entry_points
+
+    from imagenetx.errors import ImageNetXError
+    from imagenetx.registry import PLUGIN_GROUP, load_plugins
+
+    points = entry_points(group=PLUGIN_GROUP)
+    if not points:
+        return [Line("plug-ins", f"none installed (entry points of {PLUGIN_GROUP})")]
+    lines = [Line("plug-ins", f"{p.name} = {p.value}" + (
+        f" ({p.dist.name} {p.dist.version})" if p.dist else "")) for p in points]
+    try:
+        load_plugins()
+    except ImageNetXError as e:
+        lines.append(Line("plug-ins", str(e), False))
+    return lines
+
+
 def connect() -> Optional[str]:
     """Points this process at the database the commands share, as every
     command does, before FiftyOne is imported; returns why it could not."""
@@ -275,6 +295,7 @@ def diagnose() -> List[Line]:
     steps: List[Tuple[str, Callable[[], List[Line]]]] = [
         ("plugin", plugin if connect_error is None else
          lambda: [Line("plugin", unchecked, False)]),
+        ("plug-ins", plugins),
         ("database", lambda: database(connect_error)),
         ("caches", lambda: caches(pulls=connect_error is None))]
     steps.append(("indexes", indexes if connect_error is None else

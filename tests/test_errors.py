@@ -18,7 +18,7 @@ from imagenetx.errors import ImageNetXError, Parameter, parameters_in
 #: is the one place flags belong)
 SCOPE = ("analysis", "app", "attacks", "benchmarks", "classes", "edits", "metrics",
          "models", "present", "probes", "protocols", "store", "__init__.py", "__main__.py",
-         "doctor.py", "errors.py", "memory.py", "options.py", "ports.py")
+         "doctor.py", "errors.py", "memory.py", "options.py", "ports.py", "registry.py")
 
 # TODO(issue 46, merge): the files other branches convert at the same time
 # (i46-run: models/, probes/, attacks/; i46-load: benchmarks/). The lead

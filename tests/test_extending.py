@@ -181,11 +181,12 @@ def toy(tmp_path_factory):
     dataset = load_toy_photos(tmp_path_factory.mktemp("toy-photos"), "toy-photos")
     summary = predict(dataset, "toy:lite0", "lite0", num_workers=0)
     yield dataset, summary
-    benchmark_registry.REGISTERED.pop("toy_photos")
-    source_registry.SOURCES.pop("toy")
-    probe_registry.PROBES.pop("negative")
-    attack_registry.REGISTERED.pop("sign_noise")
+    benchmark_registry.BENCHMARKS.unregister("toy_photos")
+    source_registry.SOURCES.unregister("toy")
+    probe_registry.PROBES.unregister("negative")
+    attack_registry.ATTACKS.unregister("sign_noise")
     chart_registry.BENCHMARK_CHARTS.pop("toy_photos")
+    chart_registry.CHARTS.unregister("scenes")
     dataset.delete()
 
 
@@ -275,4 +276,4 @@ def test_a_protocol_is_the_benchmarks_default_and_records_departures(toy):
         assert record["protocol"] == "toy-256" and record["departures"] == ["n"]
         assert "not the authors' setting: n" in str(summary)
     finally:
-        protocol_registry._PROTOCOLS.pop("toy-256")
+        protocol_registry.PROTOCOLS.unregister("toy-256")

@@ -286,7 +286,7 @@ def test_a_protocol_without_an_attack_and_an_unknown_name():
 
     assert protocol_settings("robustbench").eps == pytest.approx(4 / 255)
     assert protocol_settings("imagenet-d").protocol is None
-    with pytest.raises(ImageNetXError, match="Unknown `protocol=nope`"):
+    with pytest.raises(ImageNetXError, match="Unknown protocol 'nope': use one of"):
         RunOptions(protocol="nope").check()
 
 

@@ -21,7 +21,7 @@ from imagenetx.metrics.corruption import (
     corruption_errors,
 )
 from imagenetx.metrics.spectral import SpectralBias, fractions_of_clean, spectral_bias
-from imagenetx.probes.base import CLEAN, probe_names
+from imagenetx.probes.base import CLEAN, PROBES
 from imagenetx.probes.run import probe_field, probe_info
 from imagenetx.store.datasets import get_dataset
 from imagenetx.probes.critical_band import CriticalBand
@@ -94,9 +94,8 @@ def _columns(samples, field: str, probe: str, gt_field: str):
     """``(view, info, ids, predictions (n, levels) with -1 where not run,
     ground truth (n,) with -1 where unknown)``."""
     samples = get_dataset(samples)
-    if probe not in probe_names():
-        raise ImageNetXError(
-            f"Unknown probe '{probe}': use one of {', '.join(probe_names())}")
+    if probe not in PROBES:
+        raise PROBES.unknown(probe)
     info = probe_info(samples, field, probe)
     pfield = probe_field(field, probe)
     if info is None:

@@ -15,7 +15,7 @@ from typing import Callable
 
 import torch
 
-from imagenetx.attacks.registry import registered_factory
+from imagenetx.attacks.registry import attack_factory
 from imagenetx.attacks.settings import AttackSettings
 from imagenetx.errors import ImageNetXError
 
@@ -28,13 +28,15 @@ def make_attack(settings: AttackSettings) -> Callable:
     ``(N, 3, H, W)`` in ``[0, 1]``, ``labels`` the true output indices.
 
     Raises:
-        ImageNetXError: when the attack's library is not installed
+        ImageNetXError: for an unknown attack, or when the attack's library
+            is not installed
     """
-    factory = registered_factory(settings.attack)
-    if factory is not None:
-        return factory(settings)
-    if settings.attack == "autoattack":
-        return _autoattack(settings)
+    return attack_factory(settings.attack)(settings)
+
+
+def foolbox_attack(settings: AttackSettings) -> Callable:
+    """PGD or FGSM (FGM for L2) as foolbox runs them, as Gavrikov & Keuper's
+    script does."""
     try:
         import foolbox as fb
     except ImportError:
@@ -58,7 +60,9 @@ def make_attack(settings: AttackSettings) -> Callable:
     return run
 
 
-def _autoattack(settings: AttackSettings) -> Callable:
+def autoattack(settings: AttackSettings) -> Callable:
+    """AutoAttack ``standard`` through Croce & Hein's own package, as
+    RobustBench's ``eval.py`` calls it."""
     try:
         from pyautoattack import AutoAttack
     except ImportError:

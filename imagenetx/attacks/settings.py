@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 from typing import Optional, Union
 
-from imagenetx.attacks.registry import attack_names
+from imagenetx.attacks.registry import ATTACKS
 from imagenetx.errors import ImageNetXError
 from imagenetx.protocols import get_protocol
 
@@ -53,9 +53,8 @@ class AttackSettings:
 
     def check(self) -> "AttackSettings":
         """Returns itself; raises ImageNetXError for a bad setting."""
-        if self.attack not in attack_names():
-            raise ImageNetXError(
-                f"Unknown --attack '{self.attack}': use one of {', '.join(attack_names())}")
+        if self.attack not in ATTACKS:
+            raise ATTACKS.unknown(self.attack)
         if self.norm not in NORMS:
             raise ImageNetXError(f"Unknown --norm '{self.norm}': use linf or l2")
         if not math.isfinite(self.eps):

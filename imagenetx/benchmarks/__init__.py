@@ -18,43 +18,54 @@ here says what it *is* and how its data is *loaded*; how it is *shown*
 :mod:`imagenetx.present.charts`.
 """
 
-from typing import Dict
+import functools
 
 from imagenetx.benchmarks.loading import LOADINGS
 from imagenetx.errors import ImageNetXError
-
-#: benchmarks added with :func:`register_benchmark`, by name
-REGISTERED: Dict[str, object] = {}
+from imagenetx.registry import Registry
 
 
-def register_benchmark(benchmark) -> None:
-    """Adds a benchmark (an instance of a
-    :class:`~imagenetx.benchmarks.base.Benchmark` subclass): the analysis,
-    panel, command line and report then work on its datasets. It is looked
-    at after the built-in ones and before the generic one; a dataset names
-    it in ``dataset.info["imagenetx"]["benchmark"]``."""
-    if not getattr(benchmark, "name", None) or benchmark.name == "generic":
+def _instance(benchmark):
+    """A registered benchmark class is built once, with no arguments."""
+    return benchmark() if isinstance(benchmark, type) else benchmark
+
+
+def _check_name(name: str) -> None:
+    if not name or name == "generic":
         raise ImageNetXError(
-            f"Cannot register benchmark {benchmark!r}: give its class a `name` "
-            "other than 'generic'")
-    REGISTERED[benchmark.name] = benchmark
+            f"Cannot register benchmark {name!r}: give its class a `name` other than "
+            "'generic'")
+
+
+#: the benchmarks by name, most specific first: a dataset is matched against
+#: them in this order (the generic one, any dataset, last of all)
+BENCHMARKS: Registry = Registry("benchmark", build=_instance, check_name=_check_name)
+BENCHMARKS.register("imagenet_e", "imagenetx.benchmarks.imagenet_e.benchmark:ImageNetE")
+BENCHMARKS.register("imagenet_x", "imagenetx.benchmarks.imagenet_x.benchmark:ImageNetX")
+BENCHMARKS.register("imagenet_d", "imagenetx.benchmarks.imagenet_d.benchmark:ImageNetD")
+BENCHMARKS.register("cue_conflict", "imagenetx.benchmarks.cue_conflict.benchmark:CueConflict")
+BENCHMARKS.register("imagenet_a", "imagenetx.benchmarks.ood.benchmark:IMAGENET_A")
+BENCHMARKS.register("imagenet_r", "imagenetx.benchmarks.ood.benchmark:IMAGENET_R")
+BENCHMARKS.register("imagenet_sketch", "imagenetx.benchmarks.ood.benchmark:IMAGENET_SKETCH")
+BENCHMARKS.register("imagenet_v2", "imagenetx.benchmarks.ood.benchmark:IMAGENET_V2")
+BENCHMARKS.register("imagenet_c", "imagenetx.benchmarks.ood.benchmark:IMAGENET_C")
+BENCHMARKS.register("imagenet_cbar", "imagenetx.benchmarks.ood.benchmark:IMAGENET_CBAR")
+
+def register_benchmark(benchmark):
+    """Adds a benchmark: a :class:`~imagenetx.benchmarks.base.Benchmark`
+    subclass (built once, with no arguments) or an instance of one; returns
+    it, so it also decorates the class. The analysis, panel, command line
+    and report then work on its datasets. It is matched after the ones
+    registered before it and before the generic one; a dataset names it in
+    ``dataset.info["imagenetx"]["benchmark"]``."""
+    BENCHMARKS.register(getattr(benchmark, "name", None), benchmark)
+    return benchmark
 
 
 def benchmarks() -> dict:
     """``{name: Benchmark}``, most specific first (the generic one last)."""
-    # lazy: the command line imports this package to build its parser
-    from imagenetx.benchmarks.base import Benchmark  # lazy: start-up
-    from imagenetx.benchmarks.cue_conflict.benchmark import CueConflict  # lazy: start-up
-    from imagenetx.benchmarks.imagenet_d.benchmark import ImageNetD  # lazy: start-up
-    from imagenetx.benchmarks.imagenet_e.benchmark import ImageNetE  # lazy: start-up
-    from imagenetx.benchmarks.imagenet_x.benchmark import ImageNetX  # lazy: start-up
-    from imagenetx.benchmarks.ood.benchmark import OODBenchmark  # lazy: start-up
-    from imagenetx.benchmarks.ood.layouts import LAYOUTS  # lazy: start-up
-
-    ood = tuple(OODBenchmark(layout) for layout in LAYOUTS.values())
-    known = {b.name: b for b in (ImageNetE(), ImageNetX(), ImageNetD(), CueConflict(), *ood)}
-    known.update(REGISTERED)
-    known["generic"] = Benchmark()
+    known = dict(BENCHMARKS.items())
+    known["generic"] = _generic()
     return known
 
 
@@ -65,6 +76,14 @@ def loadable_benchmarks() -> dict:
     known = benchmarks()
     order = [*LOADINGS, *(n for n in known if n not in LOADINGS)]
     return {n: known[n] for n in order if n in known and known[n].loading is not None}
+
+
+@functools.lru_cache(maxsize=None)
+def _generic():
+    """The benchmark of any dataset, sliced by any categorical field."""
+    from imagenetx.benchmarks.base import Benchmark  # lazy: start-up
+
+    return Benchmark()
 
 
 def get_benchmark(samples, name: str = None, settings=None):
@@ -82,7 +101,5 @@ def get_benchmark(samples, name: str = None, settings=None):
         if name not in known:
             return next(b for b in known.values() if b.matches(samples, settings))
     if name not in known:
-        raise ImageNetXError(
-            f"Unknown benchmark '{name}': use one of {', '.join(known)}"
-        )
+        raise BENCHMARKS.unknown(name, list(known))
     return known[name]

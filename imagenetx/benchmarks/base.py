@@ -21,7 +21,7 @@ from imagenetx.benchmarks.scenarios import (
     prune_scenarios,
     wanted_scenarios,
 )
-from imagenetx.metrics.slicing import Slicing
+from imagenetx.metrics.slicing import Slicing, value_order
 from imagenetx.store.indexes import ensure_indexes
 
 #: the most distinct values a field may have to be used as a slicing
@@ -193,7 +193,7 @@ def field_slicing(samples, path: str) -> Slicing:
             "field (strings, booleans, integers or lists of them): slice by "
             "another field"
         )
-    values = [v for v in samples.distinct(path) if v is not None]
+    values = sorted((v for v in samples.distinct(path) if v is not None), key=value_order)
     if len(values) > MAX_SLICES:
         raise ImageNetXError(
             f"Field '{path}' has {len(values):,} distinct values, more than "

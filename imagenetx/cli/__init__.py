@@ -62,17 +62,20 @@ def _overview(groups: List[CommandGroup]) -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     """Runs the command line; returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
-    # the first word that is no option names the command (the top level has
-    # only --help): only its flags are built
-    parser = build_parser(only=next((a for a in argv if not a.startswith("-")), ""))
-    if not argv:
-        parser.print_help()
-        return 0
-    args = parser.parse_args(argv)
-    os.environ.setdefault("FIFTYONE_DATABASE_VALIDATION", "false")
-
     from imagenetx.errors import ImageNetXError
 
+    try:
+        # the first word that is no option names the command (the top level has
+        # only --help): only its flags are built
+        parser = build_parser(only=next((a for a in argv if not a.startswith("-")), ""))
+        if not argv:
+            parser.print_help()
+            return 0
+        args = parser.parse_args(argv)
+    except ImageNetXError as e:  # a broken plug-in, loaded to check a registry's names
+        print(f"imagenetx: error: {e}", file=sys.stderr)
+        return 2
+    os.environ.setdefault("FIFTYONE_DATABASE_VALIDATION", "false")
     try:
         if args.database:
             from imagenetx.store.service import connect

@@ -3,7 +3,7 @@ result as text, JSON or CSV, and the library's parameters as flags."""
 
 import argparse
 import sys
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from imagenetx.errors import Parameter, render_parameters
 
@@ -24,6 +24,21 @@ class _Unbuilt:
 
     def set_defaults(self, **kwargs):
         return None
+
+
+class Names:
+    """A registry's names as argparse ``choices``, read only when a value is
+    checked or the help is shown: the installed plug-ins (which may add
+    names) load for the command that runs, not for every command."""
+
+    def __init__(self, names: Callable[[], Iterable[str]]):
+        self._names = names
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
 
 
 class CommandGroup:

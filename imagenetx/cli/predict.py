@@ -4,16 +4,15 @@
 
 # lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
 
-from imagenetx.attacks.registry import BUILT_IN as ATTACKS
-from imagenetx.cli.base import CommandGroup, print_result, print_text
+from imagenetx.attacks.registry import attack_names
+from imagenetx.cli.base import CommandGroup, Names, print_result, print_text
 from imagenetx.cli.flags import add_gt_field, add_output
 from imagenetx.options import AMPS, DECODERS, ROW_ORDERS
 from imagenetx.protocols import protocol_names
+from imagenetx.probes.base import probe_names
 from imagenetx.protocols.robustbench import PREPROCESSING_CHOICES
 
 TITLE = "predictions and probes"
-
-PROBES = ["spectral", "corruption", "critical_band"]
 
 
 def register(group: CommandGroup) -> None:
@@ -45,7 +44,7 @@ def register(group: CommandGroup) -> None:
     p = group.add("probe", run_probe, "predict under every level of a probe (band-pass "
                                       "filters, corruptions, ...), resumable; print accuracy "
                                       "per level")
-    p.add_argument("probe", choices=PROBES)
+    p.add_argument("probe", choices=Names(probe_names))
     _add_probe_model(p)
     p.add_argument("--level", dest="levels", nargs="+", metavar="KEY",
                    help="run only these levels, e.g. low:0.1 high:0.5 (default: all)")
@@ -65,7 +64,7 @@ def register(group: CommandGroup) -> None:
                       "AutoAttack standard Linf at 4/255 on RobustBench's 5,000 validation "
                       "images (all required), its per-model preprocessing; none: the model's "
                       "own preprocessing; settings given on top are recorded as departures")
-    p.add_argument("--attack", choices=list(ATTACKS),
+    p.add_argument("--attack", choices=Names(attack_names),
                    help="the attack (default: the protocol's)")
     p.add_argument("--eps", metavar="E", help="the budget in [0, 1] units, e.g. 0.5/255 or 4/255")
     p.add_argument("--norm", choices=["linf", "l2"], help="the threat model (default linf)")
@@ -90,7 +89,7 @@ def register(group: CommandGroup) -> None:
                   "relative mCE")
     p.add_argument("--dataset", required=True)
     p.add_argument("--field", required=True, help="the prediction field the probe ran for")
-    p.add_argument("--probe", required=True, choices=PROBES)
+    p.add_argument("--probe", required=True, choices=Names(probe_names))
     add_output(p, csv="print one CSV row per level")
     add_gt_field(p)
 
@@ -167,7 +166,7 @@ def add_zero_shot(p):
 
 def add_protocol(p, default=None, help=None):
     """``--protocol NAME``: a paper's pinned setting (``imagenetx protocols``)."""
-    p.add_argument("--protocol", choices=protocol_names(), default=default, help=help or (
+    p.add_argument("--protocol", choices=Names(protocol_names), default=default, help=help or (
         "a paper's setting as its authors ran it (`imagenetx protocols` lists what each "
         "pins; default: the dataset's benchmark's own: imagenet-d on ImageNet-D, "
         "model-vs-human on cue conflict; none: the model's own configuration); settings "

@@ -19,9 +19,10 @@ import math
 import os
 import re
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Union
+from typing import Callable, List, Optional, Sequence, Union
 
 from imagenetx.errors import ImageNetXError
+from imagenetx.registry import Registry
 
 #: the ``edit`` field of the original samples
 ORIGINAL_EDIT = "original"
@@ -47,12 +48,12 @@ class Edit:
     @property
     def edit(self) -> str:
         """The ``edit`` field of its samples (the kind's attribute)."""
-        return EDIT_KINDS[self.kind].edit
+        return EDIT_KINDS.get(self.kind).edit
 
     @property
     def slice(self) -> str:
         """The group slice it fills."""
-        if not EDIT_KINDS[self.kind].levels:
+        if not EDIT_KINDS.get(self.kind).levels:
             return self.kind
         token = re.sub(r"[^A-Za-z0-9_-]", "_", self.level.replace(".", "p"))
         return f"{self.kind}_{token}"
@@ -133,10 +134,10 @@ def _number(text: str, kind: str) -> float:
 #: the known kinds by name; ``complexity`` (ImageNet-E's diffusion-guided
 #: background complexity, its ``20_smooth``, ``20_hard`` and ``20_adv``
 #: folders) is registered without an implementation
-EDIT_KINDS: Dict[str, EditKind] = {}
+EDIT_KINDS: Registry = Registry("edit")
 
 
-def register_edit_kind(kind: EditKind) -> None:
+def register_edit_kind(kind: EditKind) -> EditKind:
     """Adds a kind of edit, or replaces the one of that name.
 
     A kind with ``needs`` set is refused when asked for; to run a learned
@@ -145,7 +146,7 @@ def register_edit_kind(kind: EditKind) -> None:
     it (a function ``(image, mask, edit, rng, background, clean) ->
     Edited``, see :data:`imagenetx.edits.apply.OPERATIONS`).
     """
-    EDIT_KINDS[kind.name] = kind
+    return EDIT_KINDS.register(kind.name, kind)
 
 
 for _kind in (
@@ -180,11 +181,10 @@ def parse_edits(specs: Sequence[Union[str, Edit]]) -> List[Edit]:
             edits.append(spec)
             continue
         name, sep, levels = str(spec).strip().partition(":")
+        if name not in EDIT_KINDS:
+            known = [k.example for _, k in EDIT_KINDS.items() if not k.needs]
+            raise EDIT_KINDS.unknown(spec, known)
         kind = EDIT_KINDS.get(name)
-        if kind is None:
-            known = ", ".join(k.example for k in EDIT_KINDS.values() if not k.needs)
-            raise ImageNetXError(
-                f"Unknown edit '{spec}': use one of {known}")
         if kind.needs:
             raise ImageNetXError(
                 f"Edit '{spec}' needs {kind.needs}: register an implementation "

@@ -7,6 +7,7 @@ and the ordered slice values. It turns that field's column into the
 from. Pure Python and numpy: reading the column is the analysis layer's job.
 """
 
+import math
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -84,6 +85,17 @@ class Slicing:
             (index.get(v, -1) for v in column), dtype=np.int64,
             count=len(column),
         )
+
+
+def value_order(value) -> tuple:
+    """Sort key of a slice value: numbers, and strings that read as one
+    (``"90"``, ``"-20"``, ``"0.5"``), by their value; other strings after
+    them, in text order. A text field of angles sorts 0, 90, 180, 270."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    return (0, number, "") if math.isfinite(number) else (1, 0.0, str(value))
 
 
 def check_membership(correct: np.ndarray, membership: np.ndarray,

@@ -24,23 +24,32 @@ and optionally
 inherit from it.
 """
 
-import importlib
-from typing import Dict, List, Sequence
+from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING, List, Sequence
 
 from imagenetx.errors import ImageNetXError
+from imagenetx.registry import Registry
+
+if TYPE_CHECKING:  # the command line lists the probes without importing torch
+    import torch
 
 #: the level every probe may have: the image unchanged
 CLEAN = "clean"
 
-#: probe name -> "module:Class" (or the class, for a probe added with
-#: :func:`register_probe`); the class is built with keyword options
-PROBES: Dict[str, object] = {
-    "spectral": "imagenetx.probes.spectral:Spectral",
-    "corruption": "imagenetx.probes.corruption:Corruptions",
-    "critical_band": "imagenetx.probes.critical_band:CriticalBand",
-}
+def _check_name(name: str) -> None:
+    if not name or not name.replace("_", "").isalnum():
+        raise ImageNetXError(
+            f"Cannot register probe '{name}': name it with letters, digits and "
+            "underscores")
+
+
+#: probe name -> its class, or ``"module:Class"`` of it (imported on first
+#: use); the class is built with keyword options
+PROBES: Registry = Registry("probe", check_name=_check_name)
+PROBES.register("spectral", "imagenetx.probes.spectral:Spectral")
+PROBES.register("corruption", "imagenetx.probes.corruption:Corruptions")
+PROBES.register("critical_band", "imagenetx.probes.critical_band:CriticalBand")
 
 
 class Probe:
@@ -60,20 +69,16 @@ class Probe:
         return [list(levels)]
 
 
-def register_probe(name: str, probe) -> None:
+def register_probe(name: str, probe=None):
     """Adds a probe: ``probe`` is its class (built with the options
     :func:`get_probe` is given) or ``"module:Class"``, imported on first
-    use."""
-    if not name or "-" in name:
-        raise ImageNetXError(
-            f"Cannot register probe '{name}': name it with letters, digits and "
-            "underscores")
-    PROBES[name] = probe
+    use. Without ``probe``, a decorator of the class."""
+    return PROBES.register(name, probe)
 
 
 def probe_names() -> List[str]:
     """The names :func:`get_probe` knows."""
-    return list(PROBES)
+    return PROBES.names()
 
 
 def get_probe(name: str, **options):
@@ -85,16 +90,5 @@ def get_probe(name: str, **options):
     """
     key = (name or "").replace("-", "_")
     if key not in PROBES:
-        raise ImageNetXError(
-            f"Unknown probe '{name}': use one of {', '.join(PROBES)}")
-    entry = PROBES[key]
-    try:
-        if isinstance(entry, str):
-            module, _, cls = entry.partition(":")
-            probe_class = getattr(importlib.import_module(module), cls)
-        else:
-            probe_class = entry
-    except (ImportError, AttributeError) as e:
-        raise ImageNetXError(
-            f"Probe '{name}' is not available in this installation ({e})") from e
-    return probe_class(**options)
+        raise PROBES.unknown(name)
+    return PROBES.get(key)(**options)

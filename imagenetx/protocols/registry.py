@@ -5,31 +5,32 @@ and each benchmark's own protocol by the benchmark's name
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import List, Optional
 
-from imagenetx.errors import ImageNetXError
 from imagenetx.protocols.base import Protocol
+from imagenetx.registry import Registry
 
 #: the name that asks for no protocol (the model's own configuration)
 NONE = "none"
 
-_PROTOCOLS: Dict[str, Protocol] = {}
+#: the protocols by name, in registration order
+PROTOCOLS: Registry = Registry("protocol")
 
 
 def register_protocol(protocol: Protocol) -> Protocol:
-    """Adds ``protocol`` to the registry (replacing one of the same name)."""
-    _PROTOCOLS[protocol.name] = protocol
-    return protocol
+    """Adds ``protocol`` to the registry (replacing one of the same name)
+    and returns it."""
+    return PROTOCOLS.register(protocol.name, protocol)
 
 
 def list_protocols() -> List[Protocol]:
     """The registered protocols, in registration order."""
-    return list(_PROTOCOLS.values())
+    return [protocol for _, protocol in PROTOCOLS.items()]
 
 
 def protocol_names() -> List[str]:
-    """The names ``--protocol`` takes (``none`` included)."""
-    return [*_PROTOCOLS, NONE]
+    """The names ``protocol=`` takes (``none`` included)."""
+    return [*PROTOCOLS.names(), NONE]
 
 
 def get_protocol(name: Optional[str]) -> Optional[Protocol]:
@@ -40,17 +41,15 @@ def get_protocol(name: Optional[str]) -> Optional[Protocol]:
     """
     if name is None or name == NONE:
         return None
-    if name not in _PROTOCOLS:
-        raise ImageNetXError(
-            f"Unknown `protocol={name}`: use one of {', '.join(protocol_names())} "
-            "(`imagenetx protocols` lists what each pins)")
-    return _PROTOCOLS[name]
+    if name not in PROTOCOLS:
+        raise PROTOCOLS.unknown(name, protocol_names())
+    return PROTOCOLS.get(name)
 
 
 def default_protocol(benchmark: str) -> Optional[Protocol]:
     """The protocol a benchmark's datasets get by default: the one whose
     ``benchmarks`` name it, else None."""
-    return next((p for p in _PROTOCOLS.values() if benchmark in p.benchmarks), None)
+    return next((p for p in list_protocols() if benchmark in p.benchmarks), None)
 
 
 def resolve_protocol(name: Optional[str], benchmark: str) -> Optional[Protocol]:

@@ -11,7 +11,7 @@ these datasets.
 
 from imagenetx.benchmarks.base import Benchmark, field_slicing
 from imagenetx.benchmarks.loading import load_hint, ood_loading
-from imagenetx.benchmarks.ood.layouts import SEVERITIES, Layout
+from imagenetx.benchmarks.ood.layouts import LAYOUTS, SEVERITIES, Layout
 from imagenetx.classes.imagenet import class_table
 from imagenetx.classes.spaces import ClassSubset, ExactClass
 from imagenetx.errors import ImageNetXError
@@ -80,3 +80,8 @@ class OODBenchmark(Benchmark):
         for name in self.layout.fields:
             query[name] = {"$ne": None}
         return query
+
+
+#: one benchmark per release layout (the registry names each)
+IMAGENET_A, IMAGENET_R, IMAGENET_SKETCH, IMAGENET_V2, IMAGENET_C, IMAGENET_CBAR = (
+    OODBenchmark(LAYOUTS[kind]) for kind in ("a", "r", "sketch", "v2", "c", "cbar"))

@@ -26,27 +26,28 @@ Specs:
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, replace
 from typing import Optional
 
 from imagenetx.errors import ImageNetXError
+from imagenetx.registry import Registry
 
-#: scheme -> the module that loads it (its dotted name, or the module
-#: itself for a source added with :func:`register_source`)
-SOURCES = {
-    "timm": "imagenetx.models.sources.timm",
-    "torchvision": "imagenetx.models.sources.torchvision",
-    "checkpoint": "imagenetx.models.sources.checkpoint",
-    "open_clip": "imagenetx.models.sources.open_clip",
-    "hf": "imagenetx.models.sources.hf",
-    "zoo": "imagenetx.models.sources.zoo",
-}
+def _check_scheme(scheme: str) -> None:
+    if not scheme or not scheme.replace("_", "").isalnum():
+        raise ImageNetXError(
+            f"Cannot register model source '{scheme}': a scheme is letters, digits "
+            "and underscores")
 
-SPEC_HELP = (
-    "use timm:NAME, torchvision:NAME[:WEIGHTS], checkpoint:PATH with --arch "
-    "NAME, open_clip:ARCH[/PRETRAINED], hf:ORG/NAME or zoo:NAME"
-)
+
+#: scheme -> the module that loads it (its dotted name, imported on first
+#: use, or the module itself)
+SOURCES: Registry = Registry("model source", check_name=_check_scheme)
+SOURCES.register("timm", "imagenetx.models.sources.timm")
+SOURCES.register("torchvision", "imagenetx.models.sources.torchvision")
+SOURCES.register("checkpoint", "imagenetx.models.sources.checkpoint")
+SOURCES.register("open_clip", "imagenetx.models.sources.open_clip")
+SOURCES.register("hf", "imagenetx.models.sources.hf")
+SOURCES.register("zoo", "imagenetx.models.sources.zoo")
 
 #: the prompt templates a zero-shot head can use by name
 TEMPLATE_SETS = ("openai", "simple")
@@ -103,26 +104,40 @@ class ModelRequest:
 def register_source(scheme: str, module) -> None:
     """Adds a model source: specs ``scheme:REST`` then load through
     ``module`` (a module, or its dotted name, imported on first use), which
-    defines ``SYNTAX``, ``ZERO_SHOT``, ``parse(rest, request)`` and
-    ``load(rest, request)`` as the built-in sources do."""
-    if not scheme or not scheme.replace("_", "").isalnum():
-        raise ImageNetXError(
-            f"Cannot register model source '{scheme}': a scheme is letters, digits "
-            "and underscores")
-    SOURCES[scheme] = module
+    defines
+
+    -   ``SYNTAX``: how its specs look, e.g. ``"mymodels:NAME"`` (the error
+        for an unknown spec lists every source's)
+    -   ``ZERO_SHOT``: whether its classifiers build zero-shot heads
+    -   ``parse(rest, request)``: checks ``REST`` without loading anything
+        heavy, raising :class:`~imagenetx.errors.ImageNetXError`
+    -   ``load(rest, request)``: the
+        :class:`~imagenetx.models.classifier.Classifier`
+
+    as the built-in sources do (``request``: a :class:`ModelRequest`)."""
+    SOURCES.register(scheme, module)
 
 
 def source_of(scheme: str):
     """The source module of ``scheme`` (imported on first use)."""
-    module = SOURCES[scheme]
-    return importlib.import_module(module) if isinstance(module, str) else module
+    return SOURCES.get(scheme)
+
+
+def spec_syntax() -> str:
+    """How specs look, one per registered source (for messages)."""
+    syntaxes = [getattr(source, "SYNTAX", f"{scheme}:...") for scheme, source in SOURCES.items()]
+    return ", ".join(syntaxes[:-1]) + f" or {syntaxes[-1]}" if len(syntaxes) > 1 else syntaxes[0]
 
 
 def split_spec(spec: str) -> tuple:
-    """``(scheme, rest)`` of a spec, checked to name a known source."""
+    """``(scheme, rest)`` of a spec, checked to name a registered source.
+
+    Raises:
+        ImageNetXError: for a spec of no registered source, listing them
+    """
     scheme, sep, rest = (spec or "").partition(":")
     if not sep or scheme not in SOURCES or not rest:
-        raise ImageNetXError(f"Unknown model spec '{spec}': {SPEC_HELP}")
+        raise ImageNetXError(f"Unknown model spec '{spec}': use {spec_syntax()}")
     return scheme, rest
 
 

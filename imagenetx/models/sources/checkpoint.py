@@ -15,7 +15,7 @@ from imagenetx.classes.outputs import imagenet_outputs
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.sources._common import first_line
 
-SYNTAX = "checkpoint:PATH --arch NAME"
+SYNTAX = "checkpoint:PATH (with `arch`)"
 
 
 def ZERO_SHOT(request) -> bool:  # noqa: N802 (the sources' flag, per request here)

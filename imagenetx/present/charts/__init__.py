@@ -16,13 +16,12 @@ the one the user picked.
     (:func:`register_chart` without a benchmark: the attack's success per
     slice, once an adversarial field exists).
 
-Charts are registered as ``"module:NAME"`` (imported when a dataset is
-looked at) or as :class:`Chart` objects.
+Charts are registered as :class:`Chart` objects or as ``"module:NAME"``
+(imported when a dataset is looked at), in :data:`CHARTS` by name.
 """
 
 import dataclasses
 from dataclasses import dataclass
-from importlib import import_module
 from typing import Callable, Dict, List, Optional, Union
 
 from imagenetx.analysis import compute_ratios, mistakes_view
@@ -30,6 +29,7 @@ from imagenetx.analysis.readouts import readout_notes
 from imagenetx.analysis.settings import Settings
 from imagenetx.present.figures import error_ratio_chart
 from imagenetx.present.formatting import readout_markdown
+from imagenetx.registry import Registry, load_plugins
 
 
 @dataclass(frozen=True)
@@ -105,28 +105,23 @@ def _analysis(settings: dict) -> dict:
     return {k: v for k, v in (settings or {}).items() if k in known}
 
 
-def _resolve(entry: Union[str, "Chart"]) -> "Chart":
-    if isinstance(entry, Chart):
-        return entry
-    module, name = entry.split(":")
-    return getattr(import_module(module), name)
-
-
 def charts_for(samples, benchmark) -> List[Chart]:
     """The charts the panel offers on ``samples`` (the first the default):
     the benchmark's (:data:`BENCHMARK_CHARTS`, the error ratios alone for a
     benchmark not named there), then those of the tasks whose fields it
-    holds."""
-    charts = [_resolve(e) for e in BENCHMARK_CHARTS.get(benchmark.name, (ERROR_RATIOS,))]
-    for entry in TASK_CHARTS:
-        chart = _resolve(entry)
+    holds (:data:`TASK_CHARTS`)."""
+    load_plugins()  # an installed plug-in may give this benchmark charts
+    names = BENCHMARK_CHARTS.get(benchmark.name, (ERROR_RATIOS.name,))
+    charts = [CHARTS.get(name) for name in names]
+    for name in TASK_CHARTS:
+        chart = CHARTS.get(name)
         if chart.offered is None or chart.offered(samples):
             charts.append(chart)
     return charts
 
 
 def register_chart(chart: Union[str, Chart], benchmark: Optional[str] = None,
-                   default: bool = False) -> None:
+                   default: bool = False, name: Optional[str] = None) -> None:
     """Offers a chart on the panel.
 
     Args:
@@ -137,13 +132,17 @@ def register_chart(chart: Union[str, Chart], benchmark: Optional[str] = None,
             ``offered`` says so
         default (False): whether it is the benchmark's first chart (the one
             the panel opens with) rather than its last
+        name (None): its name in :data:`CHARTS` (default: the chart's own
+            ``name``; for ``"module:NAME"``, that string)
     """
+    name = name or (chart.name if isinstance(chart, Chart) else chart)
+    CHARTS.register(name, chart)
     if benchmark is None:
-        if chart not in TASK_CHARTS:
-            TASK_CHARTS.append(chart)
+        if name not in TASK_CHARTS:
+            TASK_CHARTS.append(name)
         return
-    charts = [c for c in BENCHMARK_CHARTS.get(benchmark, (ERROR_RATIOS,)) if c != chart]
-    BENCHMARK_CHARTS[benchmark] = tuple([chart, *charts] if default else [*charts, chart])
+    names = [n for n in BENCHMARK_CHARTS.get(benchmark, (ERROR_RATIOS.name,)) if n != name]
+    BENCHMARK_CHARTS[benchmark] = tuple([name, *names] if default else [*names, name])
 
 
 def fmt(value) -> str:
@@ -185,14 +184,22 @@ ERROR_RATIOS = Chart(
     hint="Click a bar to show that model's mistakes in that {slice}.",
 )
 
-#: benchmark name -> its charts (:class:`Chart` or ``"module:NAME"``), the
-#: first the default; a benchmark not named here has the error ratios alone
+#: the charts by name (:class:`Chart` or ``"module:NAME"``)
+CHARTS: Registry = Registry("chart")
+CHARTS.register(ERROR_RATIOS.name, ERROR_RATIOS)
+CHARTS.register("published models", "imagenetx.present.charts.imagenet_x:PUBLISHED")
+CHARTS.register("shape bias", "imagenetx.present.charts.cue_conflict:SHAPE_BIAS")
+CHARTS.register("edits (paired)", "imagenetx.present.charts.imagenet_e:PAIRED")
+CHARTS.register("attack success", "imagenetx.present.charts.attacks:ATTACK_SUCCESS")
+
+#: benchmark name -> the names of its charts, the first the default; a
+#: benchmark not named here has the error ratios alone
 BENCHMARK_CHARTS: Dict[str, tuple] = {
-    "imagenet_x": (ERROR_RATIOS, "imagenetx.present.charts.imagenet_x:PUBLISHED"),
-    "cue_conflict": ("imagenetx.present.charts.cue_conflict:SHAPE_BIAS", ERROR_RATIOS),
-    "imagenet_e": ("imagenetx.present.charts.imagenet_e:PAIRED", ERROR_RATIOS),
+    "imagenet_x": (ERROR_RATIOS.name, "published models"),
+    "cue_conflict": ("shape bias", ERROR_RATIOS.name),
+    "imagenet_e": ("edits (paired)", ERROR_RATIOS.name),
 }
 
-#: charts of tasks (:class:`Chart` or ``"module:NAME"``), offered where
-#: their ``offered`` says the dataset holds the task's fields
-TASK_CHARTS: List[Union[str, Chart]] = ["imagenetx.present.charts.attacks:ATTACK_SUCCESS"]
+#: the names of the tasks' charts, offered where their ``offered`` says the
+#: dataset holds the task's fields
+TASK_CHARTS: List[str] = ["attack success"]
