@@ -242,7 +242,7 @@ def test_predict_feeds_the_224_images_as_they_are(cbar):
     import torch
     from PIL import Image as PILImage
 
-    from imagenetx.models.inference import predict
+    from imagenetx.models.predict import predict
     from imagenetx.models.specs import load_model
 
     ds, _, _ = cbar
