@@ -353,7 +353,7 @@ def run_corruption_accuracy(args) -> int:
 
 
 def run_import_predictions(args) -> int:
-    from imagenetx.models.predictions import import_prediction_files
+    from imagenetx.models.prediction_files import import_prediction_files
 
     print(import_prediction_files(args.dataset, args.file, args.field,
                                   overwrite=args.overwrite, row_order=args.row_order,

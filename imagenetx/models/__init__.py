@@ -13,5 +13,5 @@
     ``distributed`` (torchrun shards), ``protocol_run`` (a protocol applied)
 -   ``predict``: the classify task and ``predict``; probes and attacks are
     the other tasks (:mod:`imagenetx.probes.run`, :mod:`imagenetx.attacks.run`)
--   ``predictions``: prediction files; ``specs``: the earlier entry points
+-   ``prediction_files``: prediction files; ``specs``: the earlier entry points
 """
