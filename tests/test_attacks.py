@@ -156,7 +156,7 @@ def test_a_field_of_another_run_is_never_added_to(attacked):
     fields = ["adv0.label", "adv.label", "adv.flipped"]
     before = ds.values(fields)
     with pytest.raises(ImageNetXError, match=r"Field 'adv0' holds predictions of .* "
-                                             r"\(attack differ\): pass --overwrite"):
+                                             r"\(attack differ\): pass `overwrite=True`"):
         run_attack(ds, SPEC, "adv0", AttackSettings(eps=8 / 255, steps=2), LITE0,
                    RunOptions(num_workers=0))
     ds.clone_sample_field("ground_truth", "plain")
