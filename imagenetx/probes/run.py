@@ -1,5 +1,9 @@
 """Run a probe over a FiftyOne collection: every level, one decode per image.
 
+The probe is a task of the model run (:class:`ProbeLevels`,
+:mod:`imagenetx.models.run`): loading, protocol, preprocessing, devices,
+ranks, claim and background writes are the run's, as for ``predict``.
+
 Storage: one list field per (prediction field, probe), ``<field>_<probe>``
 (e.g. ``lite0_spectral``), holding each sample's predicted class index
 under every level, in the order of the level keys kept in that field's
@@ -14,7 +18,7 @@ and on them only the missing levels; new levels (another corruption) are
 appended to the level keys.
 
 Speed: each batch is decoded, resized and cropped once by the DataLoader
-workers, moved to the model's device once, and every level of a pass runs
+workers (only cropped where the benchmark's images keep their geometry), moved to the model's device once, and every level of a pass runs
 on it there (``Probe.apply``: the spectral filter on the batch with
 ``torch.fft``), so decoding and filtering do not bind; probes with a
 per-image CPU hook (``apply_image``: the corruptions) run it in the workers.
