@@ -248,6 +248,7 @@ class Classify(Task):
         self.labels = (self.decisions.labels if self.decisions else
                        None if classes.is_imagenet else classes.labels)
         replace = _check_resume(dataset, field, run.record, run.options.overwrite)
+        run.engine  # on its device now: after the check of what is stored, before the listing
         self.check(run)
         if replace and run.ranks.main:  # after the checks, before the listing
             _clear_other_run(dataset, field)

@@ -5,7 +5,8 @@ options checked, the dataset's benchmark and protocol, the model request
 checked before the slow imports; then the placement (ranks, device,
 autocast, sizes), the claim of the field written, the model loaded with the
 protocol's preprocessing (no resize on a benchmark whose images keep their
-geometry), its decoder and the model on its device. The task then checks
+geometry) and its decoder; the model goes to its device when the task first
+asks (:attr:`ModelRun.engine`). The task then checks
 what is stored and lists what is still to do, gives its decoding passes,
 each streamed (decode -> device -> task -> background writer) under one
 progress bar, and says what the run did.
@@ -38,6 +39,7 @@ Classify (:class:`imagenetx.models.predict.Classify`), a probe's levels
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, List, Optional, Sequence
@@ -112,7 +114,6 @@ class ModelRun:
         protocol: the protocol the run follows, with its departures
         classifier: the loaded model, with its preprocessing
         placement: ranks, device, autocast dtype and sizes
-        engine: the classifier on its device
         reader: the workers' crop reader
         gpu_share: the share of each batch decoded on the GPU
         record: the run record kept in the field's ``info``
@@ -130,12 +131,19 @@ class ModelRun:
     protocol: ProtocolRun
     classifier: Classifier
     placement: Placement
-    engine: Engine
     reader: object
     gpu_share: float
     record: dict
     took_over: Optional[str] = None
     started: float = 0.0
+
+    @functools.cached_property
+    def engine(self) -> Engine:
+        """The classifier on its device, built on first use: a task checks
+        what is stored first (a zero-shot head encodes its classes here)."""
+        at = self.placement
+        return Engine(self.classifier, at.device, at.dtype, self.options.compile,
+                      at.batch_size)
 
     @property
     def ranks(self) -> Ranks:
@@ -232,9 +240,7 @@ def run(samples, model: str, field: str, task: Task, request: ModelRequest,
         this = ModelRun(
             samples=samples, dataset=dataset, model=model, field=field, target=target,
             benchmark=benchmark, options=options, protocol=protocol, classifier=classifier,
-            placement=at, engine=Engine(classifier, at.device, at.dtype, options.compile,
-                                        at.batch_size),
-            reader=reader, gpu_share=gpu_share,
+            placement=at, reader=reader, gpu_share=gpu_share,
             record=run_record(classifier, {**task.record(), **protocol.record()}),
             took_over=claim.took_over)
         task.start(this)
