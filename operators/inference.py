@@ -1,4 +1,4 @@
-"""The "Run model" operator: a form over :func:`imagenetx.models.inference.predict`."""
+"""The "Run model" operator: a form over :func:`imagenetx.models.predict.predict`."""
 
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
@@ -64,11 +64,16 @@ class RunModel(foo.Operator):
         return delegation(ctx, target_is_large(ctx, delegate_above(DELEGATE_ABOVE)))
 
     def execute(self, ctx):
-        from imagenetx.models.inference import run_predict
+        from imagenetx.models.predict import predict
 
         logits = bool(ctx.params.get("logits"))
+
+        def run(view, model, field, request, options, **kw):
+            return predict(view, model, field, logits=logits, request=request,
+                           options=options, **kw)
+
         return run_model(
-            ctx, lambda *args, **kw: run_predict(*args, logits=logits, **kw),
+            ctx, run,
             lambda s: {"already_predicted": s.already_predicted, "accuracy": s.accuracy})
 
     def resolve_output(self, ctx):

@@ -86,7 +86,7 @@ def _check_run_options(ctx, inputs, protocol_default=None):
     """The Protocol and Preprocessing as :class:`RunOptions` takes them; one
     error line and Execute disabled if not."""
     from imagenetx.errors import ImageNetXError
-    from imagenetx.models.options import RunOptions
+    from imagenetx.models.config import RunOptions
 
     p = ctx.params
     try:
@@ -204,7 +204,7 @@ def run_model(ctx, run, finish):
         finish: ``finish(summary) -> dict``, what the run returns beyond
             :func:`summary_result`
     """
-    from imagenetx.models.options import from_params
+    from imagenetx.models.config import from_params
 
     p = ctx.params
 

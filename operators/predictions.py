@@ -1,5 +1,5 @@
 """The "Import predictions" operator: a form over
-:func:`imagenetx.models.predictions.import_predictions`."""
+:func:`imagenetx.models.prediction_files.import_predictions`."""
 
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
@@ -54,7 +54,7 @@ class ImportPredictions(foo.Operator):
 
     @user_errors
     def execute(self, ctx):
-        from imagenetx.models.predictions import import_predictions
+        from imagenetx.models.prediction_files import import_predictions
 
         p = ctx.params
         summary = import_predictions(

@@ -27,11 +27,11 @@ import torch  # noqa: E402
 from imagenetx.attacks.run import attack_amp, run_attack  # noqa: E402
 from imagenetx.attacks.settings import AttackSettings  # noqa: E402
 from imagenetx.classes.imagenet import class_table  # noqa: E402
-from imagenetx.models.engine import (  # noqa: E402
+from imagenetx.models.device import (  # noqa: E402
     amp_dtype, default_batch_size, resolve_device)
 from imagenetx.models.loader import (  # noqa: E402
     PREFETCH_FACTOR, ImageFiles, collate_images, crop_reader, default_workers)
-from imagenetx.models.options import RunOptions  # noqa: E402
+from imagenetx.models.config import RunOptions  # noqa: E402
 from imagenetx.models.sources import ModelRequest, load_model  # noqa: E402
 from predict import make_images  # noqa: E402
 

@@ -4,7 +4,7 @@ plain predict pass of the same model on the same images, in the same run.
 Each corruption runs as ``run_probe(..., Corruptions([NAME:SEVERITY]))``
 (the DataLoader workers decode, crop and corrupt; the model predicts),
 and its images/s counts the corrupted images only. The plain pass is
-``imagenetx.models.inference.predict``. The slowest corruptions are named
+``imagenetx.models.predict.predict``. The slowest corruptions are named
 at the end, with the milliseconds one image's corruption takes alone (one
 core, no model) to say why.
 
@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from imagenetx.metrics.corruption import CORRUPTIONS  # noqa: E402
-from imagenetx.models.inference import predict  # noqa: E402
+from imagenetx.models.predict import predict  # noqa: E402
 from imagenetx.probes.corruption import Corruptions  # noqa: E402
 from imagenetx.probes.run import run_probe  # noqa: E402
 from predict import make_images  # noqa: E402

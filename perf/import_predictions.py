@@ -27,7 +27,7 @@ import fiftyone as fo  # noqa: E402
 import numpy as np  # noqa: E402
 
 from imagenetx.classes.imagenet import class_table  # noqa: E402
-from imagenetx.models.predictions import _val_order, import_predictions  # noqa: E402
+from imagenetx.models.prediction_files import _val_order, import_predictions  # noqa: E402
 
 N = 50000
 SHARED_CSV = (Path(__file__).resolve().parents[2] / "shared" / "data"

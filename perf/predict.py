@@ -1,4 +1,4 @@
-"""End-to-end images/s of ``imagenetx.models.inference.predict`` against a plain
+"""End-to-end images/s of ``imagenetx.models.predict.predict`` against a plain
 PyTorch loop with the same decoder, per model and decoder, in one run.
 
 Targets: predict at least 0.95 of the loop with the same decoder, and the
@@ -66,13 +66,13 @@ from imagenetx.classes.imagenet import class_table  # noqa: E402
 from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES  # noqa: E402
 import imagenetx.models.loader as loader  # noqa: E402
 from imagenetx.models.decode import decode_batch  # noqa: E402
-from imagenetx.models.engine import (  # noqa: E402
+from imagenetx.models.device import (  # noqa: E402
     DEFAULT_BATCH_SIZE,
     amp_dtype as _amp_dtype,
     default_batch_size,
     resolve_device as _device,
 )
-from imagenetx.models.inference import predict  # noqa: E402
+from imagenetx.models.predict import predict  # noqa: E402
 from imagenetx.models.loader import (  # noqa: E402
     PREFETCH_FACTOR,
     ImageFiles,

@@ -2,7 +2,7 @@
 plain predict pass of the same model on the same images, in the same run
 (target: at most 1.15x).
 
-The plain pass is ``imagenetx.models.inference.predict`` (decode, resize,
+The plain pass is ``imagenetx.models.predict.predict`` (decode, resize,
 crop, normalize, forward, write). The sweep is ``run_probe(..., "spectral")``
 over the same images, once with the clean level only and once with all 23
 levels; the cost of one filtered pass is the difference divided by 22
@@ -27,8 +27,8 @@ import fiftyone as fo  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from imagenetx.models.engine import resolve_device as _device  # noqa: E402
-from imagenetx.models.inference import predict  # noqa: E402
+from imagenetx.models.device import resolve_device as _device  # noqa: E402
+from imagenetx.models.predict import predict  # noqa: E402
 from imagenetx.models.sources import ModelRequest, load_model  # noqa: E402
 from imagenetx.probes.run import run_probe  # noqa: E402
 from predict import make_images  # noqa: E402

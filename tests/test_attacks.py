@@ -17,7 +17,7 @@ from conftest import REPO, _TMP, save_photo
 from imagenetx.attacks.run import run_attack
 from imagenetx.attacks.settings import AttackSettings, parse_eps, protocol_settings
 from imagenetx.errors import ImageNetXError
-from imagenetx.models.options import RunOptions
+from imagenetx.models.config import RunOptions
 from imagenetx.models.sources import ModelRequest
 
 fb = pytest.importorskip("foolbox")
@@ -61,7 +61,7 @@ def test_pgd_is_foolboxs_own_and_stays_within_its_budget():
     import timm
 
     from imagenetx.attacks.library import InputsInUnitRange, make_attack
-    from imagenetx.models.engine import Engine
+    from imagenetx.models.device import Engine
     from imagenetx.models.sources import load_model
 
     torch.manual_seed(0)
@@ -92,7 +92,7 @@ def test_the_attack_runs_where_the_inputs_are(monkeypatch):
     """On a machine with a GPU, an attack of a model the run placed on the
     CPU (or on another GPU) stays there: foolbox is told the device."""
     from imagenetx.attacks.library import InputsInUnitRange, make_attack
-    from imagenetx.models.engine import Engine
+    from imagenetx.models.device import Engine
     from imagenetx.models.sources import load_model
 
     engine = Engine(load_model("timm:resnet18", ModelRequest(pretrained=False)),
@@ -150,13 +150,13 @@ def test_a_field_of_another_run_is_never_added_to(attacked):
     """Attacking into a field of another attack's settings or of plain
     predictions, or predicting into an attack's field, is refused before
     anything is written (a resumed run would mix the two)."""
-    from imagenetx.models.inference import predict
+    from imagenetx.models.predict import predict
 
     ds, _, _ = attacked
     fields = ["adv0.label", "adv.label", "adv.flipped"]
     before = ds.values(fields)
     with pytest.raises(ImageNetXError, match=r"Field 'adv0' holds predictions of .* "
-                                             r"\(attack differ\): pass --overwrite"):
+                                             r"\(attack differ\): pass `overwrite=True`"):
         run_attack(ds, SPEC, "adv0", AttackSettings(eps=8 / 255, steps=2), LITE0,
                    RunOptions(num_workers=0))
     ds.clone_sample_field("ground_truth", "plain")
@@ -259,7 +259,7 @@ import sys, time
 import imagenetx.models.writer as writer
 from imagenetx.attacks.run import run_attack
 from imagenetx.attacks.settings import AttackSettings
-from imagenetx.models.options import RunOptions
+from imagenetx.models.config import RunOptions
 from imagenetx.models.sources import ModelRequest
 writer.WRITE_EVERY = 2
 
@@ -487,7 +487,7 @@ def test_a_random_weight_model_whose_normalization_zeroes_grey_passes_the_gradie
     gradient at all, though the model is differentiable. The check probes
     with random [0, 1] input."""
     from imagenetx.attacks.library import check_gradients
-    from imagenetx.models.engine import Engine
+    from imagenetx.models.device import Engine
     from imagenetx.models.sources import load_model
 
     classifier = load_model("timm:tf_efficientnet_lite0", ModelRequest(pretrained=False))
@@ -528,7 +528,7 @@ def test_a_cue_conflict_dataset_is_refused_unchanged(photos):
 
 def test_a_model_without_gradients_is_refused():
     from imagenetx.attacks.library import check_gradients
-    from imagenetx.models.engine import Engine
+    from imagenetx.models.device import Engine
     from imagenetx.models.sources import load_model
 
     classifier = load_model("timm:resnet18", ModelRequest(pretrained=False))

@@ -1059,7 +1059,7 @@ def test_attack_success_chart_shows_the_images_the_attack_broke(app_url, page):
     from imagenetx.analysis.attacks import attack_success, broken_view
     from imagenetx.attacks.run import run_attack
     from imagenetx.attacks.settings import AttackSettings
-    from imagenetx.models.options import RunOptions
+    from imagenetx.models.config import RunOptions
     from imagenetx.models.sources import ModelRequest
 
     name = "browser-attack"

@@ -242,7 +242,7 @@ def test_predict_feeds_the_224_images_as_they_are(cbar):
     import torch
     from PIL import Image as PILImage
 
-    from imagenetx.models.inference import predict
+    from imagenetx.models.predict import predict
     from imagenetx.models.sources import ModelRequest, load_model
 
     ds, _, _ = cbar
@@ -259,3 +259,41 @@ def test_predict_feeds_the_224_images_as_they_are(cbar):
         want = classifier.module(prep.normalizer("cpu")(x)).numpy()
     got = np.stack(view.values("lite0_raw.logits"))
     assert np.abs(got - want).max() < 1e-3
+
+
+def test_a_probe_feeds_the_224_images_as_they_are(cbar):
+    """The probe run goes through the same setup as predict: on a benchmark
+    whose images keep their geometry, the probe's levels see the decoded
+    224 x 224 image itself, not a 256/224 zoom (the drift issue 46 found)."""
+    import torch
+    from PIL import Image as PILImage
+
+    from imagenetx.probes.base import Probe
+    from imagenetx.probes.run import run_probe
+
+    class Seen(Probe):
+        """Keeps the crops the run hands its one level, unchanged."""
+
+        name = "seen"
+
+        def __init__(self):
+            self.crops = []
+
+        def levels(self):
+            return ["clean"]
+
+        def apply(self, images, level, seeds):
+            self.crops.append(images.detach().cpu().clone())
+            return images
+
+    ds, _, _ = cbar
+    view = ds.limit(3)
+    probe = Seen()
+    summary = run_probe(view, "timm:efficientnet_lite0", "lite0_seen", probe,
+                        pretrained=False, num_workers=0, decoder="pil")
+    assert summary.probed == 3
+    raw = torch.stack([torch.from_numpy(np.asarray(PILImage.open(p).convert("RGB")))
+                       .permute(2, 0, 1) for p in view.values("filepath")])
+    seen = (torch.cat(probe.crops) * 255).round().to(torch.uint8)
+    assert seen.shape == raw.shape == (3, 3, 224, 224)
+    assert torch.equal(seen, raw)

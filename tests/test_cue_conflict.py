@@ -24,7 +24,7 @@ from imagenetx.benchmarks.cue_conflict.responses import import_responses
 from imagenetx.benchmarks.cue_conflict.views import texture_decisions_view
 from imagenetx.cli import main
 from imagenetx.errors import ImageNetXError
-from imagenetx.models.predictions import import_prediction_files
+from imagenetx.models.prediction_files import import_prediction_files
 from imagenetx.store.downloads import RemoteFiles
 
 CUE = REPO.parent / "shared" / "data" / "cue-conflict"

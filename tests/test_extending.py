@@ -28,8 +28,8 @@ from imagenetx.benchmarks.base import Benchmark, field_slicing
 from imagenetx.classes.imagenet import class_table
 from imagenetx.errors import ImageNetXError
 from imagenetx.models import sources as source_registry
-from imagenetx.models.inference import predict
-from imagenetx.models.options import RunOptions
+from imagenetx.models.predict import predict
+from imagenetx.models.config import RunOptions
 from imagenetx.models.sources import register_source
 from imagenetx.present import charts as chart_registry
 from imagenetx.present.charts import Chart, Drill, charts_for, register_chart
@@ -258,7 +258,7 @@ def test_an_attack_writes_an_adversarial_field_the_panel_charts(toy):
 
 
 def test_a_protocol_is_the_benchmarks_default_and_records_departures(toy):
-    from imagenetx.models.inference import INFO_KEY
+    from imagenetx.models.run import INFO_KEY
 
     dataset, _ = toy
     register_protocol(TOY_PROTOCOL)

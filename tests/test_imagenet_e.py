@@ -349,7 +349,7 @@ def test_unknown_slice_and_ungrouped_dataset(predicted, photos_dir):
     plain.add_sample(fo.Sample(filepath=str(next(photos_dir.iterdir()))))
     with pytest.raises(ImageNetXError, match="is not a grouped dataset"):
         paired_scores(plain, "lite0")
-    from imagenetx.models.inference import predict
+    from imagenetx.models.predict import predict
 
     with pytest.raises(ImageNetXError, match="is not grouped"):
         predict(plain, f"checkpoint:{LITE0}", "x", arch="efficientnet_lite0",

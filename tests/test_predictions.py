@@ -15,7 +15,7 @@ import pytest
 from conftest import REPO, SHARED_DATA
 from imagenetx.errors import ImageNetXError
 from imagenetx.classes.imagenet import class_table
-from imagenetx.models.predictions import (
+from imagenetx.models.prediction_files import (
     _val_order,
     import_predictions,
     read_predictions,

@@ -22,7 +22,7 @@ from conftest import REPO, make_dataset, open_clip_architecture, save_photo
 from imagenetx.cli import main
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.loader import crop_reader
-from imagenetx.models.options import RunOptions
+from imagenetx.models.config import RunOptions
 from imagenetx.models.protocol_run import resolve_run, settle_run
 from imagenetx.models.sources import ModelRequest, load_model
 

@@ -30,7 +30,7 @@ from imagenetx.cli import main
 from imagenetx.errors import ImageNetXError
 from imagenetx.classes.imagenet import METACLASSES
 from imagenetx.benchmarks.imagenet_x.factors import FACTORS
-from imagenetx.models.predictions import import_predictions
+from imagenetx.models.prediction_files import import_predictions
 from imagenetx.store.classifications import write_classifications
 from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
 

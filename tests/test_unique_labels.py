@@ -18,7 +18,7 @@ from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
 from imagenetx.classes.imagenet import QUALIFIED_LABELS, class_table
 from imagenetx.classes.labels import labels_to_indices
 from imagenetx.errors import ImageNetXError
-from imagenetx.models.predictions import import_predictions
+from imagenetx.models.prediction_files import import_predictions
 from imagenetx.store.classifications import write_classifications
 from imagenetx.store.evaluation import evaluate_predictions
 

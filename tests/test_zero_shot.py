@@ -12,7 +12,7 @@ from PIL import Image
 
 from conftest import make_dataset, open_clip_architecture, save_photo
 from imagenetx.errors import ImageNetXError
-from imagenetx.models.inference import predict
+from imagenetx.models.predict import predict
 from imagenetx.probes.run import run_probe
 
 open_clip = pytest.importorskip("open_clip")

@@ -49,7 +49,7 @@ from imagenetx.benchmarks.ood.layouts import LAYOUTS
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.correlation import RankCorrelation, RankPosition, kendall_tau, rank_position
 from imagenetx.metrics.stats import to_json
-from imagenetx.models.inference import INFO_KEY
+from imagenetx.models.run import INFO_KEY
 from imagenetx.models.protocol_run import departure_note
 from imagenetx.probes.run import probe_info
 from imagenetx.store.datasets import get_dataset

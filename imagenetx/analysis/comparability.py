@@ -18,7 +18,7 @@ from imagenetx.benchmarks import get_benchmark
 from imagenetx.benchmarks.ood.layouts import LAYOUTS
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.stats import INTERVAL_LEVEL, wilson_interval
-from imagenetx.models.inference import INFO_KEY
+from imagenetx.models.run import INFO_KEY
 from imagenetx.models.protocol_run import departure_note
 from imagenetx.protocols import get_protocol
 from imagenetx.store.datasets import get_dataset

@@ -25,11 +25,11 @@ from imagenetx.attacks.run import robust_count, run_attack
 from imagenetx.benchmarks import get_benchmark
 from imagenetx.benchmarks.cue_conflict.published import load_published
 from imagenetx.benchmarks.imagenet_x.tagging import DEFAULT_FIELD
-from imagenetx.models.inference import run_predict
-from imagenetx.models.options import RunOptions
+from imagenetx.models.predict import predict
+from imagenetx.models.config import RunOptions
 from imagenetx.models.protocol_run import check_dataset, departure_note, resolve_run
 from imagenetx.models.sources import ModelRequest, check_request
-from imagenetx.probes.run import run_probe_with
+from imagenetx.probes.run import run_probe
 from imagenetx.metrics.stats import INTERVAL_LEVEL, wilson_interval
 from imagenetx.protocols.arithmetic import padded_batch_accuracy, padded_batches
 from imagenetx.store.datasets import all_slices
@@ -224,7 +224,7 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
         datasets (None): the datasets to use (default: every dataset of a
             suite benchmark in the database)
         request, options (None): model and run options
-            (:mod:`imagenetx.models.options`); every step follows
+            (:mod:`imagenetx.models.config`); every step follows
             ``options.protocol`` (default ``gavrikov``: their preprocessing,
             PGD-40, float32), and what departs from it is noted
         probes (True): run the spectral and critical-band probes on
@@ -272,7 +272,7 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
         head = f"[{k}/{len(steps)}] {titles[benchmark]} ({name}): {step}"
         say(f"{head} ...")
         if step == "predict":
-            s = run_predict(name, model, field, request, options, progress=False)
+            s = predict(name, model, field, progress=False, request=request, options=options)
             line = (f"{head}: {s.predicted:,} predicted, {s.already_predicted:,} already"
                     + (f", accuracy {s.accuracy:.4f}" if s.accuracy is not None else ""))
         elif step == "attack":  # at most attack_n in all, a resumed suite too
@@ -297,7 +297,8 @@ def run_suite(model: str, field: str, datasets: Optional[Sequence[str]] = None,
                     f"{field}: the attack ran under `protocol={s.protocol or 'none'}`, not "
                     f"gavrikov: not compared with the table's {PGD_LOW_COLUMN} column")
         else:
-            s = run_probe_with(name, model, field, step, request, options, progress=False)
+            s = run_probe(name, model, field, step, progress=False, request=request,
+                          options=options)
             line = f"{head}: {s.probed:,} probed, {s.complete:,} already complete"
         if getattr(s, "departures", None):
             departed.append(f"{field} ({titles[benchmark]}, {step}): "

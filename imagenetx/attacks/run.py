@@ -1,6 +1,7 @@
-"""Run an attack over a FiftyOne collection through the prediction
-pipeline: the same loading, decoding, devices, sharding, resume and
-background writes as ``predict``, with the attack as its task.
+"""Run an attack over a FiftyOne collection as a task of the model run
+(:mod:`imagenetx.models.run`): the same loading, decoding, devices,
+sharding, resume and background writes as ``predict``, with the attack's
+batch computation, attributes, record, departures and gradient check.
 
 The adversarial field has the prediction contract (``label``,
 ``class_index``, ``confidence``, ``top5``) of the attacked image, plus
@@ -30,8 +31,9 @@ from imagenetx.attacks.library import InputsInUnitRange, check_gradients, make_a
 from imagenetx.attacks.settings import AttackSettings, protocol_settings
 from imagenetx.attacks.subsets import robustbench_view
 from imagenetx.errors import ImageNetXError
-from imagenetx.models.inference import PredictSummary, error_field, run_predict
-from imagenetx.models.options import RunOptions
+from imagenetx.models.config import RunOptions, configure
+from imagenetx.models.predict import Classify, PredictSummary, error_field
+from imagenetx.models.run import ModelRun, run
 from imagenetx.models.sources import ModelRequest
 from imagenetx.protocols import get_protocol
 from imagenetx.benchmarks import get_benchmark
@@ -92,12 +94,13 @@ def run_attack(
     gt_field: str = "ground_truth",
     progress=None,
     slices: Optional[Sequence[str]] = None,
+    **kwargs,
 ) -> AttackSummary:
     """Attacks the samples' images and stores the adversarial predictions.
 
     Args:
         samples: a dataset, view, or dataset name (a view attacks only its
-            samples: ``--n`` is ``options.limit``)
+            samples: ``n`` is ``options.limit``)
         model: a model spec (any source: zero-shot models too)
         field: the adversarial prediction field to write
         settings (None): the attack (default: the protocol's; Gavrikov's
@@ -112,8 +115,10 @@ def run_attack(
             lower-precision gradients)
         gt_field ("ground_truth"): the true classes the attack moves away
             from (required)
-        progress (None): as in :func:`imagenetx.models.inference.predict`
+        progress (None): as in :func:`imagenetx.models.predict.predict`
         slices (None): on a grouped dataset, the group slices to attack
+        **kwargs: fields of ``request`` or ``options`` set on top (as in
+            :func:`~imagenetx.models.predict.predict`)
 
     Returns:
         an :class:`AttackSummary`
@@ -122,7 +127,8 @@ def run_attack(
         ImageNetXError: before anything is written, for a bad setting, a
             dataset without ground truth, or a model gradients do not reach
     """
-    options = (options or RunOptions()).check()
+    request, options = configure(request, options, **kwargs)
+    options = options.check()
     name = options.protocol or DEFAULT_PROTOCOL
     protocol = get_protocol(name)
     settings = (settings or protocol_settings(name)).check()
@@ -131,23 +137,9 @@ def run_attack(
     if protocol is not None and protocol.subset == "robustbench":
         samples = robustbench_view(samples)  # all 5,000, once each, or one line
     options = dataclasses.replace(options, amp=attack_amp(options.amp), protocol=name)
-    summary = AttackSummary(dataset="", field=field, model=model, device="", samples=0,
-                            attack=settings.describe())
-
-    def task(classify, todo):
-        return _Attack(classify, todo, attack, settings, summary)
-
-    result = run_predict(samples, model, field, request or ModelRequest(),
-                         options, gt_field=gt_field, progress=progress,
-                         slices=slices, task=task, attributes=ATTRIBUTES,
-                         record={"attack": settings.to_dict(), "amp": options.amp},
-                         needs_truth=True,
-                         check=lambda engine: check_gradients(engine, model),
-                         departures=attack_departures(protocol, settings),
-                         what=f"attack {settings.describe()} of {model}")
-    for name in PredictSummary.__dataclass_fields__:
-        setattr(summary, name, getattr(result, name))
-    return summary
+    task = Attack(attack, settings, attack_departures(protocol, settings), options.amp,
+                  gt_field=gt_field, slices=slices)
+    return run(samples, model, field, task, request, options, progress)
 
 
 def attack_departures(protocol, settings: AttackSettings) -> list:
@@ -172,9 +164,52 @@ def _check_benchmark(samples) -> None:
             "ImageNet dataset (ImageNet val, -A, -R, V2, ...)")
 
 
-class _Attack:
-    """The attack task: clean top-1, the attack, then the classify task on
-    the adversarial images with ``flipped`` and ``clean_class_index``."""
+class Attack(Classify):
+    """The attack task: the classify task on each batch's adversarial
+    images, with ``flipped`` and ``clean_class_index``; it needs each
+    image's true class and gradients at the inputs.
+
+    Args:
+        attack: the attack callable (:func:`~imagenetx.attacks.library.make_attack`)
+        settings: its settings (recorded)
+        departures: its settings the protocol pins otherwise
+        amp: the run's autocast (recorded)
+        gt_field, slices: as in :class:`~imagenetx.models.predict.Classify`
+    """
+
+    attributes = ATTRIBUTES
+    needs_truth = True
+
+    def __init__(self, attack, settings: AttackSettings, departures: Sequence[str],
+                 amp: str, gt_field: str = "ground_truth",
+                 slices: Optional[Sequence[str]] = None):
+        super().__init__(gt_field=gt_field, slices=slices)
+        self.attack = attack
+        self.settings = settings
+        self.departures = tuple(departures)
+        self.amp = amp
+
+    def describe(self, model: str) -> str:
+        return f"attack {self.settings.describe()} of {model}"
+
+    def record(self) -> dict:
+        return {"attack": self.settings.to_dict(), "amp": self.amp}
+
+    def make_summary(self, **values) -> AttackSummary:
+        return AttackSummary(**values, attack=self.settings.describe())
+
+    def check(self, run: ModelRun) -> None:
+        check_gradients(run.engine, run.model)
+
+    def compute(self, run: ModelRun):
+        return _AttackBatch(super().compute(run), self.todo, self.attack, self.settings,
+                            self.summary)
+
+
+class _AttackBatch:
+    """One batch attacked: clean top-1, the attack, then the classify
+    computation on the adversarial images with ``flipped`` and
+    ``clean_class_index``."""
 
     def __init__(self, classify, todo, attack, settings: AttackSettings,
                  summary: AttackSummary):
@@ -248,7 +283,7 @@ def robust_count(samples, field: str, gt_field: str = "ground_truth") -> tuple:
     key = eval_key_of(field)
     if not view.has_field(key):
         raise ImageNetXError(
-            f"Field '{field}' has no evaluation '{key}': run `imagenetx attack` with a "
-            "ground truth")
+            f"Field '{field}' has no evaluation '{key}': run an attack (`run_attack`) "
+            "with a ground truth")
     values = [v for v in view.values(key) if v is not None]
     return int(sum(values)), len(values)

@@ -241,12 +241,12 @@ def _probe(args, probe) -> int:
     from imagenetx.analysis.probes import probe_results
     from imagenetx.errors import ImageNetXError
     from imagenetx.present.probes import format_probe
-    from imagenetx.models.options import from_args
-    from imagenetx.probes.run import run_probe_with
+    from imagenetx.models.config import from_args
+    from imagenetx.probes.run import run_probe
 
     request, options = from_args(args)
-    summary = run_probe_with(args.dataset, args.model, args.field, probe, request, options,
-                             levels=getattr(args, "levels", None))
+    summary = run_probe(args.dataset, args.model, args.field, probe,
+                        levels=getattr(args, "levels", None), request=request, options=options)
     if not _main_rank():
         return 0  # under torchrun, rank 0 prints
     print(summary)
@@ -270,13 +270,14 @@ def run_predict(args) -> int:
                 "--logits, --compile and --slices do not apply with --corruption(s)")
         return _probe(args, Corruptions(_corruption_specs(args)))
 
-    from imagenetx.models.inference import run_predict
-    from imagenetx.models.options import from_args
+    from imagenetx.models.predict import predict
+    from imagenetx.models.config import from_args
 
     request, options = from_args(args)
-    summary = run_predict(args.dataset, args.model, args.field, request, options,
-                          gt_field=args.gt_field, logits=args.logits,
-                          slices=args.slices.split(",") if args.slices else None)
+    summary = predict(args.dataset, args.model, args.field, gt_field=args.gt_field,
+                      logits=args.logits,
+                      slices=args.slices.split(",") if args.slices else None,
+                      request=request, options=options)
     if _main_rank():  # under torchrun, rank 0 prints
         from imagenetx.present.protocols import run_summary
 
@@ -305,7 +306,7 @@ def run_probe(args) -> int:
 def run_attack(args) -> int:
     from imagenetx.attacks.run import run_attack as attack
     from imagenetx.attacks.settings import settings_from
-    from imagenetx.models.options import from_args
+    from imagenetx.models.config import from_args
 
     settings = settings_from(
         args.protocol, attack=args.attack, eps=args.eps, norm=args.norm, steps=args.steps,
@@ -351,7 +352,7 @@ def run_corruption_accuracy(args) -> int:
 
 
 def run_import_predictions(args) -> int:
-    from imagenetx.models.predictions import import_prediction_files
+    from imagenetx.models.prediction_files import import_prediction_files
 
     print(import_prediction_files(args.dataset, args.file, args.field,
                                   overwrite=args.overwrite, row_order=args.row_order,

@@ -120,7 +120,7 @@ def run_spillover(args) -> int:
 
 def run_suite(args) -> int:
     from imagenetx.analysis.suite import run_suite as suite
-    from imagenetx.models.options import from_args
+    from imagenetx.models.config import from_args
     from imagenetx.present.biases import format_biases
 
     request, options = from_args(args)

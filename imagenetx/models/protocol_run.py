@@ -85,7 +85,7 @@ def resolve_run(benchmark: str, request, options, dataset: str = "") -> tuple:
     Args:
         benchmark: the dataset's benchmark name
         request: the :class:`~imagenetx.models.sources.ModelRequest`
-        options: the :class:`~imagenetx.models.options.RunOptions`
+        options: the :class:`~imagenetx.models.config.RunOptions`
         dataset (""): the dataset's name, for messages
 
     Returns:

@@ -1,5 +1,9 @@
 """Run a probe over a FiftyOne collection: every level, one decode per image.
 
+The probe is a task of the model run (:class:`ProbeLevels`,
+:mod:`imagenetx.models.run`): loading, protocol, preprocessing, devices,
+ranks, claim and background writes are the run's, as for ``predict``.
+
 Storage: one list field per (prediction field, probe), ``<field>_<probe>``
 (e.g. ``lite0_spectral``), holding each sample's predicted class index
 under every level, in the order of the level keys kept in that field's
@@ -14,7 +18,7 @@ and on them only the missing levels; new levels (another corruption) are
 appended to the level keys.
 
 Speed: each batch is decoded, resized and cropped once by the DataLoader
-workers, moved to the model's device once, and every level of a pass runs
+workers (only cropped where the benchmark's images keep their geometry), moved to the model's device once, and every level of a pass runs
 on it there (``Probe.apply``: the spectral filter on the batch with
 ``torch.fft``), so decoding and filtering do not bind; probes with a
 per-image CPU hook (``apply_image``: the corruptions) run it in the workers.
@@ -29,20 +33,15 @@ import fiftyone as fo
 import numpy as np
 import torch
 
-from imagenetx.benchmarks import get_benchmark
 from imagenetx.errors import ImageNetXError
-from imagenetx.models import writer
-from imagenetx.models.classify import FAILURES_SHOWN
+from imagenetx.models.config import RunOptions, configure
+from imagenetx.models.device import Engine
 from imagenetx.models.distributed import pick
-from imagenetx.models.engine import Engine, amp_dtype
-from imagenetx.models.inference import record_differences, run_record
-from imagenetx.models.loader import ImageFiles, crop_reader, error_message, make_loader
-from imagenetx.models.options import RunOptions
-from imagenetx.models.pipeline import place, progress_bar, stream
-from imagenetx.models.protocol_run import check_dataset, resolve_run, settle_run
-from imagenetx.models.sources import ModelRequest, check_request, load_model
+from imagenetx.models.loader import ImageFiles, error_message
+from imagenetx.models.run import (
+    FAILURES_SHOWN, ModelRun, Pass, Task, record_differences, run)
+from imagenetx.models.sources import ModelRequest
 from imagenetx.probes.base import get_probe
-from imagenetx.store.claims import claim_field
 from imagenetx.store.datasets import all_slices, get_dataset
 #: the key of a probe field's ``info``
 INFO_KEY = "imagenetx_probe"
@@ -128,42 +127,25 @@ def sample_seed(sample_id) -> int:
     return zlib.crc32(str(sample_id).encode())
 
 
-def run_probe(
-    samples,
-    model: str,
-    field: str,
-    probe,
-    levels: Optional[Sequence[str]] = None,
-    arch: Optional[str] = None,
-    batch_size: Optional[int] = None,
-    num_workers: Optional[int] = None,
-    device: str = "auto",
-    amp: str = "auto",
-    limit: Optional[int] = None,
-    overwrite: bool = False,
-    pretrained: bool = True,
-    remap_by_position: bool = False,
-    progress=None,
-    decoder: str = "auto",
-    templates: Optional[str] = None,
-    prompt: Optional[str] = None,
-) -> ProbeSummary:
+def run_probe(samples, model: str, field: str, probe, levels: Optional[Sequence[str]] = None,
+              progress=None, request: Optional[ModelRequest] = None,
+              options: Optional[RunOptions] = None, **kwargs) -> ProbeSummary:
     """Predicts the samples' images under every level of a probe.
 
     Args:
         samples: a dataset, view, or dataset name
-        model: the model spec (as :func:`imagenetx.models.inference.predict`)
+        model: the model spec (as :func:`imagenetx.models.predict.predict`)
         field: the model's prediction field name; the results go to
             ``<field>_<probe name>`` (:func:`probe_field`)
         probe: a probe object (:mod:`imagenetx.probes.base`) or a probe
             name (``spectral``, ``corruption``, ...) built with defaults
         levels (None): the levels to run (default: all of the probe's)
-        arch, batch_size, num_workers, device, amp, limit, pretrained,
-            remap_by_position, progress, decoder, templates, prompt: as in
-            ``predict`` (the images are decoded on the CPU: probes add no
-            GPU decoding)
-        overwrite (False): rerun the requested levels on every sample, and
-            allow another model than the one stored
+        progress (None): as in ``predict``
+        request (None), options (None), **kwargs: the model and the run,
+            as in ``predict`` (the images are decoded on the CPU: probes add
+            no GPU decoding); ``overwrite=True`` reruns the requested
+            levels on every sample, and allows another model than the one
+            stored
 
     Returns:
         a :class:`ProbeSummary`
@@ -173,145 +155,133 @@ def run_probe(
             a bad option, level, model spec, or a model without the 1000
             ImageNet outputs
     """
-    options = RunOptions(batch_size=batch_size, num_workers=num_workers, device=device,
-                         amp=amp, decoder=decoder, limit=limit, overwrite=overwrite)
-    request = ModelRequest(arch=arch, pretrained=pretrained,
-                           remap_by_position=remap_by_position, templates=templates,
-                           prompt=prompt)
-    return run_probe_with(samples, model, field, probe, request, options, levels=levels,
-                          progress=progress)
+    request, options = configure(request, options, **kwargs)
+    return run(samples, model, field, ProbeLevels(probe, levels), request, options, progress)
 
 
-def run_probe_with(samples, model: str, field: str, probe, request: ModelRequest,
-                   options: RunOptions, levels: Optional[Sequence[str]] = None,
-                   progress=None) -> ProbeSummary:
-    """:func:`run_probe` with its options as the objects the command line,
-    the suite and the App build (:mod:`imagenetx.models.options`), as
-    :func:`~imagenetx.models.inference.run_predict` takes them."""
-    samples = get_dataset(samples)
-    dataset = samples._dataset
-    if isinstance(probe, str):
-        probe = get_probe(probe)
-    _check_field(field)
-    options.check()
-    overwrite, limit = options.overwrite, options.limit
-    all_levels = list(probe.levels())
-    wanted = all_levels if levels is None else list(levels)
-    unknown = [lv for lv in wanted if lv not in all_levels]
-    if unknown or not wanted:
-        raise ImageNetXError(
-            f"Unknown level(s) {', '.join(map(repr, unknown)) or '(none given)'} of "
-            f"probe '{probe.name}': use some of {', '.join(all_levels)}")
-    pfield = probe_field(field, probe.name)
-    benchmark = get_benchmark(dataset)
-    request = request.with_classes(benchmark.output_classes)
-    request, options, protocol = resolve_run(benchmark.name, request, options, dataset.name)
-    check_dataset(protocol, samples)
-    check_request(model, request)
-    at = place(options)
-    ranks, dev = at.ranks, at.device
-    # one run per field at a time: claimed before the model loads, released at the end
-    with claim_field(dataset, pfield, f"probe {probe.name} of {model}", ranks) as claim:
-        stored = _stored_info(dataset, pfield, probe.name, model, overwrite)
-        classifier = load_model(model, request)
-        protocol, amp = settle_run(protocol, classifier, request, options.amp, dev.type)
-        at.dtype = amp_dtype(amp, dev)  # pinned per protocol, model and device
-        run = run_record(classifier, protocol.record())
-        differ = record_differences(stored["run"], run) if stored and stored.get("run") else []
+class ProbeLevels(Task):
+    """The probe task: every requested level still missing, one pass per
+    level group (one decode per image and group), the predicted class
+    index per level merged into each sample's list.
+
+    Args:
+        probe: a probe object or a probe name
+        levels (None): the levels to run (default: all of the probe's)
+    """
+
+    decode_on_device = False  # the probes transform CPU-decoded crops
+
+    def __init__(self, probe, levels: Optional[Sequence[str]] = None):
+        self.probe = get_probe(probe) if isinstance(probe, str) else probe
+        all_levels = list(self.probe.levels())
+        self.wanted = all_levels if levels is None else list(levels)
+        unknown = [lv for lv in self.wanted if lv not in all_levels]
+        if unknown or not self.wanted:
+            raise ImageNetXError(
+                f"Unknown level(s) {', '.join(map(repr, unknown)) or '(none given)'} of "
+                f"probe '{self.probe.name}': use some of {', '.join(all_levels)}")
+
+    def target(self, field: str) -> str:
+        if not field or "." in field or field.startswith("_"):
+            raise ImageNetXError(
+                f"`field='{field}'` is not a top-level field name: use letters, digits "
+                "and underscores, e.g. `field='r50'`")
+        return probe_field(field, self.probe.name)
+
+    def describe(self, model: str) -> str:
+        return f"probe {self.probe.name} of {model}"
+
+    def start(self, run: ModelRun) -> None:
+        dataset, pfield, overwrite = run.dataset, run.target, run.options.overwrite
+        stored = _stored_info(dataset, pfield, self.probe.name, run.model, overwrite)
+        differ = (record_differences(stored["run"], run.record)
+                  if stored and stored.get("run") else [])
         if differ and all_slices(dataset).count(pfield):  # the same spec, other weights or prompts
             if not overwrite:
                 raise ImageNetXError(
-                    f"'{pfield}' holds probe results of '{model}' with other "
-                    f"{', '.join(differ)}: pass another --field, or --overwrite to replace them")
+                    f"'{pfield}' holds probe results of '{run.model}' with other "
+                    f"{', '.join(differ)}: pass another `field`, or `overwrite=True` to "
+                    "replace them")
             stored = None  # replaced whole, as another model's
-        # the probes apply their levels to CPU-decoded crops
-        reader, _ = crop_reader(classifier, options.decoder, torch.device("cpu"))
-        if stored is None and dataset.has_field(pfield) and ranks.main:
-            # --overwrite with another model, now that it loads: no sample keeps
-            # the old model's lists (with --limit the rest would read as the new one's)
+        if stored is None and dataset.has_field(pfield) and run.ranks.main:
+            # overwrite with another model, now that it loads: no sample keeps the
+            # old model's lists (with a limit the rest would read as the new one's)
             all_slices(dataset).clear_sample_field(pfield)
-
         order = list(stored["levels"]) if stored else []
-        order += [lv for lv in wanted if lv not in order]
-        position = {lv: i for i, lv in enumerate(order)}
-        # without stored info (a new field, or --overwrite with another model)
+        order += [lv for lv in self.wanted if lv not in order]
+        self.position = {lv: i for i, lv in enumerate(order)}
+        # without stored info (a new field, or overwrite with another model)
         # the old lists, in another level order, are not read
         has_list = stored is not None
-        paths_read = ["_id", "filepath"] + ([pfield] if has_list else [])
-        err_field, added = f"{pfield}_error", False
-        columns = None
-        if ranks.main:  # one list for all ranks, read and declared before any writes
-            columns = samples.values(paths_read, _raw=True)
-            _declare(dataset, pfield, field, probe.name, model, order, run)
-            if ranks.sharded and not dataset.has_field(err_field):  # not by two ranks at once
-                dataset.add_sample_field(err_field, fo.StringField)
-                added = True
-        columns = ranks.agree(columns)
-        if not ranks.main:
-            dataset.reload()
-        ids, paths = columns[0], columns[1]
-        current = columns[2] if has_list else [None] * len(ids)
+        self.err_field, self.added = f"{pfield}_error", False
 
+        def listing():  # rank 0's
+            columns = run.samples.values(["_id", "filepath"] + ([pfield] if has_list else []),
+                                         _raw=True)
+            _declare(dataset, pfield, run.field, self.probe.name, run.model, order, run.record)
+            if run.ranks.sharded and not dataset.has_field(self.err_field):
+                dataset.add_sample_field(self.err_field, fo.StringField)  # not by two ranks
+                self.added = True
+            return columns
+
+        columns = run.agree(listing)
+        self.ids, self.paths = columns[0], columns[1]
+        self.current = columns[2] if has_list else [None] * len(self.ids)
         todo, missing = [], set()
-        for k, values in enumerate(current):
+        for k, values in enumerate(self.current):
             values = list(values or [])
-            gaps = [lv for lv in wanted if overwrite or position[lv] >= len(values)
-                    or values[position[lv]] is None or values[position[lv]] < 0]
+            gaps = [lv for lv in self.wanted if overwrite or self.position[lv] >= len(values)
+                    or values[self.position[lv]] is None or values[self.position[lv]] < 0]
             if gaps:
                 todo.append(k)
                 missing.update(gaps)
-        summary = ProbeSummary(dataset.name, pfield, probe.name, model, str(dev),
-                               len(ids), levels=order,
-                               complete=len(ids) - len(todo), took_over=claim.took_over)
-        if limit is not None:
-            todo = todo[:limit]
-        run_levels = [lv for lv in wanted if lv in missing]
-        summary.levels_run = run_levels if todo else []
-        if not todo:
-            if added:
-                dataset.delete_sample_field(err_field)
-            return summary
-        todo = pick(todo, ranks.share(len(todo)))
+        self.summary = ProbeSummary(
+            dataset.name, pfield, self.probe.name, run.model, str(run.placement.device),
+            len(self.ids), levels=order, complete=len(self.ids) - len(todo),
+            took_over=run.took_over)
+        if run.options.limit is not None:
+            todo = todo[:run.options.limit]
+        self.run_levels = [lv for lv in self.wanted if lv in missing]
+        self.summary.levels_run = self.run_levels if todo else []
+        self.any_todo = bool(todo)
+        self.todo = pick(todo, run.ranks.share(len(todo)))
+        self.lists = {k: _padded(self.current[k], len(order)) for k in self.todo}
+        self.failed_at = {}
 
-        start = time.perf_counter()
-        groups = (probe.level_groups(run_levels) if hasattr(probe, "level_groups")
-                  else [run_levels])
-        engine = Engine(classifier, dev, at.dtype, options.compile, at.batch_size)
-        lists = {k: _padded(current[k], len(order)) for k in todo}
-        seeds = [sample_seed(ids[k]) for k in todo]
-        todo_paths = [paths[k] for k in todo]
-        failed_at = {}
-        with progress_bar(len(todo) * len(groups), progress, ranks) as pb:
-            for group in groups:
-                images = _ProbeImages(todo_paths, seeds, reader, probe, group)
-                batches = make_loader(todo_paths, reader, dev, at.batch_size,
-                                      at.num_workers, dataset=images)
-                updates = _Updates(group, todo, ids, lists, position, pfield, dataset,
-                                   failed_at, todo_paths, summary)
-                with writer.BackgroundWrites(dataset, updates, depth=4) as writes:
-                    stream(batches, _host_inputs, _ProbeLevels(engine, probe, group, seeds),
-                           writes.put, pb)
-                summary.passes += 1
-        summary.probed = len(todo) - len(failed_at)
-        summary.failed = len(failed_at)
-        summary.forwards = engine.forwards
-        if ranks.sharded:  # rank 0's summary counts every rank's
-            shares = ranks.gather((summary.probed, summary.failed, summary.forwards,
-                                   summary.failures))
+    def passes(self, run: ModelRun) -> List[Pass]:
+        if not self.any_todo:
+            return []
+        probe, todo = self.probe, self.todo
+        self.groups = (probe.level_groups(self.run_levels) if hasattr(probe, "level_groups")
+                       else [self.run_levels])
+        seeds = [sample_seed(self.ids[k]) for k in todo]
+        paths = [self.paths[k] for k in todo]
+        return [Pass(paths, _ProbeLevels(run.engine, probe, group, seeds),
+                     _Updates(self, group, run.dataset, run.target, paths),
+                     inputs=_host_inputs,
+                     images=_ProbeImages(paths, seeds, run.reader, probe, group), depth=4)
+                for group in self.groups]
+
+    def finish(self, run: ModelRun) -> ProbeSummary:
+        summary, dataset = self.summary, run.dataset
+        if not self.any_todo:
+            if self.added:
+                dataset.delete_sample_field(self.err_field)
+            return summary
+        summary.passes = len(self.groups)
+        summary.probed = len(self.todo) - len(self.failed_at)
+        summary.failed = len(self.failed_at)
+        summary.forwards = run.engine.forwards
+        if run.ranks.sharded:  # rank 0's summary counts every rank's
+            shares = run.ranks.gather((summary.probed, summary.failed, summary.forwards,
+                                       summary.failures))
             summary.probed, summary.failed, summary.forwards = (
                 sum(s[i] for s in shares) for i in range(3))
             summary.failures = [f for s in shares for f in s[3]][:FAILURES_SHOWN]
-            if added and not summary.failed:
-                dataset.delete_sample_field(err_field)  # declared, never needed
-        summary.seconds = time.perf_counter() - start
+            if self.added and not summary.failed:
+                dataset.delete_sample_field(self.err_field)  # declared, never needed
+        summary.seconds = time.perf_counter() - run.started
         return summary
-
-
-def _check_field(field: str) -> None:
-    if not field or "." in field or field.startswith("_"):
-        raise ImageNetXError(
-            f"--field '{field}' is not a top-level field name: use letters, digits "
-            "and underscores, e.g. --field r50")
 
 
 def _stored_info(dataset, pfield, probe_name, model, overwrite) -> Optional[dict]:
@@ -322,11 +292,11 @@ def _stored_info(dataset, pfield, probe_name, model, overwrite) -> Optional[dict
     if not isinstance(f, fo.ListField) or info is None:
         raise ImageNetXError(
             f"Field '{pfield}' exists and is not a '{probe_name}' probe field: "
-            "pass another --field (the results go to <field>_<probe>)")
+            "pass another `field` (the results go to <field>_<probe>)")
     if info.get("model") != model and not overwrite:
         raise ImageNetXError(
             f"'{pfield}' holds probe results of model '{info.get('model')}', not "
-            f"'{model}': pass another --field, or --overwrite to replace them")
+            f"'{model}': pass another `field`, or `overwrite=True` to replace them")
     if overwrite and info.get("model") != model:
         return None  # a new model starts a new level order
     return info
@@ -414,32 +384,31 @@ class _Updates:
     """Merges a pass's predictions into the samples' level lists: the
     updates of one result."""
 
-    def __init__(self, levels, todo, ids, lists, position, pfield, dataset,
-                 failed_at, paths, summary):
-        self.levels, self.todo, self.ids, self.lists = levels, todo, ids, lists
-        self.position, self.pfield, self.dataset = position, pfield, dataset
-        self.failed_at, self.paths, self.summary = failed_at, paths, summary
+    def __init__(self, task: ProbeLevels, levels, dataset, pfield: str, paths):
+        self.task, self.levels = task, levels
+        self.dataset, self.pfield, self.paths = dataset, pfield, paths
         self.err_field = f"{pfield}_error"
 
     def __call__(self, result) -> dict:
         positions, predicted, failed = result
+        task, summary = self.task, self.task.summary
         chunk = {}
         clear = self.dataset.has_field(self.err_field)
         for row, pos in enumerate(positions):
-            k = self.todo[pos]
-            values = self.lists[k]
+            k = task.todo[pos]
+            values = task.lists[k]
             for level in self.levels:
-                values[self.position[level]] = int(predicted[level][row])
+                values[task.position[level]] = int(predicted[level][row])
             update = {self.pfield: values}
             if clear:
                 update[self.err_field] = None
-            chunk[self.ids[k]] = update
+            chunk[task.ids[k]] = update
         if failed and not self.dataset.has_field(self.err_field):
             self.dataset.add_sample_field(self.err_field, fo.StringField)
         for pos, message in failed:
-            self.failed_at[pos] = message
-            chunk[self.ids[self.todo[pos]]] = {self.err_field: message}
-            shown = [p for p, _ in self.summary.failures]
-            if len(self.summary.failures) < FAILURES_SHOWN and self.paths[pos] not in shown:
-                self.summary.failures.append((self.paths[pos], message))
+            task.failed_at[pos] = message
+            chunk[task.ids[task.todo[pos]]] = {self.err_field: message}
+            shown = [p for p, _ in summary.failures]
+            if len(summary.failures) < FAILURES_SHOWN and self.paths[pos] not in shown:
+                summary.failures.append((self.paths[pos], message))
         return chunk

@@ -10,7 +10,7 @@ parameters (:func:`from_params`), and checked before anything is loaded.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Optional, Tuple
 
 from imagenetx.errors import ImageNetXError
@@ -81,6 +81,28 @@ class RunOptions:
 def _pick(cls, values: dict):
     names = {f.name for f in fields(cls)}
     return cls(**{k: v for k, v in values.items() if k in names and v is not None})
+
+
+def configure(request: Optional[ModelRequest] = None, options: Optional[RunOptions] = None,
+              **values) -> Tuple[ModelRequest, RunOptions]:
+    """The config objects of a keyword door (``predict(..., batch_size=8)``):
+    ``request`` and ``options`` (default: the defaults) with ``values`` set
+    on whichever of the two has each field.
+
+    Raises:
+        TypeError: for a name that is neither's field
+    """
+    request, options = request or ModelRequest(), options or RunOptions()
+    names = {cls: {f.name for f in fields(cls)} for cls in (ModelRequest, RunOptions)}
+    unknown = sorted(set(values) - names[ModelRequest] - names[RunOptions])
+    if unknown:
+        raise TypeError(
+            f"unexpected keyword argument {unknown[0]!r}: the run takes those of ModelRequest "
+            f"({', '.join(sorted(names[ModelRequest]))}) and RunOptions "
+            f"({', '.join(sorted(names[RunOptions]))})")
+    request = replace(request, **{k: v for k, v in values.items() if k in names[ModelRequest]})
+    options = replace(options, **{k: v for k, v in values.items() if k in names[RunOptions]})
+    return request, options
 
 
 def from_args(args) -> Tuple[ModelRequest, RunOptions]:

@@ -1,5 +1,6 @@
-"""Where a classifier runs: its device, autocast dtype and compiled form,
-and one ``logits`` call on decoded batches.
+"""Where a model run goes: its rank of a sharded run, device, autocast dtype
+and sizes (:func:`place`), and the classifier there in its compiled form
+with one ``logits`` call on decoded batches (:class:`Engine`).
 
 The engine never picks a grad mode: prediction and probes call it under
 ``torch.inference_mode()``, an attack with gradients enabled.
@@ -7,12 +8,16 @@ The engine never picks a grad mode: prediction and probes call it under
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.classifier import Classifier
+from imagenetx.models.config import RunOptions
+from imagenetx.models.distributed import Ranks, join
+from imagenetx.models.loader import default_workers
 from imagenetx.models.zeroshot import materialize
 from imagenetx.options import AMPS, DEVICES
 
@@ -62,6 +67,39 @@ def default_batch_size(device: torch.device) -> int:
     """Images per forward pass when none is given: 256 on a GPU, 64 on the
     CPU."""
     return CUDA_BATCH_SIZE if device.type == "cuda" else DEFAULT_BATCH_SIZE
+
+
+@dataclass
+class Placement:
+    """Where and in what sizes a run goes.
+
+    Attributes:
+        ranks: this process's place in a sharded run (one rank of one
+            without torchrun)
+        device: its device
+        dtype: its autocast dtype (None: float32)
+        batch_size: images per forward pass
+        num_workers: decoding processes
+    """
+
+    ranks: Ranks
+    device: torch.device
+    dtype: Optional[torch.dtype]
+    batch_size: int
+    num_workers: int
+
+
+def place(options: RunOptions) -> Placement:
+    """Joins a sharded run when under torchrun and resolves the options'
+    device, autocast and sizes for this rank."""
+    ranks = join(options.device)  # under torchrun: this rank's share, its GPU
+    device = ranks.device(resolve_device(options.device))
+    dtype = amp_dtype(options.amp, device)
+    batch_size = options.batch_size or default_batch_size(device)
+    workers = options.num_workers
+    if workers is None:
+        workers = ranks.workers(default_workers())
+    return Placement(ranks, device, dtype, batch_size, workers)
 
 
 class Engine:

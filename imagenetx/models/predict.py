@@ -1,0 +1,613 @@
+"""Predict: the classify task of a model run, and its keyword door.
+
+Each predicted sample gets a ``fo.Classification`` in the prediction field:
+
+-   ``label``: the output class's label (ImageNet's unique label,
+    ``ClassTable.labels``, or a benchmark's own, e.g. ImageNet-D's),
+    ``class_index``: its ImageNet-1k index
+-   ``confidence``: the probability of that class (softmax; the sigmoid of
+    a model trained with one, SigLIP)
+-   ``top5`` / ``top5_confidences``: the five best classes' indices and
+    their probabilities, best first
+-   ``logits``: the raw outputs, only when kept
+
+On a benchmark with its own answers (the 16 categories of a cue-conflict
+dataset: ``Benchmark.decisions``), ``label``, ``class_index`` and
+``confidence`` are the decision in those classes instead, and ``top5`` keeps
+the 1000-way view. An image that cannot be read leaves the prediction
+empty and its reason in ``<field>_error``.
+
+Results are written every few hundred samples, so an interrupted run keeps
+what was written and a re-run predicts only the samples still without a
+prediction. Correctness is then a FiftyOne evaluation under the eval key
+``eval_<field>`` (:func:`imagenetx.store.evaluation.evaluate_predictions`),
+whose values are written with the predictions where the dataset has a
+classification ground truth.
+
+Speed: DataLoader workers on every core the process may use decode and crop
+the images (:mod:`imagenetx.models.loader`; on a GPU the main process also
+decodes a share of each batch there), the model runs on uint8 batches
+normalized on its device (:mod:`imagenetx.models.device`), and a
+background thread turns the outputs into documents and writes them
+(:mod:`imagenetx.models.writer`), so neither decoding in the main process
+nor the database holds the model up.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field as dc_field
+from typing import List, NamedTuple, Optional, Sequence
+
+import fiftyone as fo
+import torch
+
+from imagenetx.classes.decisions import Decisions
+from imagenetx.classes.imagenet import class_table
+from imagenetx.classes.outputs import OutputClasses
+from imagenetx.errors import ImageNetXError
+from imagenetx.models.config import RunOptions, configure
+from imagenetx.models.device import Engine
+from imagenetx.models.distributed import pick
+from imagenetx.models.protocol_run import departure_note
+from imagenetx.models.run import (
+    FAILURES_SHOWN, INFO_KEY, ModelRun, Pass, Task, record_differences, run, write_record)
+from imagenetx.models.sources import ModelRequest
+from imagenetx.store.datasets import all_slices
+from imagenetx.store.evaluation import (
+    Written, can_write_with_predictions, evaluate_predictions, is_classification)
+from imagenetx.store.schema import (
+    check_prediction_field, declare_classification, eval_key_of, raw_classification)
+
+TOP_K = 5
+
+
+def error_field(field: str) -> str:
+    """The field that records why a sample's image could not be read."""
+    return f"{field}_error"
+
+
+@dataclass
+class PredictSummary:
+    """What :func:`predict` did."""
+
+    dataset: str
+    field: str
+    model: str
+    device: str
+    samples: int
+    already_predicted: int = 0
+    predicted: int = 0
+    failed: int = 0
+    failures: list = dc_field(default_factory=list)
+    seconds: float = 0.0
+    eval_key: Optional[str] = None
+    evaluated: int = 0
+    accuracy: Optional[float] = None
+    eval_note: Optional[str] = None
+    #: samples predicted by each rank of a sharded run (torchrun)
+    per_rank: list = dc_field(default_factory=list)
+    #: the protocol the run followed (None: the model's own configuration)
+    protocol: Optional[str] = None
+    #: the protocol's pinned parameters the run set otherwise
+    departures: list = dc_field(default_factory=list)
+    #: the line saying whose stale claim of the field this run took over
+    took_over: Optional[str] = None
+
+    @property
+    def images_per_second(self) -> float:
+        return self.predicted / self.seconds if self.seconds else 0.0
+
+    def __str__(self):
+        lines = [
+            f"Dataset '{self.dataset}', field '{self.field}', model "
+            f"'{self.model}' on {self.device}: {self.samples:,} samples, "
+            f"{self.predicted:,} predicted ({self.images_per_second:.1f} "
+            f"images/s), {self.already_predicted:,} already predicted "
+            f"(left alone), {self.failed:,} unreadable"
+        ]
+        if self.took_over:
+            lines.insert(0, self.took_over)
+        if self.protocol:
+            lines.append(f"Protocol '{self.protocol}': " + (
+                departure_note(self.departures) or "every pinned value as its authors ran it"))
+        if len(self.per_rank) > 1:
+            lines.append(f"{len(self.per_rank)} ranks predicted "
+                         + " + ".join(f"{n:,}" for n in self.per_rank))
+        if self.failed:
+            lines.append(
+                f"Unreadable images are recorded in '{error_field(self.field)}'"
+                ", e.g. " + "; ".join(f"{p}: {m}" for p, m in self.failures)
+            )
+        if self.eval_note:
+            lines.append(self.eval_note)
+        if self.accuracy is not None:
+            lines.append(
+                f"Evaluation '{self.eval_key}' against ground truth: accuracy "
+                f"{self.accuracy:.4f} over {self.evaluated:,} samples"
+            )
+        return "\n".join(lines)
+
+
+def predict(samples, model: str, field: str, gt_field: str = "ground_truth",
+            logits: bool = False, slices: Optional[Sequence[str]] = None, progress=None,
+            request: Optional[ModelRequest] = None, options: Optional[RunOptions] = None,
+            **kwargs) -> PredictSummary:
+    """Predicts the class of the samples' images.
+
+    Args:
+        samples: a dataset, view, or dataset name
+        model: a model spec: ``timm:NAME``, ``torchvision:NAME[:WEIGHTS]``,
+            ``checkpoint:PATH``, ``open_clip:ARCH[/PRETRAINED]``,
+            ``hf:ORG/NAME`` or ``zoo:NAME`` (see
+            :mod:`imagenetx.models.sources`)
+        field: the ``fo.Classification`` field to write
+        gt_field ("ground_truth"): the ground truth for the evaluation,
+            skipped when the dataset has no such field
+        logits (False): whether to store the logits (always on a benchmark
+            that scores them, such as ImageNet-A/R)
+        slices (None): on a grouped dataset, the group slices to predict;
+            None: all of them (see :func:`group_slices_of`)
+        progress (None): whether to render a progress bar (True/False), use
+            ``fo.config.show_progress_bars`` (None), or a callback that
+            receives a ``fiftyone.core.utils.ProgressBar``
+        request (None): which model is loaded and how
+            (:class:`~imagenetx.models.sources.ModelRequest`)
+        options (None): how the run goes
+            (:class:`~imagenetx.models.config.RunOptions`)
+        **kwargs: fields of either, set on top: the model's ``arch``
+            (of a ``checkpoint:`` spec), ``pretrained`` (False: random
+            weights), ``remap_by_position``, a zero-shot model's
+            ``templates`` or ``prompt``; the run's ``batch_size``,
+            ``num_workers``, ``device``, ``amp``, ``compile``, ``decoder``,
+            ``limit``, ``overwrite`` (predict all samples, not only those
+            without a prediction), ``protocol`` (None: the dataset's
+            benchmark's own, ``"none"``: the model's own configuration),
+            ``preprocessing``
+
+    Returns:
+        a :class:`PredictSummary`
+
+    Raises:
+        ImageNetXError: before any image is read or anything written, for
+            a bad option, model spec, checkpoint or field
+    """
+    request, options = configure(request, options, **kwargs)
+    task = Classify(gt_field=gt_field, logits=logits, slices=slices)
+    return run(samples, model, field, task, request, options, progress)
+
+
+class Result(NamedTuple):
+    """One batch's outputs, on the CPU: top-5 ``idx`` (output positions) and
+    ``conf``, the ``logits`` when kept, the ``decided`` ``(n, 2)`` index and
+    score in a benchmark's own classes when it has them; ``event`` to wait
+    on before reading them (None on the CPU)."""
+
+    positions: torch.Tensor
+    idx: Optional[torch.Tensor]
+    conf: Optional[torch.Tensor]
+    logits: Optional[torch.Tensor]
+    decided: Optional[torch.Tensor]
+    failed: list
+    event: Optional[object] = None
+    #: more attributes of each row's prediction, ``{name: per-row list}``
+    #: (an attack's ``flipped``, ...)
+    attrs: Optional[dict] = None
+
+    def ready(self) -> "Result":
+        """The same, once the device has written it."""
+        if self.event is not None:
+            self.event.synchronize()
+        return self._replace(event=None)
+
+
+class Classify(Task):
+    """The classify task: one prediction per sample, evaluated against the
+    ground truth (the summary: :class:`PredictSummary`).
+
+    Args:
+        gt_field ("ground_truth"): the ground truth for the evaluation
+        logits (False): whether to store the logits
+        slices (None): on a grouped dataset, the group slices to predict
+    """
+
+    #: the task's further attributes of each prediction, ``{name: FiftyOne
+    #: field type}``, declared with the field
+    attributes: dict = {}
+    #: whether to refuse a dataset without a classification ground truth in
+    #: the model's classes (the task uses each image's class)
+    needs_truth: bool = False
+
+    def __init__(self, gt_field: str = "ground_truth", logits: bool = False,
+                 slices: Optional[Sequence[str]] = None):
+        self.gt_field = gt_field
+        self.logits = logits
+        self.slices = slices
+        self.writes = None
+
+    def select(self, samples, field: str):
+        samples = group_slices_of(samples, self.slices)
+        check_prediction_field(samples._dataset, field, self.gt_field)
+        return samples
+
+    def describe(self, model: str) -> str:
+        return f"predict {model}"
+
+    def make_summary(self, **values) -> PredictSummary:
+        """The run's summary (an attack's has more)."""
+        return PredictSummary(**values)
+
+    def check(self, run: ModelRun) -> None:
+        """Checks the model on its device before anything is written (an
+        attack checks its gradients)."""
+
+    def start(self, run: ModelRun) -> None:
+        dataset, field = run.dataset, run.target
+        classes = run.classifier.classes
+        self.decisions = run.benchmark.decisions() if classes.is_imagenet else None
+        self.labels = (self.decisions.labels if self.decisions else
+                       None if classes.is_imagenet else classes.labels)
+        replace = _check_resume(dataset, field, run.record, run.options.overwrite)
+        run.engine  # on its device now: after the check of what is stored, before the listing
+        self.check(run)
+        if replace and run.ranks.main:  # after the checks, before the listing
+            _clear_other_run(dataset, field)
+        self.todo = _Todo.list(run, self)
+        self.summary = self.make_summary(
+            dataset=dataset.name, field=field, model=run.model,
+            device=str(run.placement.device), samples=self.todo.n_samples,
+            already_predicted=self.todo.already_predicted,
+            protocol=run.protocol.protocol and run.protocol.protocol.name,
+            departures=list(run.protocol.departures), took_over=run.took_over)
+
+    def compute(self, run: ModelRun):
+        """The batch computation: images -> a :class:`Result`."""
+        return ClassifyBatch(run.engine, self.logits or run.benchmark.needs_logits,
+                             self.decisions)
+
+    def passes(self, run: ModelRun) -> List[Pass]:
+        todo = self.todo
+        if not todo.ids:
+            return []
+        self.writes = ClassificationWrites(
+            run.dataset, run.target, todo, self.summary, run.classifier.classes,
+            self.decisions)
+        return [Pass(todo.paths, self.compute(run), self.writes, ready=Result.ready)]
+
+    def finish(self, run: ModelRun):
+        dataset, field, todo, summary = run.dataset, run.target, self.todo, self.summary
+        outcomes = self.writes.columns if self.writes and todo.gt else None
+        if run.ranks.sharded:
+            outcomes = _gather(run.ranks, summary, outcomes)
+            if not run.ranks.main:
+                return summary  # this rank's share; rank 0 evaluates
+            if not todo.has_errors and not summary.failed and dataset.has_field(todo.err_field):
+                dataset.delete_sample_field(todo.err_field)  # declared, never needed
+        if summary.predicted or summary.failed:
+            run.benchmark.predictions_written(dataset, field)
+            write_record(dataset, field, run.record)
+        summary.seconds = time.perf_counter() - run.started
+        # an unreadable image clears an old prediction only with `overwrite=True`
+        changed = summary.predicted > 0 or (run.options.overwrite and summary.failed > 0)
+        written = Written(outcomes, todo.previous) if outcomes is not None else None
+        _evaluate(dataset, field, self.gt_field, summary, changed=changed,
+                  labels=self.labels, written=written)
+        if todo.declared and not dataset.has_evaluation(todo.eval_key):
+            dataset.delete_sample_field(todo.eval_key)  # values of no evaluation
+        return summary
+
+
+@dataclass
+class _Todo:
+    """The samples a run predicts (this rank's share), read and declared by
+    rank 0 before any writes and agreed on by every rank."""
+
+    ids: list
+    paths: list
+    old_errors: list
+    #: (labels, label ids) of the ground truth, when the run writes eval values
+    gt: Optional[tuple]
+    #: each sample's true label, when there is a classification ground truth
+    truth: Optional[list]
+    n_samples: int
+    already_predicted: int
+    evaluable: bool
+    declared: bool
+    has_errors: bool
+    err_field: str
+    eval_key: str
+    previous: Optional[object]
+
+    @classmethod
+    def list(cls, run: ModelRun, task: Classify) -> "_Todo":
+        samples, dataset, field = run.samples, run.dataset, run.target
+        options, gt_field = run.options, task.gt_field
+        err_field = error_field(field)
+        has_errors = dataset.has_field(err_field)
+        pending = samples
+        if dataset.has_field(field) and not options.overwrite:
+            pending = samples.exists(field, False)
+        todo = pending.limit(options.limit) if options.limit is not None else pending
+        # with a classification ground truth, each prediction's eval_<field>
+        # value is written with it, so the evaluation after the run writes none
+        previous = can_write_with_predictions(dataset, field, gt_field)
+        has_truth = is_classification(dataset, gt_field)
+        truth = [f"{gt_field}.label", f"{gt_field}._id"] if has_truth else []
+        eval_key = eval_key_of(field)
+
+        def listing():  # rank 0's
+            columns = todo.values(
+                ["_id", "filepath"] + truth + ([err_field] if has_errors else []),
+                _raw=True)
+            known = set(class_table().labels if task.labels is None else task.labels)
+            in_classes = has_truth and known.issuperset(
+                x for x in columns[2] if x is not None)  # else the evaluation says why
+            evaluable = in_classes and previous is not None
+            declared = False
+            if task.needs_truth and columns[0] and not in_classes:
+                raise ImageNetXError(
+                    f"Dataset '{dataset.name}' has no classification ground truth "
+                    f"'{gt_field}' in the model's classes for every image: the run "
+                    "needs each image's class; pass `gt_field`, or tag the dataset "
+                    "(`imagenetx tag`)")
+            if columns[0]:
+                _declare_prediction_field(dataset, field, task.attributes)
+                write_record(dataset, field, run.record)  # before the first write
+                if evaluable and not dataset.has_field(eval_key):
+                    dataset.add_sample_field(eval_key, fo.BooleanField)
+                    declared = True
+                if run.ranks.sharded and not has_errors:  # not by two ranks at once
+                    dataset.add_sample_field(err_field, fo.StringField)
+            return columns, len(samples), len(pending), evaluable, declared
+
+        columns, n_samples, n_pending, evaluable, declared = run.agree(listing)
+        columns = [pick(c, run.ranks.share(len(columns[0]))) for c in columns]
+        ids = columns[0]
+        return cls(
+            ids=ids, paths=columns[1],
+            old_errors=columns[-1] if has_errors else [None] * len(ids),
+            gt=(columns[2], columns[3]) if evaluable else None,
+            truth=columns[2] if has_truth else None,
+            n_samples=n_samples,
+            already_predicted=n_samples - n_pending if pending is not samples else 0,
+            evaluable=evaluable, declared=declared, has_errors=has_errors,
+            err_field=err_field, eval_key=eval_key, previous=previous)
+
+
+class ClassifyBatch:
+    """Logits -> a :class:`Result` per batch, on the device; the copy back
+    to the CPU does not block (the writer waits for it).
+
+    Args:
+        engine: the classifier on its device
+        keep_logits: whether results carry the logits
+        decisions (None): a benchmark's map from 1000 ImageNet
+            probabilities to its own classes
+    """
+
+    def __init__(self, engine: Engine, keep_logits: bool,
+                 decisions: Optional[Decisions] = None):
+        self.engine = engine
+        self.keep_logits = keep_logits
+        self.decision_matrix = None if decisions is None else torch.as_tensor(
+            decisions.matrix, device=engine.device)
+
+    def __call__(self, positions, images, failed, attrs=None) -> Result:
+        """The result of one batch.
+
+        Args:
+            positions, images, failed: the batch (images on the device:
+                uint8 crops, or floats in ``[0, 1]``)
+            attrs (None): the top-5 output indices on the device ->
+                ``{name: per-row tensor}`` of more attributes to store (a
+                task's, e.g. an attack's ``flipped``)
+        """
+        if images is None:
+            return Result(positions, None, None, None, None, failed)
+        with torch.inference_mode():
+            logits = self.engine.logits(images)
+            probs = self.engine.probabilities(logits)
+            conf, idx = probs.topk(min(TOP_K, probs.shape[1]), dim=1)
+            decided = None
+            if self.decision_matrix is not None:
+                # model-vs-human averages softmax probabilities for every
+                # model (a SigLIP's stored confidences are its sigmoids)
+                decided = (logits.softmax(dim=1) @ self.decision_matrix).max(dim=1)
+                decided = torch.stack([decided.indices.float(), decided.values], 1)
+            more = attrs(idx) if attrs else {}
+        idx, conf, logits, decided = [
+            None if t is None else t.to("cpu", non_blocking=True)
+            for t in (idx, conf, logits if self.keep_logits else None, decided)
+        ]
+        more = {k: v.to("cpu", non_blocking=True) for k, v in more.items()}
+        event = None
+        if self.engine.device.type == "cuda":
+            event = torch.cuda.Event()
+            event.record()
+        return Result(positions, idx, conf, logits, decided, failed, event, more or None)
+
+
+class ClassificationWrites:
+    """Turns :class:`Result` s into stored ``fo.Classification`` documents
+    (and, with a ground truth, each sample's ``eval_<field>`` value).
+
+    Args:
+        dataset: the dataset written
+        field: the prediction field
+        todo: the run's samples, by position (ids, paths, stored read
+            errors, ground truth, eval key)
+        summary: the run's summary, counted into
+        classes: what the model's outputs stand for
+        decisions (None): a benchmark's own classes
+    """
+
+    def __init__(self, dataset, field, todo: _Todo, summary: PredictSummary,
+                 classes: OutputClasses, decisions: Optional[Decisions] = None):
+        self.dataset = dataset
+        self.gt = todo.gt
+        self.eval_key = todo.eval_key
+        self.outcomes = {}  # position -> (gt label, gt id, label, id, confidence)
+        self.field = field
+        self.err_field = error_field(field)
+        self.ids = todo.ids
+        self.paths = todo.paths
+        self.old_errors = todo.old_errors
+        self.summary = summary
+        self.labels = classes.labels
+        self.indices = None if classes.is_imagenet else list(classes.indices)
+        self.decided_labels = decisions.labels if decisions else None
+        self.vector = fo.VectorField()
+
+    def __call__(self, result: Result) -> dict:
+        """The updates of one result."""
+        positions, idx, conf, out, decided, failed = result[:6]
+        attrs = {k: v.tolist() for k, v in (result.attrs or {}).items()}
+        updates = {}
+        labels, indices = self.labels, self.indices
+        if idx is not None:
+            idx_rows = idx.tolist()
+            conf_rows = conf.tolist()
+            logit_rows = out.numpy() if out is not None else None
+            decided_rows = decided.tolist() if decided is not None else None
+            for row, pos in enumerate(positions.tolist()):
+                top = idx_rows[row]
+                top5 = top if indices is None else [indices[k] for k in top]
+                extra = {name: values[row] for name, values in attrs.items()}
+                if logit_rows is not None:
+                    extra["logits"] = self.vector.to_mongo(logit_rows[row])
+                if decided_rows is None:
+                    label, index, confidence = labels[top[0]], top5[0], conf_rows[row][0]
+                else:
+                    index, confidence = int(decided_rows[row][0]), decided_rows[row][1]
+                    label = self.decided_labels[index]
+                update = {
+                    self.field: raw_classification(
+                        label, index, confidence=confidence, top5=top5,
+                        top5_confidences=conf_rows[row], **extra)
+                }
+                if self.old_errors[pos] is not None:
+                    update[self.err_field] = None
+                if self.gt is not None and self.gt[0][pos] is not None:
+                    truth = self.gt[0][pos]
+                    update[self.eval_key] = truth == label
+                    self.outcomes[pos] = (truth, str(self.gt[1][pos]), label,
+                                          str(update[self.field]["_id"]), confidence)
+                updates[self.ids[pos]] = update
+            self.summary.predicted += len(idx_rows)
+        if failed and not self.dataset.has_field(self.err_field):
+            self.dataset.add_sample_field(self.err_field, fo.StringField)
+        for pos, message in failed:
+            updates[self.ids[pos]] = {self.field: None, self.err_field: message}
+            if self.gt is not None:  # no prediction: no outcome
+                updates[self.ids[pos]][self.eval_key] = None
+            if len(self.summary.failures) < FAILURES_SHOWN:
+                self.summary.failures.append((self.paths[pos], message))
+        self.summary.failed += len(failed)
+        return updates
+
+    @property
+    def columns(self) -> list:
+        """``[ytrue, ytrue_ids, ypred, ypred_ids, confs]`` of the samples
+        written with a ground truth, in the order of the run."""
+        rows = [self.outcomes[pos] for pos in sorted(self.outcomes)]
+        return [list(c) for c in zip(*rows)] if rows else [[], [], [], [], []]
+
+
+def _check_resume(dataset, field: str, new: dict, overwrite: bool) -> bool:
+    """Refuses, before anything is written, a run that would add its
+    predictions to a field another model, other prompts or another attack
+    filled (a resumed run adds only the samples missing). Returns whether
+    the field holds such predictions and ``overwrite`` is set: they are
+    then all cleared, not only those of the samples this run predicts."""
+    if not dataset.has_field(field) or not all_slices(dataset).count(field):
+        return False
+    stored = (dataset.get_field(field).info or {}).get(INFO_KEY)
+    if stored is None:
+        if "attack" not in new:
+            return False  # imported predictions: their file names say what they are
+        message = (f"Field '{field}' holds predictions that no attack made: choose another "
+                   "`field` for the adversarial predictions, or pass `overwrite=True` to "
+                   "replace them")
+    else:
+        differ = record_differences(stored, new)
+        if not differ:
+            return False
+
+        def what(r):
+            return r.get("spec") + (" attacked" if r.get("attack") else "")
+
+        message = (f"Field '{field}' holds predictions of {what(stored)}, and this run would "
+                   f"add {what(new)}'s ({', '.join(differ)} differ): pass `overwrite=True` "
+                   "to replace them, or choose another `field`")
+    if not overwrite:
+        raise ImageNetXError(message)
+    return True
+
+
+def _clear_other_run(dataset, field: str) -> None:
+    """Clears every sample's prediction of another run (and its errors and
+    evaluation), so a run with a ``limit`` or on a view leaves no mix."""
+    samples = all_slices(dataset)
+    samples.clear_sample_field(field)
+    if dataset.has_field(error_field(field)):
+        samples.clear_sample_field(error_field(field))
+    if dataset.has_evaluation(eval_key_of(field)):
+        dataset.delete_evaluation(eval_key_of(field))
+
+
+def _gather(ranks, summary: PredictSummary, outcomes: Optional[list]):
+    """After every rank has written its share: the run's totals in rank 0's
+    ``summary``, and the evaluation columns of all ranks (None if none)."""
+    shares = ranks.gather((summary.predicted, summary.failed, summary.failures,
+                           outcomes))
+    summary.per_rank = [s[0] for s in shares]
+    summary.predicted = sum(s[0] for s in shares)
+    summary.failed = sum(s[1] for s in shares)
+    summary.failures = [f for s in shares for f in s[2]][:FAILURES_SHOWN]
+    parts = [s[3] for s in shares if s[3] is not None]
+    if not parts:
+        return None
+    # the shares are contiguous: in rank order, the run's order
+    return [sum((p[c] for p in parts), []) for c in range(5)]
+
+
+def group_slices_of(samples, slices: Optional[Sequence[str]] = None):
+    """The samples to predict: on a grouped collection, those of all its
+    group slices (or of the ``slices`` named), flattened; else ``samples``.
+
+    Raises:
+        ImageNetXError: for ``slices`` of a collection that is not grouped,
+            or a name that is not one of its slices
+    """
+    if not slices:
+        return all_slices(samples)
+    if samples.media_type != "group":
+        raise ImageNetXError(
+            f"Dataset '{samples._dataset.name}' is not grouped: `slices` names "
+            "group slices; leave it out")
+    known = samples._dataset.group_slices
+    unknown = [s for s in slices if s not in known]
+    if unknown:
+        raise ImageNetXError(
+            f"Unknown group slice '{unknown[0]}' of dataset "
+            f"'{samples._dataset.name}': its slices are {', '.join(known)}")
+    return all_slices(samples, list(slices))
+
+
+def _declare_prediction_field(dataset, field, attributes: Optional[dict] = None):
+    declare_classification(dataset, field, **(attributes or {}))
+    # confidence and logits are built into fo.Classification
+    for attr, sub in (("top5", fo.IntField), ("top5_confidences", fo.FloatField)):
+        if not dataset.has_field(f"{field}.{attr}"):
+            dataset.add_sample_field(f"{field}.{attr}", fo.ListField, subfield=sub)
+
+
+def _evaluate(dataset, field, gt_field, summary, changed: bool, labels=None,
+              written: Optional[Written] = None):
+    evaluation = evaluate_predictions(dataset, field, gt_field, rerun=changed,
+                                      labels=labels, written=written)
+    summary.eval_note = evaluation.note
+    if evaluation.key is not None:
+        summary.eval_key = evaluation.key
+        summary.evaluated = evaluation.evaluated
+        summary.accuracy = evaluation.accuracy

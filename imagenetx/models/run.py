@@ -1,0 +1,323 @@
+"""One model run: the setup every run shares, and a task saying what differs.
+
+:func:`run` reads as its stages: the samples the task runs on and the
+options checked, the dataset's benchmark and protocol, the model request
+checked before the slow imports; then the placement (ranks, device,
+autocast, sizes), the claim of the field written, the model loaded with the
+protocol's preprocessing (no resize on a benchmark whose images keep their
+geometry) and its decoder; the model goes to its device when the task first
+asks (:attr:`ModelRun.engine`). The task then checks
+what is stored and lists what is still to do, gives its decoding passes,
+each streamed (decode -> device -> task -> background writer) under one
+progress bar, and says what the run did.
+
+The task contract (a subclass of :class:`Task`; only ``describe``,
+``passes`` and ``finish`` have no default):
+
+-   ``target(field)``: the field the run writes and claims (a probe's
+    ``<field>_<probe>``); refuses a bad name
+-   ``select(samples, field)``: the samples it runs on (a grouped
+    dataset's slices), checked before anything loads
+-   ``describe(model)``: the run in words, as another run refused the
+    field reads it
+-   ``departures`` / ``record()``: its departures from the protocol and its
+    part of the run record (an attack's budget and settings)
+-   ``decode_on_device``: whether a share of each batch may be decoded on
+    the GPU (False: the task transforms CPU-decoded crops)
+-   ``start(run)``: checks the stored results against the run record and
+    lists what is still to do, before anything is written (rank 0 lists and
+    declares, every rank agrees: :meth:`ModelRun.agree`)
+-   ``passes(run)``: the decoding passes (:class:`Pass`: the images, the
+    batch computation, the database updates of its results)
+-   ``finish(run)``: gathers the ranks, records and evaluates; returns the
+    run's summary
+
+Classify (:class:`imagenetx.models.predict.Classify`), a probe's levels
+(:class:`imagenetx.probes.run.ProbeLevels`) and an attack
+(:class:`imagenetx.attacks.run.Attack`) are the tasks of the library.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable, List, Optional, Sequence
+
+import fiftyone.core.utils as fou
+import torch
+
+from imagenetx.benchmarks import get_benchmark
+from imagenetx.benchmarks.base import Benchmark
+from imagenetx.models import writer
+from imagenetx.models.classifier import Classifier
+from imagenetx.models.config import RunOptions
+from imagenetx.models.device import Engine, Placement, amp_dtype, place
+from imagenetx.models.distributed import Ranks
+from imagenetx.models.loader import DeviceInputs, ImageFiles, crop_reader, make_loader
+from imagenetx.models.preprocess import without_resize
+from imagenetx.models.protocol_run import ProtocolRun, check_dataset, resolve_run, settle_run
+from imagenetx.models.sources import ModelRequest, check_request, load_model
+from imagenetx.store.claims import claim_field
+from imagenetx.store.datasets import get_dataset
+
+#: the key of a field's ``info`` that records the run that wrote it
+INFO_KEY = "imagenetx_model"
+
+#: failures listed by name in a run's summary
+FAILURES_SHOWN = 5
+
+#: the parts of a field's record that say which predictions it holds: a run
+#: adds to a field only where they are the same
+IDENTITY = ("spec", "classes", "pretrained", "templates", "prompt", "num_templates",
+            "attack", "protocol", "protocol_applied")
+
+
+@dataclass
+class Pass:
+    """One decoding pass of a run over images.
+
+    Attributes:
+        paths: the images, by position
+        compute: ``(positions, images, failures) -> result`` per batch
+        updates: a result -> ``{sample id: {path: value}}`` (the background
+            writer's)
+        inputs (None): a decoded batch -> ``(positions, images, failures)``;
+            None: moved to the model's device (and decoded there in part)
+        images (None): the pass's :class:`~imagenetx.models.loader.ImageFiles`
+            (a probe's levels applied in the workers); None: the plain crops
+        depth (None): results queued for the writer; None: a write's worth
+        ready (None): called on each result in the writer before ``updates``
+    """
+
+    paths: list
+    compute: Callable
+    updates: Callable
+    inputs: Optional[Callable] = None
+    images: Optional[ImageFiles] = None
+    depth: Optional[int] = None
+    ready: Optional[Callable] = None
+
+
+@dataclass
+class ModelRun:
+    """What a task sees of its run, once the model is on its device.
+
+    Attributes:
+        samples: the samples the task selected
+        dataset: their dataset
+        model: the model spec
+        field: the field the caller named
+        target: the field the run writes (claimed)
+        benchmark: the dataset's benchmark
+        options: the run options, with the protocol's pins
+        protocol: the protocol the run follows, with its departures
+        classifier: the loaded model, with its preprocessing
+        placement: ranks, device, autocast dtype and sizes
+        reader: the workers' crop reader
+        gpu_share: the share of each batch decoded on the GPU
+        record: the run record kept in the field's ``info``
+        took_over: the line saying whose stale claim of the field the run took
+        started: ``time.perf_counter()`` when the passes began
+    """
+
+    samples: object
+    dataset: object
+    model: str
+    field: str
+    target: str
+    benchmark: Benchmark
+    options: RunOptions
+    protocol: ProtocolRun
+    classifier: Classifier
+    placement: Placement
+    reader: object
+    gpu_share: float
+    record: dict
+    took_over: Optional[str] = None
+    started: float = 0.0
+
+    @functools.cached_property
+    def engine(self) -> Engine:
+        """The classifier on its device, built on first use: a task checks
+        what is stored first (a zero-shot head encodes its classes here)."""
+        at = self.placement
+        return Engine(self.classifier, at.device, at.dtype, self.options.compile,
+                      at.batch_size)
+
+    @property
+    def ranks(self) -> Ranks:
+        return self.placement.ranks
+
+    def agree(self, listing: Callable):
+        """``listing()``, read (and declared) by rank 0 before any writes
+        and handed to every rank of a sharded run."""
+        value = self.ranks.agree(listing() if self.ranks.main else None)
+        if not self.ranks.main:
+            self.dataset.reload()  # the fields rank 0 declared
+        return value
+
+
+class Task:
+    """What a model run does that differs from run to run (the contract:
+    :mod:`imagenetx.models.run`)."""
+
+    #: the task's own departures from the protocol (an attack's budget)
+    departures: Sequence[str] = ()
+    #: whether a share of each batch may be decoded on the model's GPU
+    decode_on_device: bool = True
+
+    def target(self, field: str) -> str:
+        """The field the run writes and claims."""
+        return field
+
+    def select(self, samples, field: str):
+        """The samples the run goes over (checked before anything loads)."""
+        return samples
+
+    def describe(self, model: str) -> str:
+        """The run in words (``predict MODEL``)."""
+        raise NotImplementedError
+
+    def record(self) -> dict:
+        """The task's part of the run record."""
+        return {}
+
+    def start(self, run: ModelRun) -> None:
+        """Checks what is stored and lists what is still to do."""
+
+    def passes(self, run: ModelRun) -> List[Pass]:
+        """The run's decoding passes (none when nothing is left to do)."""
+        raise NotImplementedError
+
+    def finish(self, run: ModelRun):
+        """The run's summary, once every pass is written."""
+        raise NotImplementedError
+
+
+def run(samples, model: str, field: str, task: Task, request: ModelRequest,
+        options: RunOptions, progress=None):
+    """Runs ``model`` over the samples as ``task`` says.
+
+    Args:
+        samples: a dataset, view, or dataset name
+        model: a model spec (:mod:`imagenetx.models.sources`)
+        field: the field named by the caller (the task says what it writes)
+        task: a :class:`Task`
+        request: which model is loaded and how
+        options: how the run goes
+        progress (None): whether to render a progress bar (True/False), use
+            ``fo.config.show_progress_bars`` (None), or a callback that
+            receives a ``fiftyone.core.utils.ProgressBar``
+
+    Returns:
+        the task's summary
+
+    Raises:
+        ImageNetXError: before any image is read or anything written, for
+            a bad option, model spec, checkpoint or field
+    """
+    target = task.target(field)
+    samples = task.select(get_dataset(samples), field)
+    dataset = samples._dataset
+    options.check()
+    benchmark = get_benchmark(dataset)
+    request = request.with_classes(benchmark.output_classes)
+    request, options, protocol = resolve_run(benchmark.name, request, options, dataset.name)
+    check_dataset(protocol, samples)
+    check_request(model, request)  # before the slow imports
+    at = place(options)
+    # one run per field at a time: claimed before the model loads, released at the end
+    with claim_field(dataset, target, task.describe(model), at.ranks) as claim:
+        classifier = load_model(model, request)
+        protocol, amp = settle_run(protocol, classifier, request, options.amp, at.device.type)
+        at.dtype = amp_dtype(amp, at.device)  # pinned per protocol, model and device
+        protocol = protocol.with_departures(task.departures)
+        if benchmark.keeps_geometry:  # images already at the input size: no zoom
+            classifier.preprocessing = without_resize(classifier.preprocessing)
+        decode_on = at.device if task.decode_on_device else torch.device("cpu")
+        reader, gpu_share = crop_reader(classifier, options.decoder, decode_on)
+        this = ModelRun(
+            samples=samples, dataset=dataset, model=model, field=field, target=target,
+            benchmark=benchmark, options=options, protocol=protocol, classifier=classifier,
+            placement=at, reader=reader, gpu_share=gpu_share,
+            record=run_record(classifier, {**task.record(), **protocol.record()}),
+            took_over=claim.took_over)
+        task.start(this)
+        passes = task.passes(this)
+        this.started = time.perf_counter()
+        if passes:
+            total = sum(len(one.paths) for one in passes)
+            with progress_bar(total, progress, at.ranks) as pb:
+                for one in passes:
+                    _run_pass(this, one, pb)
+        return task.finish(this)
+
+
+def _run_pass(run: ModelRun, one: Pass, pb: fou.ProgressBar) -> None:
+    at = run.placement
+    batches = iter(make_loader(one.paths, run.reader, at.device, at.batch_size,
+                               at.num_workers, run.gpu_share, dataset=one.images))
+    inputs = one.inputs or DeviceInputs(at.device, run.reader, one.paths)
+    depth = one.depth or max(1, writer.WRITE_EVERY // at.batch_size)
+    with writer.BackgroundWrites(run.dataset, one.updates, depth, ready=one.ready) as writes:
+        stream(batches, inputs, one.compute, writes.put, pb)
+
+
+def progress_bar(total: int, progress, ranks: Ranks) -> fou.ProgressBar:
+    """A run's progress bar (rank 0's only, in a sharded run); ``progress``
+    as in :func:`run`."""
+    return fou.ProgressBar(total=total, progress=progress if ranks.main else False)
+
+
+def stream(batches: Iterable, inputs: Callable, compute: Callable, put: Callable,
+           pb: fou.ProgressBar) -> None:
+    """Runs every batch through ``inputs`` and ``compute`` and hands each
+    result to ``put``, counting its images on ``pb``.
+
+    Args:
+        batches: decoded :class:`~imagenetx.models.loader.Batch` es
+        inputs: a batch -> ``(positions, images, failures)``
+        compute: those -> a result
+        put: takes each result (the background writer's ``put``)
+        pb: the run's progress bar
+    """
+    for batch in batches:
+        positions, images, failed = inputs(batch)
+        put(compute(positions, images, failed))
+        pb.update(len(positions) + len(failed))
+
+
+def run_record(classifier: Classifier, more: Optional[dict] = None) -> dict:
+    """What a field's ``info["imagenetx_model"]`` keeps of the run that
+    made it: source, output classes, prompts (and ``more``)."""
+    return {"spec": classifier.spec, "source": classifier.source,
+            "classes": classifier.classes.name, "probabilities": classifier.probabilities,
+            **{k: v for k, v in classifier.record.items() if k != "classes"},
+            **(more or {})}
+
+
+def record_differences(stored: dict, new: dict) -> list:
+    """The :data:`IDENTITY` parts in which two run records differ (a record
+    written before ``protocol_applied`` was kept differs in it only where
+    the new run applied other than runs did then)."""
+    return [k for k in IDENTITY if new.get(k) != stored.get(k) and not (
+        k == "protocol_applied" and k not in stored
+        and applied_as_before(new.get(k)))]
+
+
+def applied_as_before(applied: Optional[dict]) -> bool:
+    """Whether a protocol run applied what runs did before the record kept
+    it: no model-vs-human wrapper or RobustBench entry's own preprocessing
+    (the loader's or the protocol's default geometry) and no autocast."""
+    return bool(applied) and applied.get("amp") == "off" and applied.get(
+        "preprocessing") in (None, "loader", "Res256Crop224")
+
+
+def write_record(dataset, field: str, record: dict) -> None:
+    """Keeps a run's record in its field's ``info`` (:data:`INFO_KEY`)."""
+    f = dataset.get_field(field)
+    info = dict(f.info or {})
+    info[INFO_KEY] = record
+    f.info = info
+    f.save()
