@@ -43,7 +43,7 @@ import fiftyone.core.utils as fou
 from pymongo.errors import DocumentTooLarge, OperationFailure
 
 from imagenetx.memory import gc_paused
-from imagenetx.store.changes import changed_fields, newest_stamp
+from imagenetx.store.changes import changed_fields, done_stamps, newest_stamp
 
 
 #: how many views' columns :func:`read_columns` keeps
@@ -63,6 +63,7 @@ class _Entry:
     ids: List[str]  # the view's sample ids, in its order
     columns: Dict[str, list]
     schema: Dict[str, object]  # root field -> its created_at when read
+    seen: frozenset = frozenset()  # recorded writes done before the read
 
 
 _CACHE: "OrderedDict[tuple, _Entry]" = OrderedDict()
@@ -139,6 +140,7 @@ def _current(view, paths: List[str]) -> _Entry:
     key = (dataset.name, _stages(view))
     version = dataset_version(dataset)
     schema = _schema(dataset)
+    seen = frozenset(done_stamps(dataset, _newest_of(version)))
     entry = _CACHE.get(key)
     patchable = dataset.media_type != "group" and not view._is_generated
     if entry is not None and patchable:
@@ -155,10 +157,10 @@ def _current(view, paths: List[str]) -> _Entry:
     if entry is None:
         wanted = paths if key not in _CACHE else list(dict.fromkeys(
             [*_CACHE[key].columns, *paths]))
-        newest = version[1]
         sample_ids, columns = _read(view, wanted)
-        entry = _Entry(version, newest, sample_ids, columns, schema)
-    entry.newest = _newest_of(entry.version)
+        entry = _Entry(version, None, sample_ids, columns, schema)
+    if entry.version == version and entry.newest is None:
+        entry.newest, entry.seen = _newest_of(version), seen
     _CACHE[key] = entry
     _CACHE.move_to_end(key)
     while len(_CACHE) > CACHE_SIZE:
@@ -205,7 +207,7 @@ def _update(view, entry: _Entry, version: tuple, schema: Dict[str, object]) -> O
     dataset = view._dataset
     coll = dataset._sample_collection
     stamps = coll.distinct("last_modified_at", {"last_modified_at": {"$gte": entry.newest}})
-    explained = changed_fields(dataset, entry.newest, stamps)
+    explained = changed_fields(dataset, entry.newest, stamps, entry.seen)
     unknown = [s for s in stamps if s not in explained]
     changed = set().union(*explained.values()) if explained else set()
     entry = _drop_remade(entry, schema)

@@ -7,7 +7,7 @@ from typing import Iterable
 from pymongo.errors import DocumentTooLarge
 
 from imagenetx.errors import ImageNetXError
-from imagenetx.store.changes import begin_write
+from imagenetx.store.changes import begin_write, finish_write
 
 #: samples per update command; small enough to overlap building and writing
 WRITE_CHUNK = 8192
@@ -47,7 +47,7 @@ def write_raw(dataset, batches: Iterable[dict]) -> int:
     coll = dataset._sample_collection
     written = 0
     pending = deque()
-    recorded, stamp = set(), None
+    recorded, stamp, stamps = set(), None, []
     with ThreadPoolExecutor(max_workers=WRITERS) as pool:
         for updates in batches:
             if not updates:
@@ -56,6 +56,7 @@ def write_raw(dataset, batches: Iterable[dict]) -> int:
             if stamp is None or not roots <= recorded:
                 recorded |= roots
                 stamp = begin_write(dataset, recorded)
+                stamps.append(stamp)
             modified = stamp.expression()
             # a pipeline update, so that the stamp can depend on the
             # sample's current one; $literal keeps values as they are
@@ -71,6 +72,8 @@ def write_raw(dataset, batches: Iterable[dict]) -> int:
             written += len(updates)
         for future in pending:
             future.result()
+    for stamp in stamps:
+        finish_write(dataset, stamp)
     if written:
         dataset.reload()
     return written

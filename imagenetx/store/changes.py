@@ -12,7 +12,9 @@ A write of this project's bulk writers says which fields it wrote:
     ``{stamp, fields, base}`` in the dataset's execution store
     ``imagenetx_writes``, one key per write, before the first sample is
     written;
--   the write sets ``last_modified_at`` with :meth:`WriteStamp.expression`:
+-   the write sets ``last_modified_at`` with :meth:`WriteStamp.expression`
+    and marks its record done once every sample is written
+    (:func:`finish_write`):
     the clean stamp where the sample was last changed no later than
     ``base`` (the dataset's newest stamp when the write began) or by an
     earlier recorded write of the same chain, else the odd millisecond
@@ -25,7 +27,9 @@ as changed only in that record's fields, provided the record's ``base`` is
 not after ``t0``; any other stamp at or after ``t0`` means "anything may
 have changed". Consecutive recorded writes (the predictions, then their
 correctness) chain: a write that starts while the dataset's newest stamp
-is the previous record's keeps that record's ``base`` and adds its fields.
+is the previous record's keeps that record's ``base``, and a sample with
+its stamp may hold the changes of every write of the chain since the
+reader's read.
 
 What this cannot see, like ``last_modified_at`` itself: a write that
 stamps nothing, and a write stamped in the same millisecond as a
@@ -74,11 +78,13 @@ class WriteStamp:
         stamp: the clean stamp (an even millisecond)
         base: samples last changed no later than this keep the clean stamp
         trusted: earlier stamps of the same chain, which keep it too
+        key: the record's key in the store
     """
 
     stamp: datetime
     base: datetime
     trusted: tuple = ()
+    key: str = ""
 
     def expression(self) -> dict:
         """The aggregation expression of the new ``last_modified_at``, for a
@@ -112,30 +118,63 @@ def begin_write(dataset, fields: Iterable[str]) -> WriteStamp:
     if last and last["stamp"] == newest:
         # nothing else was stamped since the previous recorded write: chain
         base, trusted = last["base"], [*last["trusted"], last["stamp"]]
-        fields = sorted({*fields, *last["fields"]})
     else:
         base, trusted = newest, []
     now = _ms(datetime.now(timezone.utc))
     stamp = max(now, newest + 1)
     stamp += stamp % 2  # even: the dirty stamp (odd) is never a record's
-    store.set(f"{stamp:015d}-{ObjectId()}",
-              {"stamp": stamp, "base": base, "trusted": trusted[-KEEP:],
-               "fields": fields})
+    key = f"{stamp:015d}-{ObjectId()}"
+    record = {"stamp": stamp, "base": base, "trusted": trusted[-KEEP:],
+              "fields": fields, "done": False}
+    store.set(key, record)
     for old in keys[:-KEEP]:
         store.delete(old)
-    return WriteStamp(_date(stamp), _date(base), tuple(_date(t) for t in trusted[-KEEP:]))
+    return WriteStamp(_date(stamp), _date(base), tuple(_date(t) for t in trusted[-KEEP:]),
+                      key)
 
 
-def changed_fields(dataset, since: Optional[datetime],
-                   stamps: Iterable[datetime]) -> Dict[datetime, Set[str]]:
+def finish_write(dataset, stamp: WriteStamp) -> None:
+    """Marks a recorded write as applied to every sample: a reader that
+    saw it done read all of its samples."""
+    store = _store(dataset._root_dataset)
+    record = store.get(stamp.key)
+    if record:
+        store.set(stamp.key, {**record, "done": True})
+
+
+def done_stamps(dataset, since: Optional[datetime]) -> Set[int]:
+    """The stamps (ms) at or after ``since`` of the recorded writes already
+    applied to every sample."""
+    return {r["stamp"] for r in _records(_store(dataset), _ms(since)) if r.get("done")}
+
+
+def changed_fields(dataset, since: Optional[datetime], stamps: Iterable[datetime],
+                   seen: Iterable[int] = ()) -> Dict[datetime, Set[str]]:
     """Which of ``stamps`` (``last_modified_at`` values at or after
     ``since``) recorded writes explain, and the root fields each may have
-    changed since ``since``; a stamp left out may have changed anything."""
+    changed since ``since``; a stamp left out may have changed anything.
+    ``seen``: the :func:`done_stamps` of ``since`` before the reader read
+    (their writes' changes were read)."""
     since_ms = _ms(since)
     wanted = {_ms(s): s for s in stamps}
+    records = _records(_store(dataset), since_ms)
+    own: Dict[int, Set[str]] = {}
+    for record in records:
+        own.setdefault(record["stamp"], set()).update(record["fields"])
     out: Dict[datetime, Set[str]] = {}
-    for record in _records(_store(dataset), since_ms):
+    for record in records:
         stamp = wanted.get(record["stamp"])
-        if stamp is not None and record["base"] <= since_ms:
-            out.setdefault(stamp, set()).update(record["fields"])
+        if stamp is None or record["base"] > since_ms:
+            continue
+        # a sample with this stamp may also hold the changes of the chain's
+        # earlier writes since the read (those before it were read)
+        seen = set(seen)
+        earlier = [t for t in record["trusted"] if t >= since_ms and t not in seen]
+        if any(t not in own for t in earlier):
+            continue  # a record of the chain is gone: unexplained
+        fields = out.setdefault(stamp, set())
+        if record["stamp"] not in seen:
+            fields |= own[record["stamp"]]
+        for t in earlier:
+            fields |= own[t]
     return out
