@@ -293,10 +293,17 @@ def compute_ratios(samples, pred_fields, settings: Settings = None,
     s = p.settings
     reducer = ErrorRatios(intervals=s.intervals, resamples=s.resamples,
                           seed=s.seed, level=s.level)
-    models = reducer.reduce(
-        {f: p.scored(f) for f in p.correct}, p.slicing.values,
-        None if p.group is None else p.group.values,
-    )
+    scored = {f: p.scored(f) for f in p.correct}
+    names = tuple(p.slicing.values)
+    groups = None if p.group is None else tuple(p.group.values)
+    worst = reducer.worst_classes(scored)
+    # a field whose columns did not change keeps its summary (the bootstrap
+    # intervals are most of the time): see imagenetx.analysis.columns.derived
+    models = {f: derived("summary", [p.correct[f], p.counted[f], p.membership, p.classes,
+                                     p.confidence[f], p.group_ids],
+                         lambda f=f: reducer.summarize(scored[f], names, groups, worst[f]),
+                         (reducer, names, groups, repr(worst[f])))
+              for f in scored}
     return SliceResults(p.dataset_name, p.benchmark, s, p.slicing,
                         p.label_space.name, p.group, models)
 
