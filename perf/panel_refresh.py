@@ -181,6 +181,7 @@ def main():
         for mode in modes:
             dropped = drop_added(ds) if mode == "without" else []
             rows.append((k, mode, measure(ds, k, len(rows))))
+            print(k, mode, {n: round(v, 3) for n, v in rows[-1][2].items()}, flush=True)
             ensure_indexes(ds, dropped)
     print(f"panel refresh, {N:,} samples, ReaL correctness, bootstrap intervals "
           f"(median of {REPEATS}, of {WRITE_REPEATS} after writes; all columns in the same run)")

@@ -214,6 +214,8 @@ def _update(view, entry: _Entry, version: tuple, schema: Dict[str, object]) -> O
     again = [p for p in entry.columns if _root(p) in changed]
     keep = [p for p in entry.columns if p not in again]
     touched = set()
+    if len(unknown) > PATCH_SHARE * max(len(entry.ids), 1):
+        return None  # samples saved one by one: many stamps
     if unknown:
         query = {"last_modified_at": {"$in": unknown}}
         if coll.count_documents(query) > PATCH_SHARE * max(len(entry.ids), 1):
