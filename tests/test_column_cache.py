@@ -145,3 +145,13 @@ def test_consecutive_recorded_writes_chain(ds):
     after = _assert_fresh(ds)
     assert after["tags"] is before["tags"]
     assert after["a.class_index"] == [1] * N and after["b.class_index"] == [2] * N
+
+
+def test_a_re_tag_reads_only_those_samples_and_keeps_the_other_columns(ds):
+    before = read_columns(ds, PATHS)
+    ds[:3].tag_samples("looked-at")
+    after = _assert_fresh(ds)
+    assert after["tags"] is not before["tags"]
+    assert all("looked-at" in t for t in after["tags"][:3])
+    for p in PATHS[1:]:
+        assert after[p] is before[p]

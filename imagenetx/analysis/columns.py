@@ -241,11 +241,32 @@ def _update(view, entry: _Entry, version: tuple, schema: Dict[str, object]) -> O
             position = {i: k for k, i in enumerate(entry.ids)}
         fetched_ids, fetched = _read(view, keep, {"_id": {"$in": [ObjectId(i) for i in fetch]}})
         row = {i: k for k, i in enumerate(fetched_ids)}
-        for p in keep:
-            old, new = entry.columns[p], fetched[p]
-            columns[p] = [new[row[i]] if i in row else old[position[i]]
-                          for i in sample_ids]
+        if same_rows:
+            # a few samples changed: a column whose values they did not
+            # change stays the same list (a re-tag changes only the tags)
+            where = [(position[i], row[i]) for i in fetch if i in row]
+            for p in keep:
+                old, new = entry.columns[p], fetched[p]
+                if all(_same(old[k], new[r]) for k, r in where):
+                    columns[p] = old
+                    continue
+                column = list(old)
+                for k, r in where:
+                    column[k] = new[r]
+                columns[p] = column
+        else:
+            for p in keep:
+                old, new = entry.columns[p], fetched[p]
+                columns[p] = [new[row[i]] if i in row else old[position[i]]
+                              for i in sample_ids]
     return _Entry(version, None, sample_ids, columns, schema)
+
+
+def _same(a, b) -> bool:
+    """Whether two stored values are equal (vectors compared as arrays)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+    return a == b
 
 
 def derived(name: str, inputs: Sequence, compute: Callable[[], object],
