@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from imagenetx.analysis.columns import float_column, read_columns
+from imagenetx.analysis.columns import derived, float_column, read_columns
 from imagenetx.analysis.results import SliceResults
 from imagenetx.analysis.settings import Settings
 from imagenetx.benchmarks import get_benchmark
@@ -215,7 +215,10 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
             f"No {benchmark.title} samples in '{name}' (this view): widen the "
             "view or its filters, or load the benchmark's annotations "
             "(`imagenetx tag` for ImageNet images, `imagenetx load`)")
-    classes = int_column(columns[gt_path])
+    # what is computed from each column is kept while the column is the same
+    # list (read_columns keeps unchanged columns): after a write of one
+    # field, only that field is scored again
+    classes = derived("int_column", [columns[gt_path]], lambda: int_column(columns[gt_path]))
     if not (classes >= 0).any():
         raise ImageNetXError(
             f"No sample of '{name}' (this view) has a ground truth "
@@ -230,23 +233,38 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
                 f"view) have no '{group.path}' value: group by a field every "
                 "sample has, or narrow the view with `within`")
 
-    out = Prepared(name, s, benchmark, slicing, space, group, view,
-                   slicing.membership(columns[slicing.path]), classes,
+    membership = derived(
+        "membership", [columns[slicing.path]],
+        lambda: slicing.membership(columns[slicing.path]),
+        (slicing.name, slicing.path, slicing.multi, tuple(map(str, slicing.values))))
+    out = Prepared(name, s, benchmark, slicing, space, group, view, membership, classes,
                    group_ids, ids=columns.get("id"),
                    extra={e.name: (e, e.membership(columns[e.path])) for e in extra},
                    columns=columns)
     for f in pred_fields:
-        is_correct, counted = space.score(f, columns)
-        counted &= classes >= 0
+        used = [columns[p] for p in [*space.sample_paths(), *space.model_paths(f)]]
+        is_correct, counted = derived("score", [*used, classes],
+                                      lambda: _score(space, f, columns, classes), (s, f))
         if not counted.any():
             raise ImageNetXError(
                 f"Field '{f}' has no prediction on the {benchmark.title} "
                 f"samples of '{name}' (this view): predict them with "
                 "`imagenetx predict`, or pick another field")
-        out.correct[f] = is_correct & counted
+        out.correct[f] = is_correct
         out.counted[f] = counted
-        out.confidence[f] = float_column(columns[f"{f}.confidence"])
+        confidence = columns[f"{f}.confidence"]
+        out.confidence[f] = derived("float_column", [confidence],
+                                    lambda: float_column(confidence))
     return out
+
+
+def _score(space: LabelSpace, field: str, columns: Dict[str, list],
+           classes: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """``(correct, counted)`` of one field: images with a ground truth and
+    a prediction, scored by the label space."""
+    is_correct, counted = space.score(field, columns)
+    counted &= classes >= 0
+    return is_correct & counted, counted
 
 
 def compute_ratios(samples, pred_fields, settings: Settings = None,
@@ -274,10 +292,17 @@ def compute_ratios(samples, pred_fields, settings: Settings = None,
     s = p.settings
     reducer = ErrorRatios(intervals=s.intervals, resamples=s.resamples,
                           seed=s.seed, level=s.level)
-    models = reducer.reduce(
-        {f: p.scored(f) for f in p.correct}, p.slicing.values,
-        None if p.group is None else p.group.values,
-    )
+    scored = {f: p.scored(f) for f in p.correct}
+    names = tuple(p.slicing.values)
+    groups = None if p.group is None else tuple(p.group.values)
+    worst = reducer.worst_classes(scored)
+    # a field whose columns did not change keeps its summary (the bootstrap
+    # intervals are most of the time): see imagenetx.analysis.columns.derived
+    models = {f: derived("summary", [p.correct[f], p.counted[f], p.membership, p.classes,
+                                     p.confidence[f], p.group_ids],
+                         lambda f=f: reducer.summarize(scored[f], names, groups, worst[f]),
+                         (reducer, names, groups, repr(worst[f])))
+              for f in scored}
     return SliceResults(p.dataset_name, p.benchmark, s, p.slicing,
                         p.label_space.name, p.group, models)
 

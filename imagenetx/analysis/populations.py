@@ -12,7 +12,7 @@ so where the two differ ("4,645 of 5,000 images carry ImageNet-X factors").
 from dataclasses import dataclass
 from typing import Dict, Optional, Sequence
 
-from imagenetx.analysis.columns import read_columns
+from imagenetx.analysis.columns import derived, read_columns
 from imagenetx.analysis.settings import Settings
 from imagenetx.benchmarks import get_benchmark
 from imagenetx.classes.spaces import int_column
@@ -62,10 +62,10 @@ def whole_set_top1(samples, fields: Sequence[str], gt_field: str = "ground_truth
     gt_path = f"{gt_field}.class_index"
     paths = {f: f"{f}.{attribute}" for f in fields}
     columns = read_columns(get_dataset(samples), [gt_path, *paths.values()])
-    truth = int_column(columns[gt_path])
+    truth = derived("int_column", [columns[gt_path]], lambda: int_column(columns[gt_path]))
     out = {}
     for f, path in paths.items():
-        predicted = int_column(columns[path])
+        predicted = derived("int_column", [columns[path]], lambda: int_column(columns[path]))
         both = (truth >= 0) & (predicted >= 0)
         out[f] = TopOne(int((both & (predicted == truth)).sum()), int(both.sum()))
     return out
@@ -112,13 +112,23 @@ def population(samples, field: str, settings: Settings = None,
         settings (None): as in :func:`imagenetx.analysis.compute_ratios`
             (``gt_field``, ``field_name``, ``include_prototypes``)
     """
+    return populations(samples, [field], settings, **kwargs)[field]
+
+
+def populations(samples, fields: Sequence[str], settings: Settings = None,
+                **kwargs) -> Dict[str, Optional[Population]]:
+    """:func:`population` of each of ``fields``, read in one query per view."""
     s = Settings.create(settings, **kwargs)
     samples = get_dataset(samples)
     benchmark = get_benchmark(samples, s.benchmark, s)
-    if benchmark.name != "imagenet_x" or not samples.has_field(field):
-        return None
+    out: Dict[str, Optional[Population]] = {f: None for f in fields}
+    present = [f for f in fields if samples.has_field(f)]
+    if benchmark.name != "imagenet_x" or not present:
+        return out
     # the columns the panel's ratios just read (read_columns' cache): no query
     # when nothing changed
-    counted = whole_set_top1(benchmark.base_view(samples, s), [field], s.gt_field)[field]
-    evaluated = whole_set_top1(samples, [field], s.gt_field)[field]
-    return Population(counted.n, evaluated.n, not s.include_prototypes)
+    counted = whole_set_top1(benchmark.base_view(samples, s), present, s.gt_field)
+    evaluated = whole_set_top1(samples, present, s.gt_field)
+    for f in present:
+        out[f] = Population(counted[f].n, evaluated[f].n, not s.include_prototypes)
+    return out

@@ -7,7 +7,7 @@ report, the Hub card): which images they count
 from typing import Dict, List, Sequence
 
 from imagenetx.analysis.comparability import comparability
-from imagenetx.analysis.populations import population
+from imagenetx.analysis.populations import populations
 from imagenetx.analysis.settings import Settings
 from imagenetx.store.datasets import get_dataset
 
@@ -27,9 +27,10 @@ def readout_notes(samples, fields: Sequence[str], settings: Settings = None,
     samples = get_dataset(samples)
     s = Settings.create(settings, **kwargs)
     out: Dict[str, List[str]] = {}
+    counts = populations(samples, fields, s)
     for f in fields:
         lines = []
-        counted = population(samples, f, s)
+        counted = counts[f]
         if counted is not None and counted.note():
             lines.append(counted.note())
         compared = comparability(samples, f)

@@ -166,38 +166,46 @@ class ErrorRatios:
         Returns:
             ``{field: ModelSummary}``, in the order of ``models``
         """
+        worst = self.worst_classes(models)
+        return {m: self.summarize(s, names, group_names, worst[m])
+                for m, s in models.items()}
+
+    def worst_classes(self, models: Dict[str, Scored]) -> Dict[str, float]:
+        """Each model's worst-classes accuracy (computed over all the models
+        at once: the toolkit breaks ties over their concatenation)."""
         # the toolkit sorts all its models' class accuracies together, in the
         # order of its groupby: by model name
         ordered = sorted(models)
-        worst = dict(zip(ordered, worst_classes_accuracies(
+        return dict(zip(ordered, (float(w) for w in worst_classes_accuracies(
             [models[m].correct for m in ordered],
             [models[m].classes for m in ordered], self.k_worst,
-        )))
+        ))))
+
+    def summarize(self, s: Scored, names: Sequence[str],
+                  group_names: Optional[Sequence[str]], worst: float) -> "ModelSummary":
+        """One model's summary, given its :meth:`worst_classes` accuracy."""
         boot = dict(resamples=self.resamples, seed=self.seed, level=self.level)
-        out = {}
-        for m, s in models.items():
-            table = slice_table(s.correct, s.membership, names,
-                                intervals=self.intervals, **boot)
-            share_wrong, share_all, shift = prevalence_shift(s.correct, s.membership)
-            extra = {"share_of_mistakes": share_wrong,
-                     "share_of_images": share_all, "prevalence_shift": shift}
-            conf = s.confidence
-            ece = math.nan
-            if conf is not None and len(conf) and not np.isnan(conf).any():
-                extra["ece"] = slice_calibration_errors(s.correct, conf, s.membership)
-                ece = calibration_error(s.correct, conf)
-            groups = None
-            if group_names is not None:
-                tables = group_tables(s.correct, s.membership, names, s.group_ids,
-                                      len(group_names), intervals=self.intervals,
-                                      **boot)
-                groups = {g: TableSummary.from_table(t)
-                          for g, t in zip(group_names, tables)}
-            out[m] = ModelSummary.from_table(
-                table, extra, worst_classes=float(worst[m]),
-                worst_classes_k=self.k_worst, ece=ece, groups=groups,
-            )
-        return out
+        table = slice_table(s.correct, s.membership, names,
+                            intervals=self.intervals, **boot)
+        share_wrong, share_all, shift = prevalence_shift(s.correct, s.membership)
+        extra = {"share_of_mistakes": share_wrong,
+                 "share_of_images": share_all, "prevalence_shift": shift}
+        conf = s.confidence
+        ece = math.nan
+        if conf is not None and len(conf) and not np.isnan(conf).any():
+            extra["ece"] = slice_calibration_errors(s.correct, conf, s.membership)
+            ece = calibration_error(s.correct, conf)
+        groups = None
+        if group_names is not None:
+            tables = group_tables(s.correct, s.membership, names, s.group_ids,
+                                  len(group_names), intervals=self.intervals,
+                                  **boot)
+            groups = {g: TableSummary.from_table(t)
+                      for g, t in zip(group_names, tables)}
+        return ModelSummary.from_table(
+            table, extra, worst_classes=worst,
+            worst_classes_k=self.k_worst, ece=ece, groups=groups,
+        )
 
 
 __all__ = ["ErrorRatios", "ModelSummary", "Scored", "SliceStats",

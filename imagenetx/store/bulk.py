@@ -2,12 +2,12 @@
 
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from typing import Iterable
 
 from pymongo.errors import DocumentTooLarge
 
 from imagenetx.errors import ImageNetXError
+from imagenetx.store.changes import begin_write, finish_write
 
 #: samples per update command; small enough to overlap building and writing
 WRITE_CHUNK = 8192
@@ -32,6 +32,9 @@ def write_raw(dataset, batches: Iterable[dict]) -> int:
     ``Document.to_mongo()`` returns) and their fields declared on the
     dataset beforehand, which leaves the dataset exactly as
     ``set_values()`` would. In-memory samples are reloaded at the end.
+    The write is recorded with the fields it wrote, and its samples'
+    ``last_modified_at`` say so (:mod:`imagenetx.store.changes`), so that
+    the panel reads only those columns again.
 
     Args:
         dataset: a :class:`fiftyone.core.dataset.Dataset`
@@ -44,23 +47,33 @@ def write_raw(dataset, batches: Iterable[dict]) -> int:
     coll = dataset._sample_collection
     written = 0
     pending = deque()
+    recorded, stamp, stamps = set(), None, []
     with ThreadPoolExecutor(max_workers=WRITERS) as pool:
         for updates in batches:
             if not updates:
                 continue
-            now = datetime.now(timezone.utc).replace(tzinfo=None)
+            roots = {p.split(".")[0] for values in updates.values() for p in values}
+            if stamp is None or not roots <= recorded:
+                recorded |= roots
+                stamp = begin_write(dataset, recorded)
+                stamps.append(stamp)
+            modified = stamp.expression()
+            # a pipeline update, so that the stamp can depend on the
+            # sample's current one; $literal keeps values as they are
             statements = [
-                {"q": {"_id": sample_id}, "u": {"$set": values}}
+                {"q": {"_id": sample_id}, "u": [{"$set": {
+                    **{p: {"$literal": v} for p, v in values.items()},
+                    "last_modified_at": modified}}]}
                 for sample_id, values in updates.items()
             ]
-            for values in updates.values():
-                values["last_modified_at"] = now
             if len(pending) == WRITERS:
                 pending.popleft().result()
             pending.append(pool.submit(_update, coll, statements))
             written += len(updates)
         for future in pending:
             future.result()
+    for stamp in stamps:
+        finish_write(dataset, stamp)
     if written:
         dataset.reload()
     return written

@@ -24,6 +24,7 @@ import fiftyone.utils.eval.classification as fouc
 
 from imagenetx.classes.imagenet import class_table
 from imagenetx.store.bulk import chunked
+from imagenetx.store.changes import begin_write, finish_write
 from imagenetx.store.classifications import relabel_shared_names
 from imagenetx.store.datasets import all_slices
 from imagenetx.store.indexes import ensure_indexes, prediction_index_paths
@@ -265,17 +266,17 @@ def _columns(samples, paths: list) -> list:
 
 def _set_correct(samples, eval_key: str, gt_label: str, pred_label: str) -> None:
     """Writes ``eval_key = (gt label == predicted label)`` on the samples,
-    as ``evaluate_classifications`` does, in one server-side update."""
-    from datetime import datetime, timezone
-
+    as ``evaluate_classifications`` does, in one server-side update
+    (recorded: :mod:`imagenetx.store.changes`)."""
     coll = samples._dataset._sample_collection
     ids = [d["_id"] for d in samples._aggregate(pipeline=[{"$project": {"_id": 1}}])]
-    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    stamp = begin_write(samples._dataset, [eval_key])
     for part in chunked(ids, ID_CHUNK):  # a command stays under 16 MB
         coll.update_many(
             {"_id": {"$in": part}},
             [{"$set": {eval_key: {"$eq": [f"${gt_label}", f"${pred_label}"]},
-                       "last_modified_at": now}}])
+                       "last_modified_at": stamp.expression()}}])
+    finish_write(samples._dataset, stamp)
 
 
 def _no_ground_truth(dataset, gt_field: str) -> str:
