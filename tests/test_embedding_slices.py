@@ -1,0 +1,114 @@
+"""Error slices of an embeddings field on a FiftyOne dataset
+(imagenetx.analysis.embedding_slices): found through the engine's columns,
+stored as a field, saved views and a record, then a slicing the engine
+treats like the benchmark's own; bad input refused with nothing written."""
+
+import glob
+import json
+import os
+
+import fiftyone as fo
+import numpy as np
+import pytest
+
+from imagenetx.analysis import analysis_options, compute_ratios, mistakes_view
+from imagenetx.analysis.embedding_slices import discover_error_slices
+from imagenetx.errors import ImageNetXError
+
+IMAGES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
+                                       "cue-conflict", "images", "*", "*.png")))
+BLOBS, PER_BLOB, BAD = 6, 100, 2
+
+
+def build(name):
+    """600 real images with a ground truth, a prediction wrong on every
+    sample of blob BAD and on 10 % elsewhere, and embeddings of known
+    geometry (one well separated Gaussian cluster per blob)."""
+    if len(IMAGES) < BLOBS * PER_BLOB:
+        pytest.skip("needs ../shared/data/cue-conflict/images")
+    if fo.dataset_exists(name):
+        fo.delete_dataset(name)
+    rng = np.random.default_rng(0)
+    n = BLOBS * PER_BLOB
+    blob = np.repeat(np.arange(BLOBS), PER_BLOB)
+    centres = rng.normal(size=(BLOBS, 32)) * 4
+    emb = centres[blob] + rng.normal(size=(n, 32))
+    wrong = (blob == BAD) | (rng.random(n) < 0.10)
+    ds = fo.Dataset(name)
+    ds.add_samples([fo.Sample(
+        filepath=IMAGES[i], blob=int(blob[i]),
+        ground_truth=fo.Classification(label="tench", class_index=0),
+        pred=fo.Classification(label="goldfish" if wrong[i] else "tench",
+                               class_index=1 if wrong[i] else 0, confidence=0.9))
+        for i in range(n)])
+    ds.add_dynamic_sample_fields()
+    ds.set_values("emb", list(emb))
+    return ds, blob == BAD
+
+
+@pytest.fixture
+def planted():
+    ds, truth = build("error-slices-test")
+    yield ds, truth
+    ds.delete()
+
+
+def test_slices_found_stored_and_sliced_like_factors(planted):
+    ds, truth = planted
+    result = discover_error_slices(ds, "pred", "emb", k=3, key="emb_slices")
+    out = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    top = out["slices"][0]
+    ids = np.array(ds.values("id"))
+    planted_ids = set(ids[truth])
+    hit = len(planted_ids & set(top["sample_ids"]))
+    assert hit / top["size"] >= 0.8 and hit / len(planted_ids) >= 0.8
+    assert top["size"] == len(top["sample_ids"]) and set(top["typical_ids"]) <= set(
+        top["sample_ids"])
+    # stored: the field, one saved view per slice whose count is the slice's size
+    for s in out["slices"]:
+        assert ds.load_saved_view(s["saved_view"]).count() == s["size"]
+        assert ds.count_values("emb_slices")[s["name"]] == s["size"]
+    # the engine and the panel's options treat it as a slicing, in place of
+    # factors on a dataset without them
+    options = analysis_options(ds)
+    assert options["default_slicing"] == "emb_slices"
+    assert options["slicings"]["emb_slices"] == [s["name"] for s in out["slices"]]
+    ratios = compute_ratios(ds, "pred", slicing="emb_slices", intervals=False).to_dict()
+    row = ratios["models"]["pred"]
+    assert row["slices"]["slice 1"]["accuracy"] == pytest.approx(top["accuracy"])
+    assert row["slices"]["slice 1"]["n"] == top["size"]
+    assert mistakes_view(ds, "pred", "slice 1", slicing="emb_slices").count() == \
+        top["size"] - top["correct"]
+    # a second run under the same key needs overwrite, and then replaces it
+    with pytest.raises(ImageNetXError, match="`overwrite=True`"):
+        discover_error_slices(ds, "pred", "emb", k=1, key="emb_slices")
+    again = discover_error_slices(ds, "pred", "emb", k=1, key="emb_slices", overwrite=True)
+    assert len(again.found.slices) == 1
+    assert not ds.has_saved_view("emb_slices-2")
+    assert ds.match(fo.ViewField("emb_slices") != None).count() == again.found.slices[0].size  # noqa: E711
+
+
+@pytest.mark.parametrize("spoil, words", [
+    ("dimension", "holds vectors of 2 lengths"),
+    ("nan", "rows with NaN or infinite values"),
+    ("k", "`k=601` must be between 1"),
+])
+def test_bad_input_one_line_nothing_written(planted, spoil, words):
+    ds, _ = planted
+    k = 3
+    if spoil == "dimension":
+        first = ds.first()
+        first["emb"] = np.zeros(5)
+        first.save()
+    elif spoil == "nan":
+        first = ds.first()
+        first["emb"] = np.full(32, np.nan)
+        first.save()
+    else:
+        k = len(ds) + 1
+    info = dict(ds.info)
+    with pytest.raises(ImageNetXError) as e:
+        discover_error_slices(ds, "pred", "emb", k=k, key="emb_slices")
+    assert words in str(e.value) and "\n" not in str(e.value), str(e.value)
+    assert not ds.has_field("emb_slices") and not ds.list_saved_views()
+    assert dict(ds.info) == info
