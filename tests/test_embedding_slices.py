@@ -112,3 +112,22 @@ def test_bad_input_one_line_nothing_written(planted, spoil, words):
     assert words in str(e.value) and "\n" not in str(e.value), str(e.value)
     assert not ds.has_field("emb_slices") and not ds.list_saved_views()
     assert dict(ds.info) == info
+
+
+def test_command_line_lists_slices_best_first(planted, capsys):
+    from imagenetx.cli import main
+
+    ds, truth = planted
+    assert main(["discover", "--dataset", ds.name, "--pred-field", "pred",
+                 "--embeddings", "emb", "--top", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [s["rank"] for s in out["slices"]] == list(range(1, len(out["slices"]) + 1))
+    assert set(out["slices"][0]["sample_ids"]) <= set(ds.values("id"))
+    assert not ds.has_field("emb_slices")  # nothing stored without --key
+    assert main(["discover", "--dataset", ds.name, "--pred-field", "pred",
+                 "--embeddings", "emb", "--key", "emb_slices"]) == 0
+    text = capsys.readouterr().out
+    assert "stored as slicing 'emb_slices'" in text and "slice 1" in text
+    assert main(["discover", "--dataset", ds.name, "--pred-field", "pred",
+                 "--embeddings", "nope", "--json"]) == 2
+    assert "'nope'" in capsys.readouterr().err
