@@ -131,3 +131,46 @@ def test_command_line_lists_slices_best_first(planted, capsys):
     assert main(["discover", "--dataset", ds.name, "--pred-field", "pred",
                  "--embeddings", "nope", "--json"]) == 2
     assert "'nope'" in capsys.readouterr().err
+
+
+CLIP_ARCH = "tiny-clip-error-slices-test"
+CLIP_CONFIG = {"embed_dim": 64,
+               "vision_cfg": {"image_size": 64, "layers": 1, "width": 64, "patch_size": 16},
+               "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 64,
+                            "heads": 2, "layers": 1}}
+
+
+def test_descriptions_from_a_random_weight_open_clip_model(tmp_path):
+    """The mechanics end to end: image embeddings from a random-weight
+    open_clip image tower on real images, slices, and each slice's nearest
+    texts from the same model's text tower, with their scores."""
+    import open_clip
+    import torch
+    from PIL import Image
+
+    from conftest import open_clip_architecture
+
+    ds, truth = build("error-slices-clip-test")
+    try:
+        with open_clip_architecture(CLIP_ARCH, CLIP_CONFIG):
+            model, _, preprocess = open_clip.create_model_and_transforms(CLIP_ARCH)
+            model.eval()
+            paths = ds.values("filepath")
+            with torch.inference_mode():
+                x = model.encode_image(torch.stack(
+                    [preprocess(Image.open(p)) for p in paths])).numpy()
+            # the clip embeddings, with the planted blob pushed apart so it is found
+            x[truth] += 3 * x.std()
+            ds.set_values("clip", list(x))
+            result = discover_error_slices(
+                ds, "pred", "clip", k=2, describe_with=f"open_clip:{CLIP_ARCH}",
+                texts=["a drawing of a fish"], pretrained=False)
+        out = result.to_dict()
+        assert out["slices"]
+        for s in out["slices"]:
+            assert len(s["descriptions"]) == 3
+            scores = [d["score"] for d in s["descriptions"]]
+            assert scores == sorted(scores, reverse=True)
+            assert all(-1 <= d["similarity"] <= 1 and d["text"] for d in s["descriptions"])
+    finally:
+        ds.delete()

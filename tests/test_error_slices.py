@@ -79,3 +79,25 @@ def test_bad_input_one_line(make, words):
     with pytest.raises(ImageNetXError) as e:
         find_error_slices(*make(x, planted(blob, bad=1)))
     assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_texts_ranked_by_what_sets_a_slice_apart():
+    """Known geometry: text i is axis i; every image leans on axis 0 (what
+    all share), the slice's images also on axis 3: axis 3's text ranks
+    first, although axis 0's is as similar to the slice's prototype."""
+    from imagenetx.metrics.error_slices import rank_texts
+
+    rng = np.random.default_rng(0)
+    d, n = 8, 200
+    x = np.zeros((n, d))
+    x[:, 0] = 1.0
+    x[:40, 3] = 1.0
+    x[40:, 5] = rng.random(n - 40) * 0.5
+    x += rng.normal(scale=0.01, size=x.shape)
+    texts = np.eye(d)
+    ranked = rank_texts(x, np.arange(40), texts, top=2)
+    assert ranked[0][0] == 3
+    assert ranked[0][1] > ranked[1][1]
+    assert ranked[0][2] == pytest.approx(np.sqrt(0.5), abs=0.02)  # cosine to (1,0,0,1)/√2
+    with pytest.raises(ImageNetXError, match="describe with the image-text model"):
+        rank_texts(x, np.arange(40), np.eye(4))

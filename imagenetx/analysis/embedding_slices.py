@@ -14,7 +14,7 @@ panel's click to a slice's mistakes).
 """
 
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 import numpy as np
 
@@ -22,14 +22,36 @@ from imagenetx.analysis.engine import ERROR_SLICINGS, prepare, stored_slicings
 from imagenetx.analysis.settings import Settings
 from imagenetx.benchmarks import get_benchmark
 from imagenetx.errors import ImageNetXError
+from imagenetx.classes.imagenet import class_table
 from imagenetx.metrics.error_slices import (
     COMPONENTS,
     ErrorSlices,
     check_embeddings,
     find_error_slices,
+    rank_texts,
 )
+from imagenetx.models.text_embeddings import encode_texts
+from imagenetx.benchmarks.imagenet_x.factors import FACTORS
 from imagenetx.metrics.stats import to_json
 from imagenetx.store.datasets import get_dataset
+
+
+#: the templates the ImageNet classes are described with
+CLASS_TEMPLATES = ("a photo of a {}.", "a drawing of a {}.", "a close-up photo of a {}.")
+#: descriptions kept per slice
+TOP_TEXTS = 3
+
+
+def description_vocabulary(texts: Sequence[str] = (), classes: bool = True,
+                           factors: bool = True) -> List[str]:
+    """The texts a slice is described with: ImageNet's classes x
+    :data:`CLASS_TEMPLATES`, the 16 factor names, and ``texts``."""
+    vocabulary = list(texts)
+    if factors:
+        vocabulary += [f.replace("_", " ") for f in FACTORS]
+    if classes:
+        vocabulary += [t.format(name) for name in class_table().names for t in CLASS_TEMPLATES]
+    return list(dict.fromkeys(vocabulary))
 
 
 def slice_value(rank: int) -> str:
@@ -51,6 +73,9 @@ class EmbeddingSliceResults:
     #: each value}`` of the benchmark's default slicing, when it has one
     overlap: Optional[dict]
     key: Optional[str] = None
+    #: per slice, ``[(text, score, similarity)]`` best first (None without
+    #: an image-text model: the typical samples stand for the slice)
+    descriptions: Optional[List[list]] = None
 
     def to_dict(self) -> dict:
         """JSON-ready: the slices best first, each with its statistics,
@@ -62,6 +87,10 @@ class EmbeddingSliceResults:
                      "sample_ids": ids}
             if self.key:
                 entry["saved_view"] = saved_view_name(self.key, s.rank)
+            if self.descriptions is not None:
+                entry["descriptions"] = [{"text": t, "score": round(sc, 6),
+                                          "similarity": round(si, 6)}
+                                         for t, sc, si in self.descriptions[k]]
             if self.overlap:
                 entry["overlap"] = dict(zip(self.overlap["values"], self.overlap["overlap"][k]))
             slices.append(entry)
@@ -81,7 +110,8 @@ def saved_view_name(key: str, rank: int) -> str:
 def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
                           key: Optional[str] = None, overwrite: bool = False,
                           components: int = COMPONENTS, seed: int = 0,
-                          settings: Settings = None, **kwargs) -> EmbeddingSliceResults:
+                          describe_with: Optional[str] = None, texts: Sequence[str] = (),
+                          pretrained: bool = True, settings: Settings = None, **kwargs) -> EmbeddingSliceResults:
     """The ``k`` slices of an embeddings field where ``pred_field`` errs most
     above its average.
 
@@ -96,6 +126,13 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
         overwrite (False): replace a stored slicing of the same ``key``
         components (25), seed (0): as in
             :func:`~imagenetx.metrics.error_slices.find_error_slices`
+        describe_with (None): the image-text model that made the embeddings
+            (``open_clip:ARCH/PRETRAINED``): each slice gets its nearest
+            texts of :func:`description_vocabulary` (plus ``texts``); None:
+            its most typical samples only
+        texts (()): a user's own descriptions to rank too
+        pretrained (True): False loads ``describe_with`` with random weights
+            (tests)
         settings (None): analysis settings (correctness, which samples
             count), with keyword overrides
 
@@ -140,8 +177,15 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
         overlap = {"slicing": p.slicing.name, "values": [str(v) for v in p.slicing.values],
                    "overlap": [membership[sl.members].mean(axis=0).round(4).tolist()
                                for sl in found.slices]}
+    descriptions = None
+    if describe_with is not None:
+        vocabulary = description_vocabulary(texts)
+        vectors = encode_texts(describe_with, vocabulary, pretrained=pretrained)
+        descriptions = [[(vocabulary[i], sc, si) for i, sc, si in
+                         rank_texts(x, sl.members, vectors, top=TOP_TEXTS)]
+                        for sl in found.slices]
     result = EmbeddingSliceResults(dataset.name, pred_field, embeddings, p.label_space.name,
-                                   found, sample_ids, overlap)
+                                   found, sample_ids, overlap, descriptions=descriptions)
     if key is not None:
         _store(dataset, key, result)
         result.key = key

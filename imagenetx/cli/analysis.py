@@ -62,6 +62,11 @@ def register(group: CommandGroup) -> None:
                                  "(a field, saved views; a slicing for ratios and the panel)")
     p.add_argument("--overwrite", action="store_true",
                    help="with --key: replace the slices stored under it")
+    p.add_argument("--describe-with", metavar="SPEC",
+                   help="with --embeddings: the open_clip:ARCH/PRETRAINED model that made "
+                        "them, to describe each slice by its nearest texts")
+    p.add_argument("--text", dest="texts", nargs="+", default=(), metavar="TEXT",
+                   help="with --describe-with: your own descriptions to rank too")
     add_scoring(p)
     add_no_intervals(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -132,7 +137,8 @@ def run_discover_embeddings(args) -> int:
 
     result = discover_error_slices(
         args.dataset, args.pred_field, args.embeddings, k=args.top, key=args.key,
-        overwrite=args.overwrite, **settings(args)).to_dict()
+        overwrite=args.overwrite, describe_with=args.describe_with, texts=args.texts,
+        **settings(args)).to_dict()
     return print_result(args, result, format_error_slices)
 
 

@@ -273,3 +273,42 @@ def _fit(z: np.ndarray, wrong: np.ndarray, m: int, weight: float, max_iter: int,
             break
         before = mean
     return resp, means, var, iterations
+
+
+def rank_texts(embeddings, members, text_vectors, top: int = 3,
+               reference=None) -> list:
+    """The texts nearest a slice in a shared image-text space, as Domino's
+    ``describe`` ranks them: by the dot product of each (unit) text vector
+    with the slice's prototype minus a reference prototype (the mean of
+    unit image embeddings), so a text scores for what sets the slice apart,
+    not for what every image shares.
+
+    Args:
+        embeddings: ``(n, d)`` image embeddings in the image-text space
+        members: the slice's rows
+        text_vectors: ``(t, d)`` the texts' embeddings in the same space
+        top (3): how many texts to return
+        reference (None): the rows of the reference (default: all rows)
+
+    Returns:
+        ``[(text index, score, similarity)]`` best first; ``similarity`` is
+        the cosine between the text and the slice's prototype
+
+    Raises:
+        ImageNetXError: when the two spaces differ in dimension
+    """
+    x = np.asarray(embeddings, dtype=np.float64)
+    t = np.asarray(text_vectors, dtype=np.float64)
+    if t.ndim != 2 or t.shape[1] != x.shape[1]:
+        raise ImageNetXError(
+            f"`text_vectors` have shape {t.shape} and the image embeddings "
+            f"{x.shape[1]} dimensions: describe with the image-text model that made "
+            "the embeddings")
+    unit = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    t = t / np.maximum(np.linalg.norm(t, axis=1, keepdims=True), 1e-12)
+    proto = unit[members].mean(axis=0)
+    ref = unit.mean(axis=0) if reference is None else unit[reference].mean(axis=0)
+    scores = t @ (proto - ref)
+    similarity = t @ (proto / max(np.linalg.norm(proto), 1e-12))
+    order = np.argsort(-scores, kind="stable")[:top]
+    return [(int(i), float(scores[i]), float(similarity[i])) for i in order]

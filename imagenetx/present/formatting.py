@@ -241,6 +241,8 @@ def format_error_slices(result: dict) -> str:
         lines.append(f"{s['rank']:>3}  {s['name']:<10}{s['size']:>9,}"
                      f"{_num(s['accuracy'], '.3f'):>10}{_num(s['error_ratio'], '.2f'):>8}  "
                      f"[{_num(low, '.3f')}, {_num(high, '.3f')}]")
+        for d in s.get("descriptions") or ():
+            lines.append(f"{'':5}'{d['text']}' (similarity {d['similarity']:.3f})")
     return "\n".join(lines)
 
 
