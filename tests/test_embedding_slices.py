@@ -209,6 +209,11 @@ def test_embed_writes_penultimate_features_resumably(capsys):
         vectors = np.stack(ds.values("emb"))
         assert vectors.shape == (6, 1280)
         assert isinstance(ds.get_field("emb"), fo.VectorField)
+        import fiftyone.brain as fob  # FiftyOne Brain reads the field as it is
+
+        results = fob.compute_visualization(ds, embeddings="emb", method="pca",
+                                            brain_key="emb_viz")
+        assert results.points.shape == (6, 2)
         assert ds.exists(predictions_field("emb")).count() == 6
         # the vector is what the head reads: the head on it gives the stored prediction
         model = timm.create_model("efficientnet_lite0").eval()
