@@ -52,7 +52,7 @@ def baseline(x, correct):
 
         why = f"{type(e).__name__}: {e}"
         start = time.perf_counter()
-        z = PCA(error_slices.PCA_DIMENSIONS, svd_solver="randomized", random_state=0) \
+        z = PCA(error_slices.PCA_DIMENSIONS, random_state=0) \
             .fit_transform(x)
         GaussianMixture(error_slices.COMPONENTS, covariance_type="diag",
                         max_iter=error_slices.MAX_ITER, random_state=0).fit(z)
