@@ -7,6 +7,7 @@ from .attacks import AttackModel
 from .cue_conflict import LoadCueConflict
 from .discovery import DiscoverSlices
 from .edits import EditObjects
+from .embeddings import DiscoverEmbeddingSlices, EmbedSamples
 from .evaluation_metric import ErrorRatioMetric
 from .forms import user_errors
 from .hub import LoadFromHub, PushToHub
@@ -71,6 +72,8 @@ def register_operators(plugin):
     plugin.register(LoadImageNetX)
     plugin.register(ImportPredictions)
     plugin.register(RunModel)
+    plugin.register(EmbedSamples)
+    plugin.register(DiscoverEmbeddingSlices)
     plugin.register(AttackModel)
     plugin.register(LoadFromHub)
     plugin.register(PushToHub)

@@ -206,6 +206,20 @@ def test_embed_writes_penultimate_features_resumably(capsys):
                      "--num-workers", "0", "--batch-size", "2"]) == 0
         assert ds.exists("emb").count() == 6
         assert "4 already predicted" in capsys.readouterr().out  # only the two left ran
+        # the App's "Embed samples" operator: the same run
+        import fiftyone.operators as foo
+
+        from imagenetx.plugin import install_plugin
+
+        install_plugin()
+        result = foo.execute_operator("@imagenet-x/imagenet-x/embed_samples", ctx={
+            "dataset": ds.name, "params": {
+                "model": spec, "arch": "efficientnet_lite0", "remap_by_position": True,
+                "field": "emb2", "limit": 2, "num_workers": 0, "batch_size": 2}})
+        assert result.error is None, result.error
+        assert ds.exists("emb2").count() == 2
+        assert np.allclose(np.stack(ds.exists("emb2").values("emb2")),
+                           np.stack(ds.exists("emb2").values("emb")), atol=1e-4)
         vectors = np.stack(ds.values("emb"))
         assert vectors.shape == (6, 1280)
         assert isinstance(ds.get_field("emb"), fo.VectorField)
@@ -224,3 +238,23 @@ def test_embed_writes_penultimate_features_resumably(capsys):
         assert top.tolist() == ds.values(f"{predictions_field('emb')}.class_index")
     finally:
         ds.delete()
+
+
+def test_app_operator_stores_the_slices(planted):
+    """The App's "Discover slices in embeddings" operator: the same slices,
+    stored under the form's name."""
+    import fiftyone.operators as foo
+
+    from imagenetx.plugin import install_plugin
+
+    ds, _ = planted
+    install_plugin()
+    name = "@imagenet-x/imagenet-x/discover_embedding_slices"
+    assert foo.operator_exists(name)
+    assert foo.operator_exists("@imagenet-x/imagenet-x/embed_samples")
+    result = foo.execute_operator(name, ctx={"dataset": ds.name, "params": {
+        "pred_field": "pred", "embeddings": "emb", "k": 2, "key": "op_slices"}})
+    assert result.error is None, result.error
+    assert "stored as slicing 'op_slices'" in result.result["summary"]
+    direct = discover_error_slices(ds, "pred", "emb", k=2)
+    assert ds.load_saved_view("op_slices-1").count() == direct.found.slices[0].size
