@@ -146,7 +146,8 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
     if not view.has_field(embeddings):
         raise ImageNetXError(
             f"`embeddings='{embeddings}'` is not a field of dataset '{dataset.name}': "
-            "compute it first (`imagenetx.embed`) or pass the field that holds them")
+            "compute it first (`imagenetx.models.embed.run_embed`) or pass the field that holds "
+            "them")
     if key is not None:
         _check_key(dataset, key, overwrite)
     settings = Settings.create(settings, **kwargs)
