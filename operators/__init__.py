@@ -6,6 +6,7 @@ import fiftyone.operators.types as types
 from .attacks import AttackModel
 from .discovery import DiscoverSlices
 from .edits import EditObjects
+from .embeddings import DiscoverEmbeddingSlices, EmbedSamples
 from .evaluation_metric import ErrorRatioMetric
 from .forms import user_errors
 from .hub import PushToHub
@@ -68,6 +69,8 @@ def register_operators(plugin):
     plugin.register(LoadImageNetX)
     plugin.register(ImportPredictions)
     plugin.register(RunModel)
+    plugin.register(EmbedSamples)
+    plugin.register(DiscoverEmbeddingSlices)
     plugin.register(AttackModel)
     plugin.register(LoadBenchmark)
     plugin.register(PushToHub)

@@ -100,10 +100,25 @@ class Prepared:
         )
 
 
+#: where ``dataset.info["imagenetx"]`` keeps the error slicings found in
+#: embedding space (:mod:`imagenetx.analysis.embedding_slices`)
+ERROR_SLICINGS = "error_slicings"
+
+
+def stored_slicings(samples) -> dict:
+    """``{key: record}`` of the error slicings stored on a dataset."""
+    info = samples._dataset.info.get("imagenetx") or {}
+    return dict(info.get(ERROR_SLICINGS) or {}) if isinstance(info, dict) else {}
+
+
 def _resolve_slicing(samples, benchmark, settings, name) -> Slicing:
     known = benchmark.slicing(samples, settings, name)
     if known is not None:
         return known
+    stored = stored_slicings(samples).get(name)
+    if stored is not None and samples.has_field(name):
+        return Slicing(name=name, path=name, values=tuple(stored["values"]),
+                       title="error slice")
     if not samples.has_field(name):
         offered = ", ".join(benchmark.slicing_names(samples, settings)) or "none"
         raise ImageNetXError(
@@ -422,6 +437,10 @@ def analysis_options(samples, settings: Settings = None, values_of: str = None,
              if n != "nuisance_value" or samples.has_field(n)]
     if "tags" not in names and samples.has_field("tags"):
         names.append("tags")
+    # error slicings found in embedding space: beside the benchmark's
+    # slicings, and in place of them where the benchmark has none
+    found = [n for n in stored_slicings(samples) if samples.has_field(n) and n not in names]
+    names = found + names if benchmark.default_slicing is None else names + found
     default = benchmark.default_slicing or (names[0] if names else None)
     slicings, titles = {}, {}
     for name in names:

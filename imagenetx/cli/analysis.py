@@ -55,6 +55,18 @@ def register(group: CommandGroup) -> None:
                         "sliceline: SliceLine's score with --alpha")
     p.add_argument("--alpha", type=float, default=ALPHA,
                    help=f"SliceLine's error/size trade-off (default: {ALPHA})")
+    p.add_argument("--embeddings", metavar="NAME",
+                   help="find slices in this embeddings field instead (error-aware "
+                        "clusters, Domino's method): --top of them")
+    p.add_argument("--key", help="with --embeddings: store the slices under this name "
+                                 "(a field, saved views; a slicing for ratios and the panel)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="with --key: replace the slices stored under it")
+    p.add_argument("--describe-with", metavar="SPEC",
+                   help="with --embeddings: the open_clip:ARCH/PRETRAINED model that made "
+                        "them, to describe each slice by its nearest texts")
+    p.add_argument("--text", dest="texts", nargs="+", default=(), metavar="TEXT",
+                   help="with --describe-with: your own descriptions to rank too")
     add_scoring(p)
     add_no_intervals(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -106,6 +118,8 @@ def run_ratios(args) -> int:
 
 
 def run_discover(args) -> int:
+    if args.embeddings:
+        return run_discover_embeddings(args)
     from imagenetx.analysis import discover_slices
     from imagenetx.present.formatting import format_discovery
 
@@ -115,6 +129,17 @@ def run_discover(args) -> int:
         alpha=args.alpha, intervals=not args.no_intervals,
         **settings(args)).to_dict()
     return print_result(args, result, format_discovery)
+
+
+def run_discover_embeddings(args) -> int:
+    from imagenetx.analysis.embedding_slices import discover_error_slices
+    from imagenetx.present.formatting import format_error_slices
+
+    result = discover_error_slices(
+        args.dataset, args.pred_field, args.embeddings, k=args.top, key=args.key,
+        overwrite=args.overwrite, describe_with=args.describe_with, texts=args.texts,
+        **settings(args)).to_dict()
+    return print_result(args, result, format_error_slices)
 
 
 def run_paired(args) -> int:

@@ -84,6 +84,25 @@ def register(group: CommandGroup) -> None:
                    help="grouped datasets: attack only these group slices (default: all)")
     add_gt_field(p)
 
+    p = group.add("embed", run_embed,
+                  "write each sample's embedding by a model (its penultimate features, or an "
+                  "open_clip image tower's) to a field, with its predictions beside it")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--model", required=True, metavar="SPEC", help=MODEL_HELP)
+    p.add_argument("--field", required=True,
+                   help="the embeddings field to write (predictions go to FIELD_predictions)")
+    add_model_options(p)
+    add_runtime(p)
+    add_protocol(p)
+    p.add_argument("--limit", type=int, help="embed at most N samples (a resumed run: N more)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="embed samples that already have an embedding too")
+    p.add_argument("--random-weights", action="store_true",
+                   help="skip the pretrained weights (tests only)")
+    p.add_argument("--slices", metavar="A,B",
+                   help="grouped datasets: embed only these group slices (default: all)")
+    add_gt_field(p)
+
     p = group.add("probe-results", run_probe_results,
                   "accuracy per probe level; spectral bias; corruption errors, CE, mCE, "
                   "relative mCE")
@@ -319,6 +338,22 @@ def run_attack(args) -> int:
         from imagenetx.present.protocols import run_summary
 
         print_text(args, run_summary(summary))
+    return 0
+
+
+def run_embed(args) -> int:
+    from imagenetx.models.embed import run_embed as embed
+    from imagenetx.models.config import from_args
+
+    request, options = from_args(args)
+    summary = embed(args.dataset, args.model, args.field, request, options,
+                    gt_field=args.gt_field,
+                    slices=args.slices.split(",") if args.slices else None)
+    if _main_rank():
+        from imagenetx.present.protocols import run_summary
+
+        print(f"Embeddings in '{args.field}'")
+        print(run_summary(summary))
     return 0
 
 

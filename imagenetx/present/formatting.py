@@ -222,6 +222,30 @@ def format_discovery(result: dict) -> str:
     return "\n".join(lines)
 
 
+def format_error_slices(result: dict) -> str:
+    """A readable table of
+    :func:`imagenetx.analysis.embedding_slices.discover_error_slices`
+    results (its ``.to_dict()``): one row per slice, best first."""
+    lines = [f"Dataset '{result['dataset']}', field '{result['pred_field']}': slices of "
+             f"embeddings '{result['embeddings']}' ({result['components']} mixture components "
+             f"over {result['dimensions']} dimensions), correct = {result['correct']}",
+             f"{result['n']:,} samples, accuracy {_num(result['accuracy'], '.4f')}"
+             + (f"; stored as slicing '{result['key']}'" if result["key"] else ""), ""]
+    if not result["slices"]:
+        lines.append("No slice errs above average")
+        return "\n".join(lines)
+    lines.append(f"{'#':>3}  {'slice':<10}{'samples':>9}{'accuracy':>10}{'ratio':>8}  "
+                 f"{'interval':<15}")
+    for s in result["slices"]:
+        low, high = s["interval"]
+        lines.append(f"{s['rank']:>3}  {s['name']:<10}{s['size']:>9,}"
+                     f"{_num(s['accuracy'], '.3f'):>10}{_num(s['error_ratio'], '.2f'):>8}  "
+                     f"[{_num(low, '.3f')}, {_num(high, '.3f')}]")
+        for d in s.get("descriptions") or ():
+            lines.append(f"{'':5}'{d['text']}' (similarity {d['similarity']:.3f})")
+    return "\n".join(lines)
+
+
 def discovery_rows(result: dict) -> list:
     """One flat dict per slice of a :func:`imagenetx.analysis.discover_slices`
     result's ``.to_dict()``, best first (for CSV and HTML tables)."""

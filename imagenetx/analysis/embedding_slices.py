@@ -1,0 +1,255 @@
+"""Failures no annotation names: the slices of an embeddings field where a
+model errs most above its average, on any dataset.
+
+The columns come from :func:`~imagenetx.analysis.engine.prepare` (one
+query, the same images and correctness as every other analysis; the
+embeddings field read in it), the slices from
+:func:`imagenetx.metrics.error_slices.find_error_slices`. With ``key``, the
+slices are stored: a string field ``key`` on the samples ("slice 1", ...,
+None outside every slice), one FiftyOne saved view per slice
+(``<key>-<rank>``), and the run that made them in
+``dataset.info["imagenetx"]["error_slicings"][key]``; the engine then
+treats ``key`` as a slicing like the benchmark's own (ratios, charts, the
+panel's click to a slice's mistakes).
+"""
+
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from imagenetx.analysis.engine import ERROR_SLICINGS, prepare, stored_slicings
+from imagenetx.analysis.settings import Settings
+from imagenetx.benchmarks import get_benchmark
+from imagenetx.errors import ImageNetXError
+from imagenetx.classes.imagenet import class_table
+from imagenetx.metrics.error_slices import (
+    COMPONENTS,
+    ErrorSlices,
+    check_embeddings,
+    find_error_slices,
+    rank_texts,
+)
+from imagenetx.models.text_embeddings import encode_texts
+from imagenetx.benchmarks.imagenet_x.factors import FACTORS
+from imagenetx.metrics.stats import to_json
+from imagenetx.store.datasets import get_dataset
+
+
+#: the templates the ImageNet classes are described with
+CLASS_TEMPLATES = ("a photo of a {}.", "a drawing of a {}.", "a close-up photo of a {}.")
+#: descriptions kept per slice
+TOP_TEXTS = 3
+
+
+def description_vocabulary(texts: Sequence[str] = (), classes: bool = True,
+                           factors: bool = True) -> List[str]:
+    """The texts a slice is described with: ImageNet's classes x
+    :data:`CLASS_TEMPLATES`, the 16 factor names, and ``texts``."""
+    vocabulary = list(texts)
+    if factors:
+        vocabulary += [f.replace("_", " ") for f in FACTORS]
+    if classes:
+        vocabulary += [t.format(name) for name in class_table().names for t in CLASS_TEMPLATES]
+    return list(dict.fromkeys(vocabulary))
+
+
+def slice_value(rank: int) -> str:
+    """The value a slice's samples hold in the stored field."""
+    return f"slice {rank}"
+
+
+@dataclass
+class EmbeddingSliceResults:
+    """The slices :func:`discover_error_slices` found, best first."""
+
+    dataset: str
+    pred_field: str
+    embeddings: str
+    correct: str
+    found: ErrorSlices
+    sample_ids: List[List[str]]
+    #: ``{slicing, values, overlap: per slice, the share of its samples in
+    #: each value}`` of the benchmark's default slicing, when it has one
+    overlap: Optional[dict]
+    key: Optional[str] = None
+    #: per slice, ``[(text, score, similarity)]`` best first (None without
+    #: an image-text model: the typical samples stand for the slice)
+    descriptions: Optional[List[list]] = None
+
+    def to_dict(self) -> dict:
+        """JSON-ready: the slices best first, each with its statistics,
+        typical samples and ``sample_ids``."""
+        slices = []
+        for k, (s, ids) in enumerate(zip(self.found.slices, self.sample_ids)):
+            entry = {**s.to_dict(), "name": slice_value(s.rank),
+                     "typical_ids": [ids[i] for i in _positions(s.members, s.typical)],
+                     "sample_ids": ids}
+            if self.key:
+                entry["saved_view"] = saved_view_name(self.key, s.rank)
+            if self.descriptions is not None:
+                entry["descriptions"] = [{"text": t, "score": round(sc, 6),
+                                          "similarity": round(si, 6)}
+                                         for t, sc, si in self.descriptions[k]]
+            if self.overlap:
+                entry["overlap"] = dict(zip(self.overlap["values"], self.overlap["overlap"][k]))
+            slices.append(entry)
+        return {"dataset": self.dataset, "pred_field": self.pred_field,
+                "embeddings": self.embeddings, "correct": self.correct, "key": self.key,
+                "n": self.found.n, "accuracy": to_json(self.found.accuracy),
+                "components": self.found.components, "dimensions": self.found.dimensions,
+                "overlap_slicing": self.overlap and self.overlap["slicing"],
+                "slices": slices}
+
+
+def saved_view_name(key: str, rank: int) -> str:
+    """The saved view of slice ``rank`` of the slicing ``key``."""
+    return f"{key}-{rank}"
+
+
+def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
+                          key: Optional[str] = None, overwrite: bool = False,
+                          components: int = COMPONENTS, seed: int = 0,
+                          describe_with: Optional[str] = None, texts: Sequence[str] = (),
+                          pretrained: bool = True, settings: Settings = None, **kwargs) -> EmbeddingSliceResults:
+    """The ``k`` slices of an embeddings field where ``pred_field`` errs most
+    above its average.
+
+    Args:
+        samples: a dataset, view, or dataset name
+        pred_field: the prediction field
+        embeddings: the sample field holding one vector per sample
+            (FiftyOne Brain's convention)
+        k (5): the most slices to return
+        key (None): store the slices under this name (a sample field, saved
+            views, the run's record); None: store nothing
+        overwrite (False): replace a stored slicing of the same ``key``
+        components (25), seed (0): as in
+            :func:`~imagenetx.metrics.error_slices.find_error_slices`
+        describe_with (None): the image-text model that made the embeddings
+            (``open_clip:ARCH/PRETRAINED``): each slice gets its nearest
+            texts of :func:`description_vocabulary` (plus ``texts``); None:
+            its most typical samples only
+        texts (()): a user's own descriptions to rank too
+        pretrained (True): False loads ``describe_with`` with random weights
+            (tests)
+        settings (None): analysis settings (correctness, which samples
+            count), with keyword overrides
+
+    Raises:
+        ImageNetXError: before anything is written, for a missing field, a
+            sample without an embedding, embeddings of mixed or wrong
+            dimension, NaN rows, ``k`` out of range, or a ``key`` in use
+    """
+    view = get_dataset(samples)
+    dataset = view._dataset
+    if not view.has_field(embeddings):
+        raise ImageNetXError(
+            f"`embeddings='{embeddings}'` is not a field of dataset '{dataset.name}': "
+            "compute it first (`imagenetx.models.embed.run_embed`) or pass the field that holds "
+            "them")
+    if key is not None:
+        _check_key(dataset, key, overwrite)
+    settings = Settings.create(settings, **kwargs)
+    s = {} if _has_default_slicing(view, settings) else {"slicing": "tags"}
+    p = prepare(view, [pred_field], settings, ids=True, extra_paths=[embeddings], **s)
+    keep = p.counted[pred_field]
+    column = [v for v, kept in zip(p.columns[embeddings], keep) if kept]
+    missing = sum(v is None for v in column)
+    if missing:
+        raise ImageNetXError(
+            f"`embeddings='{embeddings}'` is missing on {missing:,} of the {len(column):,} "
+            "samples with a prediction: compute them for every sample, or narrow the view")
+    lengths = {len(v) for v in column}
+    if len(lengths) > 1:
+        raise ImageNetXError(
+            f"`embeddings='{embeddings}'` holds vectors of {len(lengths)} lengths "
+            f"({', '.join(map(str, sorted(lengths)))}): recompute them with one model")
+    x = np.stack([np.asarray(v, dtype=np.float32) for v in column]) if column else \
+        np.zeros((0, 0), np.float32)
+    correct = p.correct[pred_field][keep]
+    check_embeddings(x, correct, k, name=f"embeddings='{embeddings}'")
+    found = find_error_slices(x, correct, k=k, components=components, seed=seed)
+    ids = [i for i, kept in zip(p.ids, keep) if kept]
+    sample_ids = [[ids[i] for i in s.members] for s in found.slices]
+    overlap = None
+    if p.benchmark.default_slicing is not None and "slicing" not in s:
+        membership = p.membership[keep]
+        overlap = {"slicing": p.slicing.name, "values": [str(v) for v in p.slicing.values],
+                   "overlap": [membership[sl.members].mean(axis=0).round(4).tolist()
+                               for sl in found.slices]}
+    descriptions = None
+    if describe_with is not None:
+        vocabulary = description_vocabulary(texts)
+        vectors = encode_texts(describe_with, vocabulary, pretrained=pretrained)
+        descriptions = [[(vocabulary[i], sc, si) for i, sc, si in
+                         rank_texts(x, sl.members, vectors, top=TOP_TEXTS)]
+                        for sl in found.slices]
+    result = EmbeddingSliceResults(dataset.name, pred_field, embeddings, p.label_space.name,
+                                   found, sample_ids, overlap, descriptions=descriptions)
+    if key is not None:
+        _store(dataset, key, result)
+        result.key = key
+    return result
+
+
+def _has_default_slicing(view, settings: Settings) -> bool:
+    return bool(settings.slicing) or get_benchmark(view, settings.benchmark, settings) \
+        .default_slicing is not None
+
+
+def _check_key(dataset, key: str, overwrite: bool) -> None:
+    if key in stored_slicings(dataset):
+        if overwrite:
+            return
+        raise ImageNetXError(
+            f"`key='{key}'` holds slices already: pass `overwrite=True` to replace them, "
+            "or choose another key")
+    if dataset.has_field(key):
+        raise ImageNetXError(
+            f"`key='{key}'` is a field of dataset '{dataset.name}' that holds no slices: "
+            "choose another key")
+
+
+def _store(dataset, key: str, result: EmbeddingSliceResults) -> None:
+    """The slices as a field, saved views and a record, replacing an older
+    slicing of the same key."""
+    from fiftyone import ViewField as F  # lazy: start-up (the CLI parser imports analysis)
+    import fiftyone as fo  # lazy: start-up
+
+    old = stored_slicings(dataset).get(key)
+    if old is not None:
+        for rank in range(1, len(old["values"]) + 1):
+            name = saved_view_name(key, rank)
+            if dataset.has_saved_view(name):
+                dataset.delete_saved_view(name)
+    if not dataset.has_field(key):
+        dataset.add_sample_field(key, fo.StringField)
+    else:
+        dataset.clear_sample_field(key)
+    values = {i: slice_value(s.rank) for s, ids in
+              zip(result.found.slices, result.sample_ids) for i in ids}
+    if values:
+        dataset.set_values(key, values, key_field="id")
+    for s in result.found.slices:
+        dataset.save_view(saved_view_name(key, s.rank),
+                          dataset.match(F(key) == slice_value(s.rank)),
+                          description=f"{result.pred_field}: accuracy {s.accuracy:.3f} "
+                                      f"over {s.size:,} samples (error ratio "
+                                      f"{s.error_ratio:.2f})")
+    info = dict(dataset.info.get("imagenetx") or {})
+    slicings = dict(info.get(ERROR_SLICINGS) or {})
+    slicings[key] = {"pred_field": result.pred_field, "embeddings": result.embeddings,
+                     "correct": result.correct, "k": len(result.found.slices),
+                     "components": result.found.components,
+                     "values": [slice_value(s.rank) for s in result.found.slices],
+                     "sizes": [s.size for s in result.found.slices]}
+    info[ERROR_SLICINGS] = slicings
+    dataset.info["imagenetx"] = info
+    dataset.save()
+
+
+def _positions(members: np.ndarray, rows: np.ndarray) -> list:
+    """Where each of ``rows`` lies in ``members``."""
+    where = {int(m): i for i, m in enumerate(members)}
+    return [where[int(r)] for r in rows]

