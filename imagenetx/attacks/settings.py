@@ -58,7 +58,7 @@ class AttackSettings:
         if self.norm not in NORMS:
             raise ImageNetXError(f"Unknown `norm` '{self.norm}': use linf or l2")
         if not math.isfinite(self.eps):
-            raise ImageNetXError(f"`eps` must be a finite number, not {self.eps}: e.g. `eps=0.5/255`")
+            raise ImageNetXError(f"`eps` must be a finite number, not {self.eps}: e.g. 0.5/255")
         if not self.eps >= 0:
             raise ImageNetXError(f"`eps` must be 0 or more, not {self.eps}")
         if self.steps < 1:
@@ -69,7 +69,7 @@ class AttackSettings:
         if self.norm == "linf" and self.eps > 1:  # every pixel may move anywhere already
             raise ImageNetXError(
                 f"`eps={_as_255(self.eps)}` ({self.eps:g}) is beyond the [0, 1] pixel range "
-                "of an L∞ attack: give a budget of at most 1, e.g. `eps=4/255`")
+                "of an L∞ attack: give a budget of at most 1, e.g. 4/255")
         return self
 
     def to_dict(self) -> dict:
