@@ -313,9 +313,9 @@ def test_a_killed_attack_resumes_to_the_same_result(tmp_env, photos):
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: parse_eps("-1"), "--eps must be 0 or more"),
-    (lambda: parse_eps("abc"), "--eps 'abc' is not a number or a fraction"),
-    (lambda: AttackSettings(eps=-0.1).check(), "--eps must be 0 or more"),
+    (lambda: parse_eps("-1"), "`eps` must be 0 or more"),
+    (lambda: parse_eps("abc"), "`eps` 'abc' is not a number or a fraction"),
+    (lambda: AttackSettings(eps=-0.1).check(), "`eps` must be 0 or more"),
     (lambda: AttackSettings(attack="cw").check(),
      "Unknown attack 'cw': use one of pgd, fgsm, autoattack"),
     (lambda: protocol_settings("nope"), "Unknown protocol 'nope': use one of"),

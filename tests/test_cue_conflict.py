@@ -226,7 +226,7 @@ def test_bad_responses_and_fields_write_nothing(cue, tmp_path):
     other.write_text("file_name,label\nairplane1-bicycle2.png,cat\n")
     with pytest.raises(ImageNetXError, match="not a model-vs-human responses CSV"):
         import_responses(cue, [other])
-    with pytest.raises(ImageNetXError, match="one at a time, with --field"):
+    with pytest.raises(ImageNetXError, match="one at a time, with `field`"):
         import_prediction_files(cue, [other, other])
     unknown = tmp_path / "unknown.csv"
     src = (RESPONSES / "style-transfer-512-nomask-experiment_resnet50_session-1.csv").read_text()

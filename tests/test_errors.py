@@ -20,12 +20,6 @@ SCOPE = ("analysis", "app", "attacks", "benchmarks", "classes", "edits", "metric
          "models", "present", "probes", "protocols", "store", "__init__.py", "__main__.py",
          "doctor.py", "errors.py", "memory.py", "options.py", "ports.py", "registry.py")
 
-# TODO(issue 46, merge): the files other branches convert at the same time
-# (i46-run: models/, probes/, attacks/; i46-load: benchmarks/). The lead
-# empties this set when they land.
-NOT_YET_CONVERTED = {"models", "attacks"}
-
-
 def cli_flags() -> set:
     """Every flag of every ``imagenetx`` command, from argparse's own
     definitions."""
@@ -69,27 +63,15 @@ def flags_in_errors(root, flags: set, scope=SCOPE) -> list:
     return found
 
 
-def _owner(path: str) -> str:
-    return next((e for e in NOT_YET_CONVERTED if path == e or path.startswith(e + "/")),
-                "")
-
-
 @pytest.fixture(scope="module")
 def found():
     return flags_in_errors(REPO, cli_flags())
 
 
 def test_no_library_error_names_a_command_line_flag(found):
-    found = [f for f in found if not _owner(f[0])]
     assert not found, ("library errors that name a flag (name the parameter as `name` or "
                        "`name=value`; the CLI renders it):\n"
                        + "\n".join(f"imagenetx/{p}:{line}: {flag}" for p, line, flag in found))
-
-
-def test_every_package_awaiting_conversion_still_has_a_flag_to_convert(found):
-    # an entry whose flags are gone leaves NOT_YET_CONVERTED (and the check reads it)
-    left = {_owner(f[0]) for f in found} - {""}
-    assert NOT_YET_CONVERTED <= left, f"converted, take out: {NOT_YET_CONVERTED - left}"
 
 
 def test_the_scope_is_every_package_but_the_command_line():

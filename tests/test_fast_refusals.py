@@ -97,7 +97,7 @@ def test_every_pretrained_source_with_no_network_says_so_in_one_line(tmp_env, tm
         assert res["seconds"] < scaled(30), res
     by_spec = {res["spec"]: res["screen"] for res in results}
     assert "timm/resnet18.a1_in1k is not in" in by_spec["timm:resnet18"]
-    assert "--model checkpoint:PATH --arch resnet18" in by_spec["timm:resnet18"]
+    assert "--model checkpoint:PATH and --arch resnet18" in by_spec["timm:resnet18"]
     assert "resnet18-f37072fd.pth is not in" in by_spec["torchvision:resnet18"]
     assert "hf:/path/to/saved_model" in by_spec["hf:google/vit-base-patch16-224"]
     assert "fiftyone zoo models download" in by_spec["zoo:resnet50-imagenet-torch"]

@@ -253,7 +253,7 @@ BAD_SPECS = {
         "Unknown torchvision classification model 'resnet5O'"),
     "unknown-tv-weights": (
         ["--model", "torchvision:resnet18:BOGUS"], "Unknown weights 'BOGUS'"),
-    "no-arch": (["--model", SPEC], "needs --arch NAME"),
+    "no-arch": (["--model", SPEC], "needs --arch: the timm architecture"),
     "arch-without-checkpoint": (
         ["--model", "timm:resnet18", "--arch", "resnet18"],
         "--arch applies to checkpoint"),
@@ -278,7 +278,7 @@ BAD_SPECS = {
         "cannot load it"),
     "remap-without-checkpoint": (
         ["--model", "timm:resnet18", "--remap-by-position"],
-        "--remap-by-position (remap_by_position=True) applies to "
+        "--remap-by-position applies to "
         "checkpoint:PATH specs only"),
     "corrupt-safetensors": (
         ["--model", "checkpoint:{ckpt}/corrupt.safetensors", "--arch", ARCH],
@@ -375,7 +375,7 @@ def test_pretrained_weights_unreachable_gives_one_clear_line(tmp_env, images):
     assert r.returncode == 2
     assert ("No network for the pretrained weights of timm model 'resnet18'" in r.stderr
             and "(HF_HUB_OFFLINE is set)" in r.stderr)
-    assert "--model checkpoint:PATH --arch resnet18" in r.stderr
+    assert "--model checkpoint:PATH and --arch resnet18" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
     assert not fo.load_dataset("inf-offline").has_field("r18")
 
@@ -678,7 +678,7 @@ def test_a_geometry_tensors_cannot_reproduce_stays_with_pil():
                   T.Compose([T.Resize(256), T.CenterCrop(224), T.Grayscale(3)])):
         assert Geometry.of(other) is None
     assert resolve_decoder("auto", None) == "pil"
-    with pytest.raises(ValueError, match="use --decoder pil"):
+    with pytest.raises(ValueError, match="use `decoder=pil`"):
         resolve_decoder("torchvision", None)
 
 

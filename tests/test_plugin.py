@@ -124,7 +124,7 @@ def test_forms_refuse_bad_inputs_before_execute_and_change_nothing(photos_dir, t
          "is not a file on the server"),
         ("import_predictions", {"path": str(photos_dir / "holiday.jpg"), "field": "p"},
          "tick Overwrite"),
-        ("run_model", {"model": "timm:", "field": "q"}, "with an Architecture"),
+        ("run_model", {"model": "timm:", "field": "q"}, "checkpoint:PATH (with Architecture)"),
         ("run_model", {"model": "timm:resnet18", "field": "ground_truth"},
          "choose another Prediction field"),
         ("export_report", {"pred_fields": [], "out": str(tmp_path / "r.html")},

@@ -185,7 +185,7 @@ def test_existing_classification_needs_overwrite_then_is_replaced(tmp_path):
     s = import_predictions(ds.name, first, "model_a")
     assert s.samples_written == 4 and s.samples_without_row == 1
 
-    with pytest.raises(ImageNetXError, match="--overwrite"):
+    with pytest.raises(ImageNetXError, match="`overwrite=True`"):
         import_predictions(ds, second, "model_a")
     assert ds.values("model_a.class_index") == [7, 7, 7, 7, None]
     ds.evaluate_classifications("model_a", gt_field="model_a",

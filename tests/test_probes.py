@@ -305,7 +305,7 @@ def _ten_class_checkpoint():
     (lambda ds: run_probe(ds, _ten_class_checkpoint(), "lite0", "spectral",
                           arch="efficientnet_lite0"), "(10, 1280)"),
     (lambda ds: run_probe(ds, SPEC, "lite0", "spectral", batch_size=0, **LITE0),
-     "--batch-size"),
+     "`batch_size` must be at least 1"),
     (lambda ds: probe_results(ds, "lite0", "spectral"), "No 'spectral' results"),
     (lambda ds: run_probe(ds, SPEC, "lite0.x", "spectral", **LITE0), "not a top-level field"),
 ])

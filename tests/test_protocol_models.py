@@ -352,9 +352,9 @@ def test_an_unknown_model_gets_res256crop224_and_the_departure(photos_dir, capsy
                           T.CenterCrop(size), T.ToTensor()])
     assert torch.equal(reader(str(photo)).float().div(255),
                        timm_cfg(Image.open(photo).convert("RGB")))
-    with pytest.raises(ImageNetXError, match="--preprocessing timm takes a timm model"):
+    with pytest.raises(ImageNetXError, match="`preprocessing=timm` takes a timm model"):
         _robustbench_fed("torchvision:resnet18", ModelRequest(pretrained=False), "timm")
-    with pytest.raises(ImageNetXError, match="applies with --protocol robustbench"):
+    with pytest.raises(ImageNetXError, match="applies with `protocol=robustbench`"):
         RunOptions(protocol="gavrikov", preprocessing="Res224").check()
 
 

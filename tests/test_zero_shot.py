@@ -156,7 +156,7 @@ def test_imagenet_d_is_scored_113_way_with_its_own_class_names(imagenet_d_releas
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"prompt": "A photo of a cat"}, "must hold the class name as {c} exactly once"),
-    ({"prompt": None, "templates": "nope"}, "--templates 'nope' is neither openai nor simple"),
+    ({"prompt": None, "templates": "nope"}, "`templates` 'nope' is neither openai nor simple"),
 ])
 def test_bad_prompts_are_refused_before_anything_is_written(photos_dir, kwargs, message):
     ds = make_dataset("zs-bad", photos_dir)

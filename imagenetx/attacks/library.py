@@ -67,7 +67,7 @@ def autoattack(settings: AttackSettings) -> Callable:
         from pyautoattack import AutoAttack
     except ImportError:
         raise ImageNetXError(
-            f"--attack autoattack needs Croce & Hein's AutoAttack: {AUTOATTACK_INSTALL}"
+            f"`attack=autoattack` needs Croce & Hein's AutoAttack: {AUTOATTACK_INSTALL}"
         ) from None
     norm = "Linf" if settings.norm == "linf" else "L2"
 

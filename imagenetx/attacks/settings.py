@@ -56,19 +56,19 @@ class AttackSettings:
         if self.attack not in ATTACKS:
             raise ATTACKS.unknown(self.attack)
         if self.norm not in NORMS:
-            raise ImageNetXError(f"Unknown --norm '{self.norm}': use linf or l2")
+            raise ImageNetXError(f"Unknown `norm` '{self.norm}': use linf or l2")
         if not math.isfinite(self.eps):
-            raise ImageNetXError(f"--eps must be a finite number, not {self.eps}: e.g. 0.5/255")
+            raise ImageNetXError(f"`eps` must be a finite number, not {self.eps}: e.g. 0.5/255")
         if not self.eps >= 0:
-            raise ImageNetXError(f"--eps must be 0 or more, not {self.eps}")
+            raise ImageNetXError(f"`eps` must be 0 or more, not {self.eps}")
         if self.steps < 1:
-            raise ImageNetXError(f"--steps must be at least 1, not {self.steps}")
+            raise ImageNetXError(f"`steps` must be at least 1, not {self.steps}")
         if not (self.step_size > 0 and math.isfinite(self.step_size)):
             raise ImageNetXError(
-                f"--step-size must be a finite number more than 0, not {self.step_size}")
+                f"`step_size` must be a finite number more than 0, not {self.step_size}")
         if self.norm == "linf" and self.eps > 1:  # every pixel may move anywhere already
             raise ImageNetXError(
-                f"--eps {_as_255(self.eps)} ({self.eps:g}) is beyond the [0, 1] pixel range "
+                f"`eps={_as_255(self.eps)}` ({self.eps:g}) is beyond the [0, 1] pixel range "
                 "of an L∞ attack: give a budget of at most 1, e.g. 4/255")
         return self
 
@@ -115,11 +115,11 @@ def settings_from(protocol: Optional[str] = None, eps=None, step_size=None,
     return with_overrides(
         protocol_settings(protocol or "gavrikov"),
         eps=None if eps is None else parse_eps(eps),
-        step_size=None if step_size is None else parse_eps(step_size, "--step-size"),
+        step_size=None if step_size is None else parse_eps(step_size, "`step_size`"),
         **given)
 
 
-def parse_eps(text: Union[str, float], option: str = "--eps") -> float:
+def parse_eps(text: Union[str, float], option: str = "`eps`") -> float:
     """A budget from ``0.5/255``, ``4/255``, ``0.002`` or a number.
 
     Raises:

@@ -34,7 +34,7 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--limit", type=int, help="predict at most N samples")
     p.add_argument("--overwrite", action="store_true",
                    help="predict samples that already have a prediction too")
-    p.add_argument("--random-weights", action="store_true",
+    p.add_argument("--random-weights", dest="pretrained", action="store_false",
                    help="skip the pretrained weights (throughput tests only)")
     p.add_argument("--slices", metavar="A,B",
                    help="grouped datasets: predict only these group slices (default: all)")

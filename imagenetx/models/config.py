@@ -56,25 +56,25 @@ class RunOptions:
     def check(self) -> "RunOptions":
         """Returns itself; raises ImageNetXError for a bad option."""
         if self.batch_size is not None and self.batch_size < 1:
-            raise ImageNetXError(f"--batch-size must be at least 1, not {self.batch_size}")
+            raise ImageNetXError(f"`batch_size` must be at least 1, not {self.batch_size}")
         if self.num_workers is not None and self.num_workers < 0:
-            raise ImageNetXError(f"--num-workers must be 0 or more, not {self.num_workers}")
+            raise ImageNetXError(f"`num_workers` must be 0 or more, not {self.num_workers}")
         if self.limit is not None and self.limit < 0:
-            raise ImageNetXError(f"--limit must be 0 or more, not {self.limit}")
+            raise ImageNetXError(f"`limit` must be 0 or more, not {self.limit}")
         if self.decoder not in DECODERS:
             raise ImageNetXError(
-                f"Unknown --decoder '{self.decoder}': use one of {', '.join(DECODERS)}")
+                f"Unknown `decoder` '{self.decoder}': use one of {', '.join(DECODERS)}")
         if self.amp not in AMPS:
-            raise ImageNetXError(f"Unknown --amp '{self.amp}': use one of {', '.join(AMPS)}")
+            raise ImageNetXError(f"Unknown `amp` '{self.amp}': use one of {', '.join(AMPS)}")
         get_protocol(self.protocol)  # an unknown name says so
         if self.preprocessing is not None and self.preprocessing not in PREPROCESSING_CHOICES:
             raise ImageNetXError(
-                f"Unknown --preprocessing '{self.preprocessing}': use one of RobustBench's "
+                f"Unknown `preprocessing` '{self.preprocessing}': use one of RobustBench's "
                 f"{', '.join(PREPROCESSING_CHOICES)}")
         if self.preprocessing is not None and self.protocol != "robustbench":
             raise ImageNetXError(
-                f"--preprocessing {self.preprocessing} names one of RobustBench's "
-                "preprocessings: it applies with --protocol robustbench; leave it out")
+                f"`preprocessing={self.preprocessing}` names one of RobustBench's "
+                "preprocessings: it applies with `protocol=robustbench`; leave it out")
         return self
 
 
@@ -109,7 +109,6 @@ def from_args(args) -> Tuple[ModelRequest, RunOptions]:
     """The options of parsed ``imagenetx predict`` / ``probe`` / ``attack``
     flags."""
     values = dict(vars(args))
-    values["pretrained"] = not values.pop("random_weights", False)
     return _pick(ModelRequest, values), _pick(RunOptions, values).check()
 
 

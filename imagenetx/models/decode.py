@@ -137,7 +137,7 @@ def resolve_decoder(decoder: str, geometry: Optional[Geometry]) -> str:
     if decoder == "torchvision" and geometry is None:
         raise ValueError(
             "this model's preprocessing is not a plain resize and center crop, "
-            "so only PIL reproduces it: use --decoder pil (or auto)")
+            "so only PIL reproduces it: use `decoder=pil` (or auto)")
     return decoder
 
 

@@ -41,8 +41,8 @@ def resolve_device(device: str) -> torch.device:
         )
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ImageNetXError(
-            f"--device {device} but PyTorch sees no CUDA GPU: use --device "
-            "cpu (or auto)"
+            f"`device={device}` but PyTorch sees no CUDA GPU: use `device=cpu` "
+            "(or auto)"
         )
     return torch.device(device)
 
@@ -52,7 +52,7 @@ def amp_dtype(amp: str, device: torch.device) -> Optional[torch.dtype]:
     ``auto`` is bf16 (fp16 on older GPUs) on CUDA and off on the CPU."""
     if amp not in AMPS:
         raise ImageNetXError(
-            f"Unknown --amp '{amp}': use one of {', '.join(AMPS)}"
+            f"Unknown `amp` '{amp}': use one of {', '.join(AMPS)}"
         )
     if amp == "auto":
         if device.type != "cuda":

@@ -46,7 +46,7 @@ def check_decoder(decoder: str) -> None:
     """Raises ImageNetXError for an unknown ``--decoder``."""
     if decoder not in DECODERS:
         raise ImageNetXError(
-            f"Unknown --decoder '{decoder}': use one of {', '.join(DECODERS)}")
+            f"Unknown `decoder` '{decoder}': use one of {', '.join(DECODERS)}")
 
 
 def crop_reader(classifier: Classifier, decoder: str, device) -> tuple:
@@ -58,7 +58,7 @@ def crop_reader(classifier: Classifier, decoder: str, device) -> tuple:
     try:
         kind = resolve_decoder(decoder, geometry)
     except ValueError as e:
-        raise ImageNetXError(f"--decoder {decoder}: {e}") from None
+        raise ImageNetXError(f"`decoder={decoder}`: {e}") from None
     share = GPU_DECODE_SHARE if (
         decoder == "auto" and kind == "torchvision" and device.type == "cuda"
     ) else 0.0

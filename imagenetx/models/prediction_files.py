@@ -114,7 +114,7 @@ class ImportSummary:
             if self.format == "pickle" and self.imagenet_agreement < 0.05:
                 text += (
                     " (very low: if the pickle's rows follow file-number "
-                    "order, import again with --row-order val --overwrite)"
+                    "order, import again with `row_order=val` and `overwrite=True`)"
                 )
         return text
 
@@ -294,8 +294,8 @@ def _check_field(dataset, field: str, overwrite: bool, gt_field: str) -> bool:
     if not overwrite:
         raise ImageNetXError(
             f"Field '{field}' of dataset '{dataset.name}' already holds "
-            "classifications: pass --overwrite (overwrite=True) to replace "
-            "them, or choose another --field name"
+            "classifications: pass `overwrite=True` to replace "
+            "them, or choose another `field`"
         )
     return True
 
@@ -650,6 +650,6 @@ def import_prediction_files(samples, paths, field: str = None, overwrite: bool =
     if len(paths) != 1 or not field:
         raise ImageNetXError(
             "A prediction file (toolkit CSV or pickle) is imported one at a "
-            "time, with --field naming the field to write")
+            "time, with `field` naming the field to write")
     return import_predictions(samples, paths[0], field, overwrite=overwrite,
                               row_order=row_order, gt_field=gt_field)

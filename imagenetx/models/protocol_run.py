@@ -103,8 +103,8 @@ def resolve_run(benchmark: str, request, options, dataset: str = "") -> tuple:
     if not protocol.applies(benchmark):
         raise ImageNetXError(
             f"Protocol '{protocol.name}' applies to {' and '.join(protocol.applies_to)} "
-            f"datasets only, and dataset '{dataset}' is a {benchmark} one: leave --protocol "
-            "out (its benchmark's own) or pass --protocol none")
+            f"datasets only, and dataset '{dataset}' is a {benchmark} one: leave `protocol` "
+            "out (its benchmark's own) or pass `protocol=none`")
     departures = []
     changes = {}
     if options.decoder == "auto":
@@ -136,7 +136,7 @@ def check_dataset(run: ProtocolRun, samples) -> None:
             f"Protocol '{run.protocol.name}' applies to ImageNet validation sets holding "
             f"RobustBench's {SUBSET_SIZE:,} images, and dataset '{samples._dataset.name}' "
             f"holds {len(held):,} of them (matched by file name): load the validation set "
-            "(ImageNet-X from `dir=...`), or pass --protocol none")
+            "(ImageNet-X from `dir=...`), or pass `protocol=none`")
     select_subset(paths, samples._dataset.name)  # each once
 
 
@@ -256,7 +256,7 @@ def robustbench_preprocessing(name: str, classifier):
         if classifier.source != "timm" and not (
                 classifier.source == "checkpoint" and not arch.startswith("torchvision:")):
             raise ImageNetXError(
-                f"--preprocessing timm takes a timm model's own configuration, and "
+                f"`preprocessing=timm` takes a timm model's own configuration, and "
                 f"'{classifier.spec}' is not a timm model: name one of RobustBench's "
                 "Res256Crop224, BicubicRes256Crop224, Res224, Crop288")
         return prep

@@ -152,20 +152,20 @@ def check_request(spec: str, request: ModelRequest) -> None:
     if scheme != "checkpoint":
         if request.remap_by_position:
             raise ImageNetXError(
-                "--remap-by-position (remap_by_position=True) applies to "
+                "`remap_by_position=True` applies to "
                 f"checkpoint:PATH specs only, not '{spec}'")
         if request.arch:
             raise ImageNetXError(
-                f"--arch applies to checkpoint:PATH specs only, not '{spec}'")
+                f"`arch` applies to checkpoint:PATH specs only, not '{spec}'")
     source = source_of(scheme)
     zero_shot = getattr(source, "ZERO_SHOT", False)
     if request.zero_shot_options and not (zero_shot(request) if callable(zero_shot)
                                           else zero_shot):
         raise ImageNetXError(
-            f"--templates and --prompt apply to zero-shot models (open_clip:, "
+            f"`templates` and `prompt` apply to zero-shot models (open_clip:, "
             f"hf: CLIP or SigLIP), not '{spec}'")
     if request.templates and request.prompt:
-        raise ImageNetXError("Pass --templates or --prompt, not both")
+        raise ImageNetXError("Pass `templates` or `prompt`, not both")
     if request.prompt is not None:
         check_prompt(request.prompt)
     if request.templates:
@@ -173,12 +173,12 @@ def check_request(spec: str, request: ModelRequest) -> None:
     source.parse(rest, request)
 
 
-def check_prompt(prompt: str, where: str = "--prompt") -> None:
+def check_prompt(prompt: str, where: str = "`prompt`") -> None:
     """Raises ImageNetXError unless ``prompt`` has exactly one ``{c}``."""
     if prompt.count("{c}") != 1:
         raise ImageNetXError(
             f"{where} '{prompt}' must hold the class name as {{c}} exactly once, "
-            "e.g. --prompt \"A photo of a {c}\"")
+            "e.g. 'A photo of a {c}'")
     try:
         prompt.format(c="x")
     except (IndexError, KeyError, ValueError) as e:
@@ -196,13 +196,13 @@ def check_templates(templates: str) -> None:
         return
     if not os.path.isfile(templates):
         raise ImageNetXError(
-            f"--templates '{templates}' is neither {' nor '.join(TEMPLATE_SETS)} "
+            f"`templates` '{templates}' is neither {' nor '.join(TEMPLATE_SETS)} "
             "nor a file: pass a text file with one template per line, each with {c}")
     lines = read_template_file(templates)
     if not lines:
-        raise ImageNetXError(f"--templates file '{templates}' holds no template")
+        raise ImageNetXError(f"`templates` file '{templates}' holds no template")
     for k, line in enumerate(lines, 1):
-        check_prompt(line, where=f"Line {k} of --templates file '{templates}'")
+        check_prompt(line, where=f"Line {k} of `templates` file '{templates}'")
 
 
 def read_template_file(path: str) -> list:

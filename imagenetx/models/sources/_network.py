@@ -154,15 +154,15 @@ def missing_weights(what: str, weights: str, cache: str, host: str, reason: str,
         host: where they come from, e.g. the Hub's address
         reason: why that cannot be reached
         local (None): how to load a local copy instead, e.g.
-            ``--model checkpoint:PATH --arch resnet18``
-        random_weights (True): whether ``--random-weights`` applies
+            ``model=checkpoint:PATH`` and ``arch=resnet18`` in backticks
+        random_weights (True): whether ``pretrained=False`` applies
     """
     ways = ["connect to the internet and run again",
             f"copy {cache} from a machine that has them"]
     if local:
         ways.append(local)
     if random_weights:
-        ways.append("pass --random-weights for a smoke run")
+        ways.append("pass `pretrained=False` for a smoke run")
     return ImageNetXError(
         f"No network for the pretrained weights of {what}: {weights} is not in "
         f"{cache} and {host} cannot be reached ({reason}); "

@@ -27,9 +27,9 @@ def parse(rest: str, request) -> None:
     """A checkpoint needs its architecture."""
     if not request.arch:
         raise ImageNetXError(
-            f"Model spec 'checkpoint:{rest}' needs --arch NAME (arch=...): the timm "
+            f"Model spec 'checkpoint:{rest}' needs `arch`: the timm "
             "architecture the checkpoint was saved from, e.g. "
-            "--arch efficientnet_lite0"
+            "`arch=efficientnet_lite0`"
         )
 
 
@@ -47,7 +47,7 @@ def load(path: str, request):
     else:
         arch_name = arch_name if scheme == "timm" and arch_name else arch
         model, prep = timm_model(
-            arch_name, pretrained=False, what=f"architecture '{arch}' (--arch)"
+            arch_name, pretrained=False, what=f"architecture '{arch}' (`arch`)"
         )
     state = _read_state_dict(path)
     model.load_state_dict(
@@ -66,7 +66,7 @@ def _open_clip(path: str, arch: str, request):
 
     if arch not in open_clip.list_models():
         raise ImageNetXError(
-            f"Unknown open_clip architecture '{arch}' (--arch open_clip:{arch}): see "
+            f"Unknown open_clip architecture '{arch}' (`arch=open_clip:{arch}`): see "
             "open_clip.list_models()")
     model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=None)
     state = _read_state_dict(path)
@@ -147,7 +147,7 @@ def _fit_state_dict(
         raise ImageNetXError(
             f"{where}: {len(bad)} tensors differ in shape, e.g. '{k}' is "
             f"{tuple(state[k].shape)} in the checkpoint and "
-            f"{tuple(target[k].shape)} in the model. Pass the --arch it was "
+            f"{tuple(target[k].shape)} in the model. Pass the `arch` it was "
             "trained with (a 1000-class ImageNet head)"
         )
     lined_up = [tuple(v.shape) for v in state.values()] == [
@@ -162,8 +162,8 @@ def _fit_state_dict(
             + ", ".join(f"'{a}' where the model has '{b}'" for a, b in pairs)
             + f"), though its {len(state)} tensors line up one to one with "
             "the model's in order and shape. If it is the same network "
-            "under other names, pass --remap-by-position "
-            "(remap_by_position=True) to load them by position"
+            "under other names, pass `remap_by_position=True` "
+            "to load them by position"
         )
     extra = [k for k in state if k not in target][:2]
     missing = [k for k in target if k not in state][:2]
@@ -176,7 +176,7 @@ def _fit_state_dict(
         f"tensors do not line up by position either (it has {len(state)} "
         f"tensors where the model has {len(target)}"
         + _first_shape_difference(list(state.items()), list(target.items()))
-        + "), so --remap-by-position cannot load it. Pass the --arch it was "
+        + "), so `remap_by_position=True` cannot load it. Pass the `arch` it was "
         "trained with (a 1000-class ImageNet head)"
     )
 

@@ -88,7 +88,7 @@ def _load(source: str, rest: str, request):
         return zero_shot_classifier(source, config, f"hf:{rest}", request)
     if request.zero_shot_options:
         raise ImageNetXError(
-            f"--templates and --prompt apply to zero-shot models, and 'hf:{rest}' is "
+            f"`templates` and `prompt` apply to zero-shot models, and 'hf:{rest}' is "
             f"a {config.model_type} classifier: leave them out, or pass a CLIP or "
             "SigLIP model")
     return image_classifier(source, config, f"hf:{rest}", request)

@@ -66,13 +66,13 @@ def timm_model(name: str, pretrained: bool, what: str = None):
         if offline is not None:
             raise missing_weights(
                 what, offline[0], hub_cache(), hub_name(), offline[1],
-                f"load a local state dict with --model checkpoint:PATH --arch {name}"
+                f"load a local state dict with `model=checkpoint:PATH` and `arch={name}`"
             ) from None
         raise ImageNetXError(
             f"Cannot get the pretrained weights of {what} "
             f"({type(e).__name__}: {first_line(e)}): connect to the "
             "internet (and unset HF_HUB_OFFLINE), or load a local state dict "
-            f"with --model checkpoint:PATH --arch {name}"
+            f"with `model=checkpoint:PATH` and `arch={name}`"
         ) from e
     cfg = resolve_data_config({}, model=model)
     return model, from_timm_config(cfg)
@@ -89,4 +89,4 @@ def _offline_reason(name: str, what: str):
     if cfg is None:
         return None
     return weights_offline(cfg.hf_hub_id, cfg.url, what, f"load a local state dict with "
-                                                          f"--model checkpoint:PATH --arch {name}")
+                                                          f"`model=checkpoint:PATH` and `arch={name}`")

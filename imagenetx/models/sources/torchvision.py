@@ -61,8 +61,8 @@ def torchvision_model(name: str, weights_name: Optional[str], pretrained: bool):
         ) from None
     if pretrained:
         check_url_weights(weights.url, f"torchvision model '{name}'",
-                          f"load a local state dict with --model checkpoint:PATH --arch "
-                          f"torchvision:{name}")
+                          f"load a local state dict with `model=checkpoint:PATH` and "
+                          f"`arch=torchvision:{name}`")
     try:
         model = tvm.get_model(name, weights=weights if pretrained else None)
     except Exception as e:  # download errors
@@ -71,7 +71,7 @@ def torchvision_model(name: str, weights_name: Optional[str], pretrained: bool):
             f"({type(e).__name__}: {first_line(e)}): connect to the "
             "internet, or put the file in the torch hub cache "
             f"({os.path.join(torch.hub.get_dir(), 'checkpoints')}), or load a"
-            f" local state dict with --model checkpoint:PATH --arch "
-            f"torchvision:{name}"
+            f" local state dict with `model=checkpoint:PATH` and "
+            f"`arch=torchvision:{name}`"
         ) from e
     return model, from_torchvision_weights(weights)
