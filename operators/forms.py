@@ -1,6 +1,7 @@
 """Form pieces shared by the operators: scoring prediction fields, building
 datasets, and the library's errors in the forms' labels."""
 
+import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
 from imagenetx.errors import Term, parameters_in, render_parameters

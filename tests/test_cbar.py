@@ -202,7 +202,7 @@ def test_bad_input_is_one_error_and_writes_nothing(cbar, tmp_path, capsys):
     before = ds.get_field_schema()
     for args, message in (
             (["corruption-errors", "--dataset", ds.name, "--pred-field", "m"],
-             "use `imagenetx corruption-accuracy"),
+             "(`imagenetx corruption-accuracy`)"),
             (["corruption-accuracy", "--dataset", ds.name, "--pred-field", "nope"],
              "no prediction field 'nope'")):
         assert main(args) == 2

@@ -103,7 +103,7 @@ def test_custom_prefix_replaces_only_factor_tags(photos_dir):
 def test_wrong_ground_truth_type_is_refused(photos_dir):
     ds = make_dataset("tag-bad-field", photos_dir)
     ds.set_values("ground_truth", ["a"] * len(ds))
-    with pytest.raises(ImageNetXError, match="--gt-field"):
+    with pytest.raises(ImageNetXError, match="`gt_field`"):
         tag_dataset(ds)
 
 

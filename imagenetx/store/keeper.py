@@ -124,6 +124,8 @@ def main(folder: str) -> int:
     # the service process is gone (mongod exited, or it was killed): a
     # mongod left behind still holds the folder
     remove_state(folder, os.getpid())
+    import psutil  # only here and in the keeper: not at the CLI's start-up
+
     try:
         orphan = psutil.Process(mongod)
         if orphan.cmdline()[1:] == command[1:]:
