@@ -1176,7 +1176,29 @@ def test_the_sample_panel_shows_the_opened_images_factors_and_predictions(
     assert f"Factors: {', '.join(first.imagenetx.factors)}" in text
     row = next(line for line in text.splitlines() if line.startswith("imagenet_labels"))
     assert first.imagenet_labels.label in row
-    page.keyboard.press("Escape")
+    _close_modal(page)
+
+
+def _close_modal(page) -> None:
+    """Closes the sample modal, waiting until it is gone (FiftyOne's Escape
+    closes it once its Sample tab is shown and the focus is on its image,
+    not on a panel); left open, it stays over the next test's clicks."""
+    modal = page.locator("#modal.modalon")
+    for _ in range(5):
+        if modal.count() == 0:
+            break
+        page.locator("#modal").get_by_text("Sample", exact=True).first.click()
+        looker = page.locator("#modal [data-cy=modal-looker-container]")
+        if looker.count():
+            looker.first.click()
+        else:
+            page.mouse.click(5, 500)  # the backdrop beside the modal
+        page.keyboard.press("Escape")
+        try:
+            expect(modal).to_have_count(0, timeout=T(5_000))
+        except AssertionError:
+            continue
+    expect(modal).to_have_count(0)
 
 
 def test_load_a_benchmark_form_follows_the_benchmark_and_opens_the_dataset(
@@ -1211,6 +1233,7 @@ def test_load_a_benchmark_form_follows_the_benchmark_and_opens_the_dataset(
     pick("ImageNetV2")
     expect(form.get_by_text("Variant", exact=True).first).to_be_visible()
     expect(form.get_by_text("Source", exact=True)).to_have_count(0)
+    expect(page.get_by_role("listbox")).to_have_count(0)  # the dropdown's menu gone
     _shot(page, "load-benchmark-form")
 
     pick("ImageNet-X")
