@@ -43,7 +43,7 @@ class AttackModel(foo.Operator):
 
     def resolve_input(self, ctx):
         from imagenetx.attacks.registry import attack_names
-        from imagenetx.attacks.settings import NORMS
+        from imagenetx.attacks.budget import NORMS
 
         inputs = types.Object()
         add_model_inputs(ctx, inputs, "Adversarial field",
@@ -94,10 +94,10 @@ class AttackModel(foo.Operator):
 
 
 def attack_settings(params: dict):
-    """The :class:`~imagenetx.attacks.settings.AttackSettings` of the form's
+    """The :class:`~imagenetx.attacks.budget.AttackSettings` of the form's
     values: the protocol's, with what the form gives (empty: the
     protocol's), as ``imagenetx attack`` builds them."""
-    from imagenetx.attacks.settings import settings_from
+    from imagenetx.attacks.budget import settings_from
 
     def given(name):
         value = params.get(name)

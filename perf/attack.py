@@ -25,7 +25,7 @@ import foolbox as fb  # noqa: E402
 import torch  # noqa: E402
 
 from imagenetx.attacks.run import attack_amp, run_attack  # noqa: E402
-from imagenetx.attacks.settings import AttackSettings  # noqa: E402
+from imagenetx.attacks.budget import AttackSettings  # noqa: E402
 from imagenetx.classes.imagenet import class_table  # noqa: E402
 from imagenetx.models.device import (  # noqa: E402
     amp_dtype, default_batch_size, resolve_device)

@@ -15,7 +15,7 @@ import torch
 
 from conftest import REPO, _TMP, save_photo
 from imagenetx.attacks.run import run_attack
-from imagenetx.attacks.settings import AttackSettings, parse_eps, protocol_settings
+from imagenetx.attacks.budget import AttackSettings, parse_eps, protocol_settings
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.config import RunOptions
 from imagenetx.models.sources import ModelRequest
@@ -258,7 +258,7 @@ KILLED_RUN = """
 import sys, time
 import imagenetx.models.writer as writer
 from imagenetx.attacks.run import run_attack
-from imagenetx.attacks.settings import AttackSettings
+from imagenetx.attacks.budget import AttackSettings
 from imagenetx.models.config import RunOptions
 from imagenetx.models.sources import ModelRequest
 writer.WRITE_EVERY = 2
@@ -366,7 +366,7 @@ def test_autoattack_equals_pyautoattack_called_directly(photos):
     from PIL import Image
     from pyautoattack import AutoAttack
 
-    from imagenetx.attacks.settings import settings_from
+    from imagenetx.attacks.budget import settings_from
     from imagenetx.classes.imagenet import class_table
     from imagenetx.models.sources import load_model
 

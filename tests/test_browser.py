@@ -1058,7 +1058,7 @@ def test_attack_success_chart_shows_the_images_the_attack_broke(app_url, page):
     from conftest import _TMP, save_photo
     from imagenetx.analysis.attacks import attack_success, broken_view
     from imagenetx.attacks.run import run_attack
-    from imagenetx.attacks.settings import AttackSettings
+    from imagenetx.attacks.budget import AttackSettings
     from imagenetx.models.config import RunOptions
     from imagenetx.models.sources import ModelRequest
 

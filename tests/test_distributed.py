@@ -224,7 +224,7 @@ def test_two_ranks_attack_as_one_process(tmp_env, photos):
     one rank, with the adversarial predictions of one process (PGD without
     its random start is the same per image whatever the batches)."""
     from imagenetx.attacks.run import run_attack
-    from imagenetx.attacks.settings import AttackSettings
+    from imagenetx.attacks.budget import AttackSettings
     from imagenetx.models.config import RunOptions
     from imagenetx.models.sources import ModelRequest
 

@@ -21,7 +21,7 @@ from imagenetx.analysis.probes import probe_results
 from imagenetx.attacks import registry as attack_registry
 from imagenetx.attacks.registry import register_attack
 from imagenetx.attacks.run import run_attack
-from imagenetx.attacks.settings import AttackSettings
+from imagenetx.attacks.budget import AttackSettings
 from imagenetx import benchmarks as benchmark_registry
 from imagenetx.benchmarks import get_benchmark, register_benchmark
 from imagenetx.benchmarks.base import Benchmark, field_slicing

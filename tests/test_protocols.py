@@ -282,7 +282,7 @@ def test_robustbench_ids_are_robustbenchs_own_file():
 
 
 def test_a_protocol_without_an_attack_and_an_unknown_name():
-    from imagenetx.attacks.settings import protocol_settings
+    from imagenetx.attacks.budget import protocol_settings
 
     assert protocol_settings("robustbench").eps == pytest.approx(4 / 255)
     assert protocol_settings("imagenet-d").protocol is None

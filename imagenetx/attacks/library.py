@@ -16,7 +16,7 @@ from typing import Callable
 import torch
 
 from imagenetx.attacks.registry import attack_factory
-from imagenetx.attacks.settings import AttackSettings
+from imagenetx.attacks.budget import AttackSettings
 from imagenetx.errors import ImageNetXError
 
 AUTOATTACK_INSTALL = "pip install pyautoattack"

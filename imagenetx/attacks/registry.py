@@ -2,7 +2,7 @@
 added with :func:`register_attack`.
 
 An attack is a factory ``settings -> attack``: given the run's
-:class:`~imagenetx.attacks.settings.AttackSettings` (its ``eps``, ``norm``,
+:class:`~imagenetx.attacks.budget.AttackSettings` (its ``eps``, ``norm``,
 ``steps``, ...), it returns ``attack(model, x, labels) -> x_adv`` with
 ``model`` mapping ``[0, 1]`` images to logits, ``x`` a ``(N, 3, H, W)``
 batch in ``[0, 1]`` and ``labels`` the true output indices, as the built-in

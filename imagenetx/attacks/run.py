@@ -28,7 +28,7 @@ import fiftyone as fo
 import torch
 
 from imagenetx.attacks.library import InputsInUnitRange, check_gradients, make_attack
-from imagenetx.attacks.settings import AttackSettings, protocol_settings
+from imagenetx.attacks.budget import AttackSettings, protocol_settings
 from imagenetx.attacks.subsets import robustbench_view
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.config import RunOptions, configure

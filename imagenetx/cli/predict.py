@@ -324,7 +324,7 @@ def run_probe(args) -> int:
 
 def run_attack(args) -> int:
     from imagenetx.attacks.run import run_attack as attack
-    from imagenetx.attacks.settings import settings_from
+    from imagenetx.attacks.budget import settings_from
     from imagenetx.models.config import from_args
 
     settings = settings_from(

@@ -3,7 +3,7 @@ adversarial field: the attack's success per slice (which factors it breaks
 most easily); a click shows the images of that slice it broke."""
 
 from imagenetx.analysis.attacks import attack_fields, attack_success, broken_view
-from imagenetx.attacks.settings import AttackSettings
+from imagenetx.attacks.budget import AttackSettings
 from imagenetx.errors import ImageNetXError
 from imagenetx.present.charts import Chart, Drill
 from imagenetx.present.figures import attack_success_chart
