@@ -258,3 +258,15 @@ def test_app_operator_stores_the_slices(planted):
     assert "stored as slicing 'op_slices'" in result.result["summary"]
     direct = discover_error_slices(ds, "pred", "emb", k=2)
     assert ds.load_saved_view("op_slices-1").count() == direct.found.slices[0].size
+
+
+def test_embed_random_weights_reaches_the_model_request():
+    """``embed --random-weights`` asks for random weights as ``predict``'s does
+    (the flag's dest is the library's ``pretrained``)."""
+    from imagenetx.cli import build_parser
+    from imagenetx.models.config import from_args
+
+    base = ["embed", "--dataset", "d", "--model", "timm:x", "--field", "f"]
+    assert from_args(build_parser().parse_args(base))[0].pretrained is True
+    args = build_parser().parse_args(base + ["--random-weights"])
+    assert from_args(args)[0].pretrained is False

@@ -87,17 +87,10 @@ def register(group: CommandGroup) -> None:
     p = group.add("embed", run_embed,
                   "write each sample's embedding by a model (its penultimate features, or an "
                   "open_clip image tower's) to a field, with its predictions beside it")
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--model", required=True, metavar="SPEC", help=MODEL_HELP)
-    p.add_argument("--field", required=True,
-                   help="the embeddings field to write (predictions go to FIELD_predictions)")
-    add_model_options(p)
-    add_runtime(p)
-    add_protocol(p)
-    p.add_argument("--limit", type=int, help="embed at most N samples (a resumed run: N more)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="embed samples that already have an embedding too")
-    p.add_argument("--random-weights", action="store_true",
+    _add_model_run(p, "the embeddings field to write (predictions go to FIELD_predictions)",
+                   "embed at most N samples (a resumed run: N more)",
+                   "embed samples that already have an embedding too")
+    p.add_argument("--random-weights", dest="pretrained", action="store_false",
                    help="skip the pretrained weights (tests only)")
     p.add_argument("--slices", metavar="A,B",
                    help="grouped datasets: embed only these group slices (default: all)")
@@ -221,18 +214,24 @@ def add_runtime(p, amp_help: str = AMP_HELP):
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
 
 
-def _add_probe_model(p):
-    """The model options of ``imagenetx probe`` (as ``predict``'s)."""
+def _add_model_run(p, field_help: str, limit_help: str, overwrite_help: str):
+    """The model and run options of a model run's command (``probe``,
+    ``embed``: as ``predict``'s)."""
     p.add_argument("--dataset", required=True)
     p.add_argument("--model", required=True, metavar="SPEC", help=MODEL_HELP)
-    p.add_argument("--field", required=True,
-                   help="the model's prediction field name; results go to <field>_<probe>")
+    p.add_argument("--field", required=True, help=field_help)
     add_model_options(p)
     add_runtime(p)
     add_protocol(p)
-    p.add_argument("--limit", type=int, help="probe at most N samples")
-    p.add_argument("--overwrite", action="store_true",
-                   help="rerun the levels on every sample (also: another model into the field)")
+    p.add_argument("--limit", type=int, help=limit_help)
+    p.add_argument("--overwrite", action="store_true", help=overwrite_help)
+
+
+def _add_probe_model(p):
+    """The model options of ``imagenetx probe`` (as ``predict``'s)."""
+    _add_model_run(p, "the model's prediction field name; results go to <field>_<probe>",
+                   "probe at most N samples",
+                   "rerun the levels on every sample (also: another model into the field)")
 
 
 def _add_corruptions(p):
