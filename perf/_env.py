@@ -1,15 +1,27 @@
-"""Shared setup for the benchmarks: a private database, dropped at exit."""
+"""Shared setup for the benchmarks: a private database and private temporary
+folders, all removed at exit (a benchmark run leaves nothing on the disk)."""
 
 import atexit
 import os
+import shutil
 import tempfile
 import uuid
+
+
+def temp_folder(prefix: str) -> str:
+    """A new temporary folder, removed with everything in it when the script
+    exits."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
 
 os.environ.setdefault("FIFTYONE_DATABASE_NAME", f"imagenetx-bench-{uuid.uuid4().hex[:6]}")
 os.environ.setdefault("FIFTYONE_DO_NOT_TRACK", "true")
 os.environ.setdefault("FIFTYONE_DATABASE_VALIDATION", "false")
 os.environ.setdefault("FIFTYONE_SHOW_PROGRESS_BARS", "false")
-os.environ.setdefault("FIFTYONE_DEFAULT_DATASET_DIR", tempfile.mkdtemp(prefix="imagenetx-bench-"))
+if "FIFTYONE_DEFAULT_DATASET_DIR" not in os.environ:
+    os.environ["FIFTYONE_DEFAULT_DATASET_DIR"] = temp_folder("imagenetx-bench-")
 
 
 def drop_database_at_exit():
@@ -64,7 +76,7 @@ def four_prediction_fields(ds, ids: list, names: list) -> tuple:
 
     from imagenetx.store.classifications import write_classifications
 
-    csv_dir = tempfile.mkdtemp(prefix="imagenetx-bench-preds-")
+    csv_dir = temp_folder("imagenetx-bench-preds-")
     rng = np.random.default_rng(0)
     fields = []
     for model in ("ResNet50", "DINO"):

@@ -27,7 +27,6 @@ import os
 import socket
 import sys
 import tarfile
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -43,7 +42,7 @@ def _free_port() -> int:
 
 
 PORT = _free_port()
-TMP = tempfile.mkdtemp(prefix="imagenetx-hub-perf-")
+TMP = _env.temp_folder("imagenetx-hub-perf-")
 os.environ["HF_ENDPOINT"] = f"http://127.0.0.1:{PORT}"
 os.environ["HF_HOME"] = os.path.join(TMP, "hf")
 os.environ.pop("HF_HUB_OFFLINE", None)

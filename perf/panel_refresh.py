@@ -27,13 +27,13 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _env  # noqa: E402,F401
 
-os.environ.setdefault("FIFTYONE_PLUGINS_DIR", tempfile.mkdtemp(prefix="imagenetx-bench-plugins-"))
+if "FIFTYONE_PLUGINS_DIR" not in os.environ:
+    os.environ["FIFTYONE_PLUGINS_DIR"] = _env.temp_folder("imagenetx-bench-plugins-")
 
 import fiftyone as fo  # noqa: E402
 import fiftyone.operators as foo  # noqa: E402
