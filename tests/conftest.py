@@ -177,3 +177,66 @@ def open_clip_architecture(name: str, config: dict):
         yield
     finally:
         open_clip.factory._MODEL_CONFIGS.pop(name, None)
+
+
+#: the 1,280 cue-conflict stimuli of ../shared/data (empty when absent)
+CUE_CONFLICT_IMAGES = sorted(str(p) for p in (REPO.parent / "shared" / "data" / "cue-conflict"
+                                              / "images").glob("*/*.png"))
+#: a tiny OpenCLIP architecture (random weights) that describes slices
+TINY_CLIP = ("tiny-clip-error-slices-test", {
+    "embed_dim": 64,
+    "vision_cfg": {"image_size": 64, "layers": 1, "width": 64, "patch_size": 16},
+    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 64, "heads": 2,
+                 "layers": 1}})
+
+
+def planted_slices_dataset(name, blobs=6, per_blob=100, bad=2):
+    """``blobs * per_blob`` real images with a ground truth, a prediction
+    ``pred`` wrong on every sample of blob ``bad`` and on 10 % elsewhere, and
+    embeddings ``emb`` of known geometry (one well separated Gaussian cluster
+    per blob); ``(dataset, whether each sample is in blob bad)``."""
+    import fiftyone as fo
+
+    if fo.dataset_exists(name):
+        fo.delete_dataset(name)
+    rng = np.random.default_rng(0)
+    n = blobs * per_blob
+    blob = np.repeat(np.arange(blobs), per_blob)
+    centres = rng.normal(size=(blobs, 32)) * 4
+    emb = centres[blob] + rng.normal(size=(n, 32))
+    wrong = (blob == bad) | (rng.random(n) < 0.10)
+    ds = fo.Dataset(name)
+    ds.add_samples([fo.Sample(
+        filepath=CUE_CONFLICT_IMAGES[i], blob=int(blob[i]),
+        ground_truth=fo.Classification(label="tench", class_index=0),
+        pred=fo.Classification(label="goldfish" if wrong[i] else "tench",
+                               class_index=1 if wrong[i] else 0, confidence=0.9))
+        for i in range(n)])
+    ds.add_dynamic_sample_fields()
+    ds.set_values("emb", list(emb))
+    return ds, blob == bad
+
+
+def describe_planted_slices(ds, truth, key=None, k=2, texts=()):
+    """The slices of a :func:`planted_slices_dataset` in the space of a
+    random-weight tiny open_clip model (its image tower's embeddings of the
+    real images, in ``clip``; the planted blob pushed apart so it is found),
+    described by the same model's text tower."""
+    import open_clip
+    import torch
+    from PIL import Image
+
+    from imagenetx.analysis.embedding_slices import discover_error_slices
+
+    arch, config = TINY_CLIP
+    with open_clip_architecture(arch, config):
+        model, _, preprocess = open_clip.create_model_and_transforms(arch)
+        model.eval()
+        with torch.inference_mode():
+            x = model.encode_image(torch.stack(
+                [preprocess(Image.open(p)) for p in ds.values("filepath")])).numpy()
+        x[truth] += 3 * x.std()
+        ds.set_values("clip", list(x))
+        return discover_error_slices(ds, "pred", "clip", k=k, key=key,
+                                     describe_with=f"open_clip:{arch}", texts=texts,
+                                     pretrained=False)

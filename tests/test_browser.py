@@ -1246,3 +1246,51 @@ def test_load_a_benchmark_form_follows_the_benchmark_and_opens_the_dataset(
     assert "browser-load" in page.url
     assert len(fo.load_dataset("browser-load")) == 4
     assert not page.get_by_text("Traceback", exact=False).count()
+
+
+def test_slices_found_in_embeddings_are_the_panels_bars_with_their_descriptions(app_url, page):
+    """On a dataset without ImageNet-X factors, the slices found in embedding
+    space are the panel's slicing: a bar per slice, the nearest texts of
+    each under the chart, and a click shows exactly that slice's mistakes.
+    After the load form's test: it too leaves the App on another dataset."""
+    from conftest import CUE_CONFLICT_IMAGES, describe_planted_slices, planted_slices_dataset
+
+    if len(CUE_CONFLICT_IMAGES) < 600:
+        pytest.skip("needs ../shared/data/cue-conflict/images")
+    ds, truth = planted_slices_dataset("browser-slices")
+    try:
+        result = describe_planted_slices(ds, truth, key="clip_slices")
+        out = result.to_dict()
+        top = out["slices"][0]
+        mistakes = top["size"] - top["correct"]
+        page.goto(app_url.rsplit("/datasets/", 1)[0] + "/datasets/browser-slices",
+                  wait_until="domcontentloaded", timeout=T(120_000))
+        page.get_by_text("600 samples", exact=True).first.wait_for(timeout=T(120_000))
+        try:
+            page.keyboard.press("Escape")  # a menu the App opened for the new dataset
+            dismiss = page.get_by_text("Dismiss", exact=True)
+            if dismiss.count():
+                dismiss.first.click()
+            _open_panel(page)
+            _wait_drawn(page, ["pred"])
+        finally:
+            _shot(page, "panel-embedding-slices")
+        ticks = page.locator(".js-plotly-plot .xtick text")
+        expect(ticks).to_have_count(len(out["slices"]))  # " *": too few images to rank
+        assert [t.rstrip(" *") for t in ticks.all_text_contents()] == \
+            [s["name"] for s in out["slices"]]
+        first = top["descriptions"][0]
+        line = page.get_by_text(f'nearest texts "{first["text"]}" ({first["similarity"]:.2f})',
+                                exact=False)
+        try:
+            line.first.wait_for(timeout=T(60_000))
+        finally:
+            _shot(page, "panel-embedding-slices")
+        says = " of error slice slice 1 that pred gets wrong"
+        text = _drill(page, "pred", "slice 1", says).inner_text()
+        assert f"Showing the {mistakes:,} samples{says}" in text, text
+        page.get_by_text(f"{mistakes:,} samples", exact=True).first.wait_for(timeout=T(60_000))
+        _settle(page)
+        _shot(page, "panel-embedding-slice-mistakes")
+    finally:
+        ds.delete()

@@ -3,7 +3,6 @@
 stored as a field, saved views and a record, then a slicing the engine
 treats like the benchmark's own; bad input refused with nothing written."""
 
-import glob
 import json
 import os
 
@@ -11,39 +10,19 @@ import fiftyone as fo
 import numpy as np
 import pytest
 
+from conftest import CUE_CONFLICT_IMAGES, describe_planted_slices, planted_slices_dataset
+
 from imagenetx.analysis import analysis_options, compute_ratios, mistakes_view
 from imagenetx.analysis.embedding_slices import discover_error_slices
 from imagenetx.errors import ImageNetXError
 
-IMAGES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
-                                       "cue-conflict", "images", "*", "*.png")))
-BLOBS, PER_BLOB, BAD = 6, 100, 2
+IMAGES = CUE_CONFLICT_IMAGES
 
 
 def build(name):
-    """600 real images with a ground truth, a prediction wrong on every
-    sample of blob BAD and on 10 % elsewhere, and embeddings of known
-    geometry (one well separated Gaussian cluster per blob)."""
-    if len(IMAGES) < BLOBS * PER_BLOB:
+    if len(IMAGES) < 600:
         pytest.skip("needs ../shared/data/cue-conflict/images")
-    if fo.dataset_exists(name):
-        fo.delete_dataset(name)
-    rng = np.random.default_rng(0)
-    n = BLOBS * PER_BLOB
-    blob = np.repeat(np.arange(BLOBS), PER_BLOB)
-    centres = rng.normal(size=(BLOBS, 32)) * 4
-    emb = centres[blob] + rng.normal(size=(n, 32))
-    wrong = (blob == BAD) | (rng.random(n) < 0.10)
-    ds = fo.Dataset(name)
-    ds.add_samples([fo.Sample(
-        filepath=IMAGES[i], blob=int(blob[i]),
-        ground_truth=fo.Classification(label="tench", class_index=0),
-        pred=fo.Classification(label="goldfish" if wrong[i] else "tench",
-                               class_index=1 if wrong[i] else 0, confidence=0.9))
-        for i in range(n)])
-    ds.add_dynamic_sample_fields()
-    ds.set_values("emb", list(emb))
-    return ds, blob == BAD
+    return planted_slices_dataset(name)
 
 
 @pytest.fixture
@@ -133,38 +112,17 @@ def test_command_line_lists_slices_best_first(planted, capsys):
     assert "--embeddings nope is not a field" in capsys.readouterr().err
 
 
-CLIP_ARCH = "tiny-clip-error-slices-test"
-CLIP_CONFIG = {"embed_dim": 64,
-               "vision_cfg": {"image_size": 64, "layers": 1, "width": 64, "patch_size": 16},
-               "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 64,
-                            "heads": 2, "layers": 1}}
-
-
 def test_descriptions_from_a_random_weight_open_clip_model(tmp_path):
     """The mechanics end to end: image embeddings from a random-weight
     open_clip image tower on real images, slices, and each slice's nearest
-    texts from the same model's text tower, with their scores."""
-    import open_clip
-    import torch
-    from PIL import Image
-
-    from conftest import open_clip_architecture
+    texts from the same model's text tower, with their scores; stored, they
+    are what the panel's error-ratio chart says of each slice."""
+    from imagenetx.present.charts import ERROR_RATIOS
 
     ds, truth = build("error-slices-clip-test")
     try:
-        with open_clip_architecture(CLIP_ARCH, CLIP_CONFIG):
-            model, _, preprocess = open_clip.create_model_and_transforms(CLIP_ARCH)
-            model.eval()
-            paths = ds.values("filepath")
-            with torch.inference_mode():
-                x = model.encode_image(torch.stack(
-                    [preprocess(Image.open(p)) for p in paths])).numpy()
-            # the clip embeddings, with the planted blob pushed apart so it is found
-            x[truth] += 3 * x.std()
-            ds.set_values("clip", list(x))
-            result = discover_error_slices(
-                ds, "pred", "clip", k=2, describe_with=f"open_clip:{CLIP_ARCH}",
-                texts=["a drawing of a fish"], pretrained=False)
+        result = describe_planted_slices(ds, truth, key="clip_slices",
+                                         texts=["a drawing of a fish"])
         out = result.to_dict()
         assert out["slices"]
         for s in out["slices"]:
@@ -172,6 +130,12 @@ def test_descriptions_from_a_random_weight_open_clip_model(tmp_path):
             scores = [d["score"] for d in s["descriptions"]]
             assert scores == sorted(scores, reverse=True)
             assert all(-1 <= d["similarity"] <= 1 and d["text"] for d in s["descriptions"])
+        _, _, summary, title = ERROR_RATIOS.draw(ds, ["pred"], {"slicing": "clip_slices"})
+        assert title == "error slice"
+        for s in out["slices"]:
+            first = s["descriptions"][0]
+            assert f'- **{s["name"]}**: nearest texts "{first["text"]}" ' \
+                   f'({first["similarity"]:.2f})' in summary, summary
     finally:
         ds.delete()
 
@@ -334,3 +298,41 @@ def test_a_planted_texture_class_is_the_top_slice_on_real_embeddings(cue_conflic
     assert hit / top["size"] >= 0.8 and hit / planted.sum() >= 0.8
     view = mistakes_view(ds, "planted", top["name"], slicing="planted_slices")
     assert view.count() == top["size"] - top["correct"]
+
+
+def test_on_an_imagenet_x_dataset_each_slice_says_which_factors_it_overlaps(demo_build):
+    """Beside the factors: a slice planted on the images whose top factor is
+    one factor overlaps that factor most, and the panel's chart says so."""
+    from imagenetx.present.charts import ERROR_RATIOS
+
+    name, _ = demo_build
+    if fo.dataset_exists("slices-overlap-test"):
+        fo.delete_dataset("slices-overlap-test")
+    ds = fo.load_dataset(name).limit(1200).clone("slices-overlap-test")
+    try:
+        top = np.array(ds.values("imagenetx.top_factor"))
+        factor = "pose"
+        planted = top == factor
+        assert planted.sum() >= 30
+        values = sorted(set(top))
+        rng = np.random.default_rng(0)
+        centres = rng.normal(size=(len(values), 32)) * 4
+        ds.set_values("emb", list(centres[[values.index(v) for v in top]]
+                                  + rng.normal(size=(len(ds), 32))))
+        wrong = planted | (rng.random(len(ds)) < 0.05)
+        gt = ds.values("ground_truth")
+        ds.set_values("pred", [fo.Classification(
+            label=g.label, class_index=(g.class_index + 1) % 1000 if w else g.class_index)
+            for w, g in zip(wrong, gt)])
+        ds.add_dynamic_sample_fields()
+        result = discover_error_slices(ds, "pred", "emb", k=2, key="emb_slices")
+        slice1 = result.to_dict()["slices"][0]
+        assert max(slice1["overlap"], key=slice1["overlap"].get) == factor
+        assert slice1["overlap"][factor] >= 0.9
+        # the factors stay the default slicing; the slices are offered beside them
+        options = analysis_options(ds)
+        assert options["default_slicing"] != "emb_slices" and "emb_slices" in options["slicings"]
+        _, _, summary, _ = ERROR_RATIOS.draw(ds, ["pred"], {"slicing": "emb_slices"})
+        assert f"- **slice 1**: overlaps {result.overlap['title']} {factor} (" in summary, summary
+    finally:
+        fo.delete_dataset("slices-overlap-test")

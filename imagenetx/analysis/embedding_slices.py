@@ -69,8 +69,9 @@ class EmbeddingSliceResults:
     correct: str
     found: ErrorSlices
     sample_ids: List[List[str]]
-    #: ``{slicing, values, overlap: per slice, the share of its samples in
-    #: each value}`` of the benchmark's default slicing, when it has one
+    #: ``{slicing, title, values, overlap: per slice, the share of its
+    #: samples in each value}`` of the benchmark's default slicing, when it
+    #: has one
     overlap: Optional[dict]
     key: Optional[str] = None
     #: per slice, ``[(text, score, similarity)]`` best first (None without
@@ -124,7 +125,7 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
         key (None): store the slices under this name (a sample field, saved
             views, the run's record); None: store nothing
         overwrite (False): replace a stored slicing of the same ``key``
-        components (25), seed (0): as in
+        components (64), seed (0): as in
             :func:`~imagenetx.metrics.error_slices.find_error_slices`
         describe_with (None): the image-text model that made the embeddings
             (``open_clip:ARCH/PRETRAINED``): each slice gets its nearest
@@ -175,7 +176,8 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
     overlap = None
     if p.benchmark.default_slicing is not None and "slicing" not in s:
         membership = p.membership[keep]
-        overlap = {"slicing": p.slicing.name, "values": [str(v) for v in p.slicing.values],
+        overlap = {"slicing": p.slicing.name, "title": p.slicing.label,
+                   "values": [str(v) for v in p.slicing.values],
                    "overlap": [membership[sl.members].mean(axis=0).round(4).tolist()
                                for sl in found.slices]}
     descriptions = None
@@ -243,10 +245,39 @@ def _store(dataset, key: str, result: EmbeddingSliceResults) -> None:
                      "correct": result.correct, "k": len(result.found.slices),
                      "components": result.found.components,
                      "values": [slice_value(s.rank) for s in result.found.slices],
-                     "sizes": [s.size for s in result.found.slices]}
+                     "sizes": [s.size for s in result.found.slices],
+                     "about": _about(result)}
     info[ERROR_SLICINGS] = slicings
     dataset.info["imagenetx"] = info
     dataset.save()
+
+
+def _about(result: EmbeddingSliceResults) -> list:
+    """What the panel shows of each slice beside its bar: its nearest texts
+    with their similarity, and the values of the benchmark's default slicing
+    it overlaps most (at most :data:`TOP_TEXTS` each)."""
+    about = []
+    for k in range(len(result.found.slices)):
+        entry = {}
+        if result.descriptions is not None:
+            entry["texts"] = [[t, round(si, 4)] for t, _, si in result.descriptions[k]]
+        if result.overlap:
+            shares = sorted(zip(result.overlap["values"], result.overlap["overlap"][k]),
+                            key=lambda vs: -vs[1])
+            entry["overlap"] = [[v, sh] for v, sh in shares[:TOP_TEXTS] if sh > 0]
+            entry["overlap_title"] = result.overlap["title"]
+        about.append(entry)
+    return about
+
+
+def about_slices(samples, slicing: str) -> Optional[dict]:
+    """``{value: {"texts", "overlap", "overlap_title"}}`` of a stored error
+    slicing (None for any other slicing): what the panel shows beside its
+    bars."""
+    record = stored_slicings(samples).get(slicing)
+    if record is None:
+        return None
+    return dict(zip(record["values"], record.get("about") or [{}] * len(record["values"])))
 
 
 def _positions(members: np.ndarray, rows: np.ndarray) -> list:

@@ -151,11 +151,19 @@ def fmt(value) -> str:
 
 
 def _ratios(view, fields, settings):
-    return compute_ratios(view, fields, **settings).to_dict()
+    from imagenetx.analysis.embedding_slices import about_slices  # lazy: start-up
+
+    ratios = compute_ratios(view, fields, **settings).to_dict()
+    about = about_slices(view, ratios["slicing"])
+    if about is not None:
+        ratios["about_slices"] = about
+    return ratios
 
 
 def error_ratio_summary(ratios: dict) -> str:
-    """Per field: accuracy, images and the worst slice."""
+    """Per field: accuracy, images and the worst slice; for slices found in
+    embedding space, what each is: its nearest texts and the factors (or
+    the benchmark's default slicing's values) it overlaps most."""
     lines = []
     for field, model in ratios["models"].items():
         acc = model["accuracy"]
@@ -165,6 +173,16 @@ def error_ratio_summary(ratios: dict) -> str:
             f"{ratios['slice_title']} "
             f"{model.get('worst_reliable_slice') or model['worst_slice']}"
         )
+    for value, about in (ratios.get("about_slices") or {}).items():
+        parts = []
+        if about.get("texts"):
+            parts.append("nearest texts " + ", ".join(
+                f"\"{t}\" ({similarity:.2f})" for t, similarity in about["texts"]))
+        if about.get("overlap"):
+            parts.append(f"overlaps {about['overlap_title']} " + ", ".join(
+                f"{v} ({share:.0%})" for v, share in about["overlap"]))
+        if parts:
+            lines.append(f"- **{value}**: " + "; ".join(parts))
     return "\n".join(lines)
 
 
