@@ -155,3 +155,38 @@ def test_a_re_tag_reads_only_those_samples_and_keeps_the_other_columns(ds):
     assert all("looked-at" in t for t in after["tags"][:3])
     for p in PATHS[1:]:
         assert after[p] is before[p]
+
+
+def test_views_take_a_recorded_write_from_the_datasets_columns(ds, monkeypatch):
+    """After a recorded write, a view of the dataset (here filtered and in
+    another order) takes the written field's column from the dataset's,
+    read once for both; where the view's stages name the written field, or
+    a sample was deleted, the view reads its ids again."""
+    from fiftyone import ViewField as F
+
+    view = ds.match(F("b.confidence") > 0.2).sort_by("b.confidence", reverse=True)
+    other = ds.match_tags("x:texture", bool=False).skip(5)
+    for v in (ds, view, other):
+        read_columns(v, PATHS)
+    reads = []
+    read = cols._read
+    monkeypatch.setattr(cols, "_read", lambda v, p, *a: reads.append(p) or read(v, p, *a))
+    ids = ds.values("id")
+    new = (anno.val_labels()[:N] + 3) % 1000
+    write_classifications(ds, "a", ids, new, confidence=[0.5] * N)
+    for v in (other, view, ds):  # other first: it brings the dataset's columns up to date
+        read_columns(v, PATHS)
+    assert reads == [["a.class_index"]], reads  # once, for the dataset
+    for v in (other, view, ds):
+        _assert_fresh(v)
+    # a write of the field the view sorts and filters by: its ids are read again
+    reads.clear()
+    write_classifications(ds, "b", ids, new, confidence=np.linspace(0, 1, N).tolist())
+    _assert_fresh(ds)
+    _assert_fresh(view)
+    assert ["b.class_index", "b.confidence"] in reads, reads
+    # a deleted sample: the count changed, every view reads its ids again
+    ds.delete_samples(ids[:2])
+    write_classifications(ds, "a", ids[2:], new[2:], confidence=[0.7] * (N - 2))
+    for v in (other, view, ds):
+        _assert_fresh(v)

@@ -14,7 +14,11 @@ in about a millisecond):
     correctness) changed only that write's fields, whose columns are read
     again whole; any other stamped sample (a re-tag, an edit in the App, a
     new sample) is read again whole; the view's ids are read each time, so
-    deleted samples and samples that left or joined the view are exact.
+    deleted samples and samples that left or joined the view are exact
+    (unless nothing but recorded writes changed, the sample count is the
+    same and the view's stages name none of their fields: then a view of a
+    dataset whose own columns are kept takes the changed columns from
+    them, one read for the dataset and all its views).
     Columns of a field deleted or made again since (the dataset's schema,
     one small read each time) are dropped. Where more than a quarter of the
     samples would be read again, or on grouped and generated datasets, the
@@ -28,6 +32,7 @@ nothing (FiftyOne's ``clear_sample_field``, a raw database update).
 """
 
 import json
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -223,7 +228,12 @@ def _update(view, entry: _Entry, version: tuple, schema: Dict[str, object]) -> O
         touched = {str(d["_id"]) for d in coll.find(query, {"_id": 1})}
     # the view's ids (and the recorded fields' columns) in one query: deleted
     # samples and samples that left or joined the view come out exact
-    sample_ids, whole = _read(view, again)
+    # no sample added, deleted or changed outside the recorded writes, whose
+    # fields the view's stages do not name: the view holds the same samples
+    stages = _stages(view)
+    same_samples = (not unknown and version[0] == entry.version[0]
+                    and not any(_names(stages, root) for root in changed))
+    sample_ids, whole = _read_again(view, again, version, entry.ids if same_samples else None)
     same_rows = sample_ids == entry.ids
     if same_rows:
         position = None
@@ -260,6 +270,33 @@ def _update(view, entry: _Entry, version: tuple, schema: Dict[str, object]) -> O
                 columns[p] = [new[row[i]] if i in row else old[position[i]]
                               for i in sample_ids]
     return _Entry(version, None, sample_ids, columns, schema)
+
+
+def _names(stages: str, field: str) -> bool:
+    """Whether serialized stages may refer to ``field`` (the name as a word
+    of its own, e.g. ``"$field.label"`` or ``"field"``; a false yes only
+    costs a read)."""
+    return re.search(rf"(?<![\w.]){re.escape(field)}(?!\w)", stages) is not None
+
+
+def _read_again(view, paths: List[str], version: tuple,
+                same_ids: Optional[List[str]] = None) -> tuple:
+    """``(the view's sample ids, {path: list})``, as :func:`_read` gives
+    them. Where the view holds the same samples as before (``same_ids``)
+    and the dataset's own columns are kept, they are taken from the
+    dataset's, brought up to date: a recorded write is read once for the
+    dataset and every view of it, not once each."""
+    dataset = view._dataset
+    root_key = (dataset.name, _stages(dataset))
+    if (same_ids is None or not paths or root_key not in _CACHE
+            or (dataset.name, _stages(view)) == root_key):
+        return _read(view, paths)
+    root = _current(dataset, paths)
+    position = {i: k for k, i in enumerate(root.ids)}
+    rows = [position.get(i) for i in same_ids]
+    if root.version != version or None in rows:
+        return _read(view, paths)
+    return same_ids, {p: [root.columns[p][k] for k in rows] for p in paths}
 
 
 def _same(a, b) -> bool:
