@@ -112,7 +112,8 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
                           key: Optional[str] = None, overwrite: bool = False,
                           components: int = COMPONENTS, seed: int = 0,
                           describe_with: Optional[str] = None, texts: Sequence[str] = (),
-                          pretrained: bool = True, settings: Settings = None, **kwargs) -> EmbeddingSliceResults:
+                          pretrained: bool = True, settings: Settings = None,
+                          **kwargs) -> EmbeddingSliceResults:
     """The ``k`` slices of an embeddings field where ``pred_field`` errs most
     above its average.
 
@@ -260,7 +261,8 @@ def _about(result: EmbeddingSliceResults) -> list:
     for k in range(len(result.found.slices)):
         entry = {}
         if result.descriptions is not None:
-            entry["texts"] = [[t, round(si, 4)] for t, _, si in result.descriptions[k]]
+            # rounded as to_dict rounds them, so both print the same figures
+            entry["texts"] = [[t, round(si, 6)] for t, _, si in result.descriptions[k]]
         if result.overlap:
             shares = sorted(zip(result.overlap["values"], result.overlap["overlap"][k]),
                             key=lambda vs: -vs[1])
