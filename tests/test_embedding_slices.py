@@ -286,11 +286,7 @@ def test_a_planted_texture_class_is_the_top_slice_on_real_embeddings(cue_conflic
     value = "elephant"
     planted = texture == value
     wrong = planted | (np.random.default_rng(1).random(len(x)) < 0.10)
-    gt = ds.values("ground_truth")
-    ds.set_values("planted", [fo.Classification(
-        label=g.label, class_index=(g.class_index + 1) % 16 if w else g.class_index)
-        for w, g in zip(wrong, gt)])
-    ds.add_dynamic_sample_fields()
+    _predict_wrong_where(ds, "planted", wrong, classes=16)
     result = discover_error_slices(ds, "planted", "emb", k=3, key="planted_slices")
     top = result.to_dict()["slices"][0]
     ids = np.array(ds.values("id"))
@@ -320,11 +316,7 @@ def test_on_an_imagenet_x_dataset_each_slice_says_which_factors_it_overlaps(demo
         ds.set_values("emb", list(centres[[values.index(v) for v in top]]
                                   + rng.normal(size=(len(ds), 32))))
         wrong = planted | (rng.random(len(ds)) < 0.05)
-        gt = ds.values("ground_truth")
-        ds.set_values("pred", [fo.Classification(
-            label=g.label, class_index=(g.class_index + 1) % 1000 if w else g.class_index)
-            for w, g in zip(wrong, gt)])
-        ds.add_dynamic_sample_fields()
+        _predict_wrong_where(ds, "pred", wrong, classes=1000)
         result = discover_error_slices(ds, "pred", "emb", k=2, key="emb_slices")
         slice1 = result.to_dict()["slices"][0]
         assert max(slice1["overlap"], key=slice1["overlap"].get) == factor
@@ -336,3 +328,13 @@ def test_on_an_imagenet_x_dataset_each_slice_says_which_factors_it_overlaps(demo
         assert f"- **slice 1**: overlaps {result.overlap['title']} {factor} (" in summary, summary
     finally:
         fo.delete_dataset("slices-overlap-test")
+
+
+def _predict_wrong_where(ds, field, wrong, classes):
+    """A prediction field: the ground truth's class, the next one of
+    ``classes`` where ``wrong``."""
+    gt = ds.values("ground_truth")
+    ds.set_values(field, [fo.Classification(
+        label=g.label, class_index=(g.class_index + 1) % classes if w else g.class_index)
+        for w, g in zip(wrong, gt)])
+    ds.add_dynamic_sample_fields()
