@@ -2,9 +2,8 @@
 
 ``evaluate_classifications(..., custom_metrics=["@imagenet-x/imagenet-x/error_ratio"])``
 on a dataset with factor tags keeps one entry per slice in
-``results.custom_metrics`` (FiftyOne 1.21-1.22 drop them when they load the
-results again, so the Model Evaluation panel shows them from FiftyOne
-versions that keep them).
+``results.custom_metrics``; FiftyOne's Model Evaluation panel shows them as
+rows of its summary table.
 """
 
 import fiftyone.operators as foo
@@ -29,10 +28,12 @@ class ErrorRatioMetric(foo.EvaluationMetric):
 
     def compute(self, samples, results, slicing=None):
         from imagenetx.analysis.evaluation_metric import error_ratio_entries
+        from imagenetx.store.evaluation import keep_custom_metrics
 
         entries = error_ratio_entries(samples, results.config.pred_field,
                                       results.config.gt_field, slicing, uri=self.uri)
         if results.custom_metrics is None:
             results.custom_metrics = {}
         results.custom_metrics.update(entries)
+        keep_custom_metrics(results)  # FiftyOne 1.21-1.22 would drop them on load
         return max((e["value"] for e in entries.values()), default=None)

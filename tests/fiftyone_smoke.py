@@ -54,6 +54,9 @@ def main(photos_dir: str) -> None:
     ds.reload()
     assert ds.exists("lite0").count() == len(ds), ds.count("lite0")
     assert "background" in run("ratios", "--dataset", "smoke", "--pred-field", "lite0")
+    # the run's error ratio per factor, as FiftyOne's panel loads it
+    metrics = ds.load_evaluation_results("eval_lite0", cache=False).custom_metrics
+    assert any(k.endswith("/error_ratio") for k in metrics or {}), metrics
 
     plain = fo.Dataset("smoke-operator", overwrite=True)
     plain.add_samples([fo.Sample(filepath=p) for p in ds.values("filepath")])

@@ -1107,7 +1107,8 @@ def test_attack_success_chart_shows_the_images_the_attack_broke(app_url, page):
 
 
 def test_fiftyones_model_evaluation_panel_shows_a_factors_accuracy(demo_build, app_url, page):
-    """FiftyOne's own panel, its ImageNet-X scenario: a factor's correct and
+    """FiftyOne's own panel: the run's error ratio per factor (the plugin's
+    custom metric) and, in its ImageNet-X scenario, a factor's correct and
     incorrect counts are those `imagenetx ratios` gives."""
     import fiftyone as fo
     import numpy as np
@@ -1136,6 +1137,14 @@ def test_fiftyones_model_evaluation_panel_shows_a_factors_accuracy(demo_build, a
     page.get_by_text("Model Evaluation", exact=True).first.click()
     panel = page.locator("p", has_text=re.compile(f"^{key}$")).last
     panel.click()
+    # the run's custom metric: a row of the summary table per factor
+    metric = page.locator("tr", has_text="Error ratio: texture").last
+    try:
+        expect(metric).to_be_visible(timeout=T(120_000))
+    finally:
+        _shot(page, "native-model-evaluation-custom-metric")
+    shown = float(re.findall(r"\d+\.\d+", metric.inner_text())[0])
+    assert shown == pytest.approx(texture["error_ratio"], abs=0.0006)  # 3 places shown
     page.get_by_role("tab", name="Scenario Analysis").click()
     expect(page.get_by_text("ImageNet-X: top factor")).to_be_visible(timeout=T(120_000))
     page.locator("[data-testid=TableChartOutlinedIcon]").click()

@@ -141,23 +141,22 @@ def test_a_dataset_without_factor_tags_gets_no_scenario(photos_dir):
 def test_the_error_ratio_is_a_custom_metric_of_fiftyones_evaluations(tagged):
     from imagenetx.app.install import install_plugin
     from imagenetx.store.evaluation import ERROR_RATIO_METRIC
+    from imagenetx.store.evaluation import ClassificationResults as KeptMetricsResults
 
     install_plugin()
     ds = tagged
     expected = compute_ratios(ds, "model").to_dict()["models"]["model"]["slices"]
     # FiftyOne's own evaluation, asked for the metric
     ds.evaluate_classifications("model", eval_key="native", custom_metrics=[ERROR_RATIO_METRIC])
-    # this project's own evaluation does not compute it (FiftyOne 1.21-1.22
-    # drop custom metrics when loading results: a cost for nothing shown)
+    # this project's own evaluation computes it (the plugin is installed)
     evaluate_predictions(ds, "model")
-    assert not _stored_results(ds, "eval_model").get("custom_metrics")
-    for key in ("native",):
-        # as stored: FiftyOne 1.22's loader of classification results
-        # (BaseClassificationResults._from_dict) drops custom_metrics, so a
-        # fresh load_evaluation_results() has none; this process's cached
-        # results keep them
+    for key in ("native", "eval_model"):
         metrics = _stored_results(ds, key)["custom_metrics"]
-        assert ds.load_evaluation_results(key).custom_metrics == metrics
+        # loaded again, as another process (FiftyOne's App) loads them:
+        # FiftyOne 1.21-1.22's own loader would drop them
+        fresh = ds.load_evaluation_results(key, cache=False)
+        assert isinstance(fresh, KeptMetricsResults)
+        assert fresh.custom_metrics == metrics
         for factor, row in expected.items():
             if not row["n"]:
                 continue
@@ -168,9 +167,27 @@ def test_the_error_ratio_is_a_custom_metric_of_fiftyones_evaluations(tagged):
                 pytest.approx(row["ci_low"]), pytest.approx(row["ci_high"]), row["n"])
         largest = max(r["error_ratio"] for r in expected.values() if r["n"])
         assert metrics[ERROR_RATIO_METRIC]["value"] == pytest.approx(largest)
-        assert ds.load_evaluation_results(key).metrics()["error_ratio"] == pytest.approx(largest)
+        assert fresh.metrics()["error_ratio"] == pytest.approx(largest)
         assert ds.get_evaluation_info(key).config.custom_metrics == [ERROR_RATIO_METRIC]
     ds.delete_evaluation("native")
+
+
+def test_runs_on_a_dataset_no_benchmark_slices_ask_for_no_metric(caplog):
+    """No factor, no metric: FiftyOne would warn that it failed."""
+    from imagenetx.app.install import install_plugin
+
+    install_plugin()
+    ds = fo.Dataset()
+    ds.add_samples([fo.Sample(filepath=f"/x/{i}.jpg", ground_truth=fo.Classification(label="tabby"),
+                              model=fo.Classification(label="tabby" if i % 2 else "goldfish"))
+                    for i in range(4)])
+    try:
+        with caplog.at_level("WARNING"):
+            assert evaluate_predictions(ds, "model").accuracy == 0.5
+        assert ds.get_evaluation_info("eval_model").config.custom_metrics is None
+        assert "Failed to compute metric" not in caplog.text
+    finally:
+        ds.delete()
 
 
 def test_the_sample_panel_shows_an_images_factors_and_predictions(tagged):

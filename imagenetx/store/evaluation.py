@@ -34,11 +34,38 @@ from imagenetx.store.schema import eval_key_of
 ID_CHUNK = 100_000
 
 #: the plugin's custom metric (``operators/evaluation_metric.py``), for
-#: ``evaluate_classifications(..., custom_metrics=[ERROR_RATIO_METRIC])``. This
-#: project's own evaluations do not compute it: FiftyOne 1.21-1.22 drop a
-#: classification evaluation's custom metrics when they load its results, so
-#: its bootstrap would cost every run for entries no panel shows
+#: ``evaluate_classifications(..., custom_metrics=[ERROR_RATIO_METRIC])``; this
+#: project's own evaluations compute it when FiftyOne finds the plugin
 ERROR_RATIO_METRIC = "@imagenet-x/imagenet-x/error_ratio"
+
+
+class ClassificationResults(fouc.ClassificationResults):
+    """FiftyOne's classification results, loaded again with their custom
+    metrics.
+
+    FiftyOne 1.21-1.22 store ``custom_metrics`` with the results but their
+    loader (``BaseClassificationResults._from_dict``) leaves them out, so
+    the Model Evaluation panel, which loads the results, shows none.
+    Results are loaded by the class name stored with them: results of this
+    class keep their custom metrics (a FiftyOne without this package loads
+    them as its own class, without them). Nothing else differs.
+    """
+
+    @classmethod
+    def _from_dict(cls, d, samples, config, eval_key, **kwargs):
+        results = super()._from_dict(d, samples, config, eval_key, **kwargs)
+        if results.custom_metrics is None:
+            results.custom_metrics = d.get("custom_metrics")
+        return results
+
+
+def keep_custom_metrics(results) -> None:
+    """Makes FiftyOne's own classification results of a run that computes
+    a custom metric (``evaluate_classifications(..., custom_metrics=...)``)
+    stored as :class:`ClassificationResults`, so that loading them again
+    keeps the metric. Results of any other class are left as they are."""
+    if type(results) is fouc.ClassificationResults:
+        results.__class__ = ClassificationResults
 
 
 @dataclass
@@ -201,7 +228,8 @@ def evaluate_simple(samples, pred_field: str, gt_field: str, eval_key: str,
     Returns:
         the ``fiftyone.utils.eval.classification.ClassificationResults``
     """
-    config = fouc._parse_config(pred_field, gt_field, "simple")
+    metrics = [ERROR_RATIO_METRIC] if _wants_error_ratio(samples, gt_field) else None
+    config = fouc._parse_config(pred_field, gt_field, "simple", custom_metrics=metrics)
     method = config.build()
     method.ensure_requirements()
     # cleanup would delete the field of an existing run under the key
@@ -213,7 +241,7 @@ def evaluate_simple(samples, pred_field: str, gt_field: str, eval_key: str,
         columns = _columns(samples, [gt_label, f"{gt_field}._id", pred_label,
                                      f"{pred_field}._id", f"{pred_field}.confidence"])
     ytrue, ytrue_ids, ypred, ypred_ids, confs = columns
-    results = fouc.ClassificationResults(
+    results = ClassificationResults(
         samples, config, eval_key, ytrue, ypred,
         confs=confs, ytrue_ids=ytrue_ids, ypred_ids=ypred_ids, backend=method)
     if not values_written:
@@ -225,6 +253,22 @@ def evaluate_simple(samples, pred_field: str, gt_field: str, eval_key: str,
     # the panels and the mistakes views filter on them
     ensure_indexes(samples, prediction_index_paths(pred_field, eval_key))
     return results
+
+
+def _wants_error_ratio(samples, gt_field: str) -> bool:
+    """Whether a run computes the error ratio per slice for FiftyOne's
+    panel: on a benchmark's slices, when FiftyOne finds the plugin."""
+    import fiftyone.operators as foo
+
+    from imagenetx.analysis.evaluation_metric import has_factor_slices
+
+    if not has_factor_slices(samples, gt_field):
+        return False
+    try:
+        foo.get_operator(ERROR_RATIO_METRIC)
+    except ValueError:  # the plugin is not installed
+        return False
+    return True
 
 
 def _save_results(method, samples, eval_key: str, results) -> None:
