@@ -1,9 +1,10 @@
 """FiftyOne's own evaluation of a prediction field, under ``eval_<field>``.
 
 The evaluation is FiftyOne's ``simple`` classification evaluation, stored
-exactly as ``evaluate_classifications`` stores it (the same run config,
+as ``evaluate_classifications`` stores it (the same run config,
 per-sample ``eval_<field>`` booleans, results and sidebar group, so the
-Model Evaluation panel reads it), computed faster
+Model Evaluation panel reads it; the results' class keeps their custom
+metric on load: :class:`ClassificationResults`), computed faster
 (:func:`evaluate_simple`): the columns come from one aggregation, the
 per-sample field is set by one server-side update, and no per-sample Python
 runs; under 1 s for 50,000 samples (``perf/evaluation.py``).
