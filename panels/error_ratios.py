@@ -23,6 +23,8 @@ from .state import (
     SHOW,
     Texts,
     chosen_chart,
+    held_drill,
+    hold_drill,
     init_settings,
     poll_news,
     rebuild,
@@ -32,6 +34,7 @@ from .state import (
     set_if_changed,
     settings,
     signature,
+    view_signature,
 )
 
 PLUGIN = "@imagenet-x/imagenet-x"
@@ -102,6 +105,16 @@ class ImageNetXPanel(foo.Panel):
 
     def execute(self, ctx):
         method = ctx.params.get("__method__")
+        if method == "on_click_bar":
+            return self.on_click_bar(ctx)  # draws only what it changes now
+        if method == "on_change_view":
+            what, drill = held_drill(ctx)
+            if what == "shown":
+                return None
+            if what == "show":  # the click-through's view is loaded: draw it
+                ctx.panel.state.drill = drill
+                self._refresh(ctx)
+                return self._render(ctx)
         if (method == "on_change_view" and same_view(ctx)
                 or method == "poll" and not poll_news(ctx)):
             # nothing changed: no new render either (each render makes the
@@ -166,7 +179,8 @@ class ImageNetXPanel(foo.Panel):
 
     def on_click_bar(self, ctx):
         """A click on a bar or marker: the App's view becomes the samples
-        the chart says are behind it (the chart's ``click``)."""
+        the chart says are behind it (the chart's ``click``); the panel
+        draws them when the App reports that view (:func:`.state.hold_drill`)."""
         from imagenetx.errors import ImageNetXError
 
         chart = _chart(ctx)
@@ -181,8 +195,8 @@ class ImageNetXPanel(foo.Panel):
             shown = chart.click(base, field, value, settings(ctx))
         except ImageNetXError as e:
             ctx.panel.state.set({"status": "error", "message": str(e)})
-            return
-        ctx.panel.state.drill = {
+            return self._render(ctx)
+        drill = {
             "field": field,
             "slice": value,
             "title": shown.title or ctx.panel.state.get("slice_title") or "slice",
@@ -192,8 +206,17 @@ class ImageNetXPanel(foo.Panel):
             "base": base._serialize(),
             "signature": signature(shown.view),
         }
+        if drill["signature"] == view_signature(ctx):  # the App has nothing to report
+            ctx.panel.state.drill = drill
+            self._refresh(ctx)  # the render draws what this computes (see _refresh)
+            return self._render(ctx)
+        hold_drill(ctx, drill)
         ctx.ops.set_view(shown.view)
-        self._refresh(ctx)  # the render draws what this computes (see _refresh)
+        return None
+
+    def _render(self, ctx):
+        """Draws the panel, as ``Panel.execute`` does after an event."""
+        ctx.ops.show_panel_output(self.render(ctx))
 
     def back(self, ctx):
         drill = ctx.panel.state.drill

@@ -7,11 +7,16 @@ Both are timed in headless Chromium from the click to the grid's count
 reading the view's number of samples. The dataset is that of
 ``panel_refresh.py`` (the 50,000 validation file names, tagged, ImageNet's
 labels as each prediction field; no images, so the grid draws empty tiles
-for both). Usage: panel_click.py [--fields 10] [--repeats 3] [--samples N].
+for both). With ``--timeline``, the last round's requests (the App's GraphQL
+operations, the panel's events) are printed with their start and end times
+after each click. Usage: panel_click.py [--fields 10] [--repeats 3]
+[--samples N] [--timeline].
 """
 
 import argparse
+import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -102,11 +107,48 @@ def bar_at(page, field: str, factor: str) -> list:
             page.get_by_text("Refresh", exact=True).first.click()
 
 
+def request_name(request) -> str:
+    """A request's GraphQL operation or panel event, else its path."""
+    body = request.post_data or ""
+    operation = re.search(r"(?:query|mutation|subscription)\s+(\w+)", body)
+    if "graphql" in request.url and operation:
+        return operation.group(1)
+    try:
+        params = json.loads(body).get("params") or {}
+    except (ValueError, AttributeError):
+        params = {}
+    return params.get("__method__") or request.url.split("?")[0].rsplit("/", 1)[-1]
+
+
+class Timeline:
+    """The page's requests after ``start()``, but for its images."""
+
+    def __init__(self, page):
+        self.events, self.tic = [], None
+        page.on("request", lambda r: self._add("start", r))
+        page.on("requestfinished", lambda r: self._add("end", r))
+
+    def _add(self, what: str, request) -> None:
+        if self.tic is not None and "/media" not in request.url:
+            self.events.append((time.perf_counter() - self.tic, what, request_name(request)))
+
+    def start(self, tic: float) -> None:
+        self.events, self.tic = [], tic
+
+    def print(self, title: str) -> None:
+        print(f"{title}:")
+        for t, what, name in sorted(self.events):
+            print(f"  {t:6.2f} s {what:5s} {name}")
+        self.tic = None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fields", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--samples", type=int, default=panel_refresh.N)
+    parser.add_argument("--timeline", action="store_true",
+                        help="print the last round's requests after each click")
     args = parser.parse_args()
     panel_refresh.N = args.samples
     _env.drop_database_at_exit()
@@ -142,6 +184,7 @@ def main():
                                         args=LAUNCH_ARGS)
             page = browser.new_page(viewport={"width": 2400, "height": 1200})
             page.set_default_timeout(300_000)
+            timeline = Timeline(page)
             page.goto(url, wait_until="domcontentloaded", timeout=120_000)
             count_shown(page, len(ds), time.perf_counter())
             dismiss = page.get_by_text("Dismiss", exact=True)
@@ -153,7 +196,8 @@ def main():
             page.wait_for_function(DRAWN, arg=[f"labels_{j}" for j in range(args.fields)],
                                    timeout=300_000)
             print(f"panel first drawn: {time.perf_counter() - tic:.2f} s")
-            for _ in range(args.repeats):
+            for round_ in range(args.repeats):
+                last = args.timeline and round_ == args.repeats - 1
                 for factor in FACTORS:
                     # ours: a click on the bar -> the mistakes drawn
                     k, j = bar_at(page, field, factor)
@@ -161,8 +205,14 @@ def main():
                         .locator(".point path").nth(j)
                     box = bar.bounding_box()
                     tic = time.perf_counter()
+                    if last:
+                        timeline.start(tic)
                     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
                     ours[factor].append(count_shown(page, expected[factor], tic))
+                    if last:
+                        page.wait_for_timeout(2000)  # what follows the count
+                        timeline.print(f"bar click, {factor}: count shown at "
+                                       f"{ours[factor][-1]:.2f} s")
                     page.locator("[data-cy=btn-clear-view-bar]").click()  # the whole dataset
                     count_shown(page, len(ds), time.perf_counter())
                     # theirs: the same view picked in FiftyOne's saved-views menu
@@ -170,8 +220,14 @@ def main():
                     item = page.get_by_text(f"mistakes-{factor}", exact=True).last
                     item.wait_for()
                     tic = time.perf_counter()
+                    if last:
+                        timeline.start(tic)
                     item.click()
                     theirs[factor].append(count_shown(page, expected[factor], tic))
+                    if last:
+                        page.wait_for_timeout(2000)
+                        timeline.print(f"saved view, {factor}: count shown at "
+                                       f"{theirs[factor][-1]:.2f} s")
                     page.locator("[data-cy=btn-clear-view-bar]").click()
                     count_shown(page, len(ds), time.perf_counter())
             browser.close()
