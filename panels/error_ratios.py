@@ -112,8 +112,8 @@ class ImageNetXPanel(foo.Panel):
             if what == "shown":
                 return None
             if what == "show":  # the click-through's view is loaded: draw it
+                # (the chart, of the view clicked, is the one drawn)
                 ctx.panel.state.drill = drill
-                self._refresh(ctx)
                 return self._render(ctx)
         if (method == "on_change_view" and same_view(ctx)
                 or method == "poll" and not poll_news(ctx)):

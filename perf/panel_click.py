@@ -4,10 +4,11 @@ beside FiftyOne drawing the same view itself in the same run: the view saved
 beforehand and picked in the App's saved-views menu.
 
 Both are timed in headless Chromium from the click to the grid's count
-reading the view's number of samples. The dataset is that of
-``panel_refresh.py`` (the 50,000 validation file names, tagged, ImageNet's
-labels as each prediction field; no images, so the grid draws empty tiles
-for both). With ``--timeline``, the last round's requests (the App's GraphQL
+reading the view's number of samples, each started once the App has had no
+request in flight for a second (the last action's work done). The dataset
+is that of ``panel_refresh.py`` (the 50,000 validation file names, tagged,
+ImageNet's labels as each prediction field; no images, so the grid draws
+empty tiles for both). With ``--timeline``, the last round's requests (the App's GraphQL
 operations, the panel's events) are printed with their start and end times
 after each click. Usage: panel_click.py [--fields 10] [--repeats 3]
 [--samples N] [--timeline].
@@ -121,16 +122,39 @@ def request_name(request) -> str:
 
 
 class Timeline:
-    """The page's requests after ``start()``, but for its images."""
+    """The page's requests after ``start()``, but for its images, and
+    those in flight."""
 
     def __init__(self, page):
-        self.events, self.tic = [], None
+        self.events, self.tic, self.in_flight = [], None, set()
         page.on("request", lambda r: self._add("start", r))
         page.on("requestfinished", lambda r: self._add("end", r))
+        page.on("requestfailed", lambda r: self.in_flight.discard(r))
 
     def _add(self, what: str, request) -> None:
-        if self.tic is not None and "/media" not in request.url:
+        # images; the App's event stream, open as long as the page
+        if "/media" in request.url or request.url.endswith("/events"):
+            return
+        if what == "start":
+            self.in_flight.add(request)
+        else:
+            self.in_flight.discard(request)
+        if self.tic is not None:
             self.events.append((time.perf_counter() - self.tic, what, request_name(request)))
+
+    def settle(self, page, quiet: float = 1.0, limit: float = 30.0) -> None:
+        """Waits until no request of the App has been in flight for
+        ``quiet`` seconds (at most ``limit``): the next action starts from
+        an App that is done with the last one."""
+        deadline, calm_since = time.monotonic() + limit, None
+        while time.monotonic() < deadline:
+            if self.in_flight:
+                calm_since = None
+            elif calm_since is None:
+                calm_since = time.monotonic()
+            elif time.monotonic() - calm_since >= quiet:
+                return
+            page.wait_for_timeout(50)
 
     def start(self, tic: float) -> None:
         self.events, self.tic = [], tic
@@ -200,6 +224,7 @@ def main():
                 last = args.timeline and round_ == args.repeats - 1
                 for factor in FACTORS:
                     # ours: a click on the bar -> the mistakes drawn
+                    timeline.settle(page)
                     k, j = bar_at(page, field, factor)
                     bar = page.locator(".js-plotly-plot .trace.bars").nth(k) \
                         .locator(".point path").nth(j)
@@ -210,7 +235,7 @@ def main():
                     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
                     ours[factor].append(count_shown(page, expected[factor], tic))
                     if last:
-                        page.wait_for_timeout(2000)  # what follows the count
+                        timeline.settle(page)  # what follows the count
                         timeline.print(f"bar click, {factor}: count shown at "
                                        f"{ours[factor][-1]:.2f} s")
                     page.locator("[data-cy=btn-clear-view-bar]").click()  # the whole dataset
@@ -219,13 +244,14 @@ def main():
                     page.get_by_text("Unsaved view", exact=True).first.click()
                     item = page.get_by_text(f"mistakes-{factor}", exact=True).last
                     item.wait_for()
+                    timeline.settle(page)
                     tic = time.perf_counter()
                     if last:
                         timeline.start(tic)
                     item.click()
                     theirs[factor].append(count_shown(page, expected[factor], tic))
                     if last:
-                        page.wait_for_timeout(2000)
+                        timeline.settle(page)
                         timeline.print(f"saved view, {factor}: count shown at "
                                        f"{theirs[factor][-1]:.2f} s")
                     page.locator("[data-cy=btn-clear-view-bar]").click()
