@@ -17,6 +17,7 @@ import pytest
 from imagenetx.analysis import compute_ratios
 from imagenetx.benchmarks.imagenet_x import annotations as anno
 from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
+from imagenetx.benchmarks import error_ratio_metric
 from imagenetx.benchmarks.scenarios import prune_scenarios
 from imagenetx.store.classifications import write_classifications
 from imagenetx.store.evaluation import evaluate_predictions
@@ -148,8 +149,9 @@ def test_the_error_ratio_is_a_custom_metric_of_fiftyones_evaluations(tagged):
     expected = compute_ratios(ds, "model").to_dict()["models"]["model"]["slices"]
     # FiftyOne's own evaluation, asked for the metric
     ds.evaluate_classifications("model", eval_key="native", custom_metrics=[ERROR_RATIO_METRIC])
-    # this project's own evaluation computes it (the plugin is installed)
-    evaluate_predictions(ds, "model")
+    # this project's runs ask for it (the plugin is installed)
+    assert error_ratio_metric(ds) == [ERROR_RATIO_METRIC]
+    evaluate_predictions(ds, "model", custom_metrics=error_ratio_metric(ds))
     for key in ("native", "eval_model"):
         metrics = _stored_results(ds, key)["custom_metrics"]
         # loaded again, as another process (FiftyOne's App) loads them:
@@ -182,8 +184,10 @@ def test_runs_on_a_dataset_no_benchmark_slices_ask_for_no_metric(caplog):
                               model=fo.Classification(label="tabby" if i % 2 else "goldfish"))
                     for i in range(4)])
     try:
+        assert error_ratio_metric(ds) is None
         with caplog.at_level("WARNING"):
-            assert evaluate_predictions(ds, "model").accuracy == 0.5
+            assert evaluate_predictions(ds, "model", custom_metrics=error_ratio_metric(ds)
+                                        ).accuracy == 0.5
         assert ds.get_evaluation_info("eval_model").config.custom_metrics is None
         assert "Failed to compute metric" not in caplog.text
     finally:

@@ -13,23 +13,7 @@ import math
 from typing import Dict, Optional
 
 from imagenetx.analysis.engine import compute_ratios
-from imagenetx.analysis.settings import Settings
 from imagenetx.benchmarks import get_benchmark
-from imagenetx.errors import ImageNetXError
-
-
-def has_factor_slices(samples, gt_field: str = "ground_truth") -> bool:
-    """Whether the samples are a benchmark's that slices them (ImageNet-X's
-    factors, ImageNet-D's nuisances, ...) with the fields its error ratios
-    need: where this project's own runs compute the metric."""
-    benchmark = get_benchmark(samples)
-    if benchmark.default_slicing is None:
-        return False
-    try:
-        benchmark.check_fields(samples, Settings(gt_field=gt_field))
-    except ImageNetXError:
-        return False
-    return True
 
 
 def error_ratio_entries(samples, pred_field: str, gt_field: str = "ground_truth",

@@ -19,6 +19,7 @@ here says what it *is* and how its data is *loaded*; how it is *shown*
 """
 
 import functools
+from typing import List, Optional
 
 from imagenetx.benchmarks.loading import LOADINGS
 from imagenetx.errors import ImageNetXError
@@ -103,3 +104,25 @@ def get_benchmark(samples, name: str = None, settings=None):
     if name not in known:
         raise BENCHMARKS.unknown(name, list(known))
     return known[name]
+
+
+def error_ratio_metric(samples, gt_field: str = "ground_truth") -> Optional[List[str]]:
+    """The custom metrics a run's evaluation computes for FiftyOne's Model
+    Evaluation panel: ``[ERROR_RATIO_METRIC]`` (the error ratio per slice)
+    where a benchmark slices the samples (ImageNet-X's factors, ImageNet-D's
+    nuisances, ...) with the fields its error ratios need and FiftyOne finds
+    the plugin; else None (FiftyOne would warn that it failed)."""
+    import fiftyone.operators as foo
+
+    from imagenetx.benchmarks.scenarios import FieldNames  # lazy: start-up
+    from imagenetx.store.evaluation import ERROR_RATIO_METRIC  # lazy: start-up
+
+    benchmark = get_benchmark(samples)
+    if benchmark.default_slicing is None:
+        return None
+    try:
+        benchmark.check_fields(samples, FieldNames(gt_field=gt_field))
+        foo.get_operator(ERROR_RATIO_METRIC)
+    except (ImageNetXError, ValueError):  # no such fields; the plugin is not installed
+        return None
+    return [ERROR_RATIO_METRIC]

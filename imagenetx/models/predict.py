@@ -42,6 +42,7 @@ from typing import List, NamedTuple, Optional, Sequence
 import fiftyone as fo
 import torch
 
+from imagenetx.benchmarks import error_ratio_metric
 from imagenetx.classes.decisions import Decisions
 from imagenetx.classes.imagenet import class_table
 from imagenetx.classes.outputs import OutputClasses
@@ -605,7 +606,8 @@ def _declare_prediction_field(dataset, field, attributes: Optional[dict] = None)
 def _evaluate(dataset, field, gt_field, summary, changed: bool, labels=None,
               written: Optional[Written] = None):
     evaluation = evaluate_predictions(dataset, field, gt_field, rerun=changed,
-                                      labels=labels, written=written)
+                                      labels=labels, written=written,
+                                      custom_metrics=error_ratio_metric(dataset, gt_field))
     summary.eval_note = evaluation.note
     if evaluation.key is not None:
         summary.eval_key = evaluation.key

@@ -36,7 +36,7 @@ ID_CHUNK = 100_000
 
 #: the plugin's custom metric (``operators/evaluation_metric.py``), for
 #: ``evaluate_classifications(..., custom_metrics=[ERROR_RATIO_METRIC])``; this
-#: project's own evaluations compute it when FiftyOne finds the plugin
+#: project's runs ask for it where :func:`imagenetx.benchmarks.error_ratio_metric` says
 ERROR_RATIO_METRIC = "@imagenet-x/imagenet-x/error_ratio"
 
 
@@ -137,6 +137,7 @@ def evaluate_predictions(
     rerun: bool = True,
     labels: Optional[Sequence[str]] = None,
     written: Optional[Written] = None,
+    custom_metrics: Optional[Sequence[str]] = None,
 ) -> Evaluation:
     """Evaluates a prediction field against the ground truth, ``eval_<field>``.
 
@@ -155,6 +156,8 @@ def evaluate_predictions(
             unique labels
         written (None): what a predict run already wrote (its samples'
             values are not written again, and their columns not read)
+        custom_metrics (None): the custom metrics' URIs to compute with it
+            (a run's: :func:`imagenetx.benchmarks.error_ratio_metric`)
 
     Returns:
         an :class:`Evaluation`, empty when either field is missing, or
@@ -191,9 +194,10 @@ def evaluate_predictions(
         if written and not relabeled and (written.previous or n_written == len(view)):
             columns = written.columns if n_written == len(view) else None
             results = evaluate_simple(view, field, gt_field, key, columns=columns,
-                                      values_written=True)
+                                      values_written=True, custom_metrics=custom_metrics)
         else:
-            results = evaluate_simple(view, field, gt_field, key)
+            results = evaluate_simple(view, field, gt_field, key,
+                                      custom_metrics=custom_metrics)
     return Evaluation(
         key=key,
         evaluated=len(results.ytrue),
@@ -203,7 +207,8 @@ def evaluate_predictions(
 
 
 def evaluate_simple(samples, pred_field: str, gt_field: str, eval_key: str,
-                    columns: Optional[list] = None, values_written: bool = False):
+                    columns: Optional[list] = None, values_written: bool = False,
+                    custom_metrics: Optional[Sequence[str]] = None):
     """``samples.evaluate_classifications(pred_field, gt_field=gt_field,
     eval_key=eval_key)`` with the same stored outcome, without its
     per-sample Python work.
@@ -225,12 +230,14 @@ def evaluate_simple(samples, pred_field: str, gt_field: str, eval_key: str,
         values_written (False): whether every sample already holds its
             ``eval_key`` value (written with the predictions): then the
             field is kept, not cleared and rewritten
+        custom_metrics (None): the custom metrics' URIs to compute (e.g.
+            ``[ERROR_RATIO_METRIC]``)
 
     Returns:
         the ``fiftyone.utils.eval.classification.ClassificationResults``
     """
-    metrics = [ERROR_RATIO_METRIC] if _wants_error_ratio(samples, gt_field) else None
-    config = fouc._parse_config(pred_field, gt_field, "simple", custom_metrics=metrics)
+    config = fouc._parse_config(pred_field, gt_field, "simple",
+                                custom_metrics=list(custom_metrics or []) or None)
     method = config.build()
     method.ensure_requirements()
     # cleanup would delete the field of an existing run under the key
@@ -254,22 +261,6 @@ def evaluate_simple(samples, pred_field: str, gt_field: str, eval_key: str,
     # the panels and the mistakes views filter on them
     ensure_indexes(samples, prediction_index_paths(pred_field, eval_key))
     return results
-
-
-def _wants_error_ratio(samples, gt_field: str) -> bool:
-    """Whether a run computes the error ratio per slice for FiftyOne's
-    panel: on a benchmark's slices, when FiftyOne finds the plugin."""
-    import fiftyone.operators as foo
-
-    from imagenetx.analysis.evaluation_metric import has_factor_slices
-
-    if not has_factor_slices(samples, gt_field):
-        return False
-    try:
-        foo.get_operator(ERROR_RATIO_METRIC)
-    except ValueError:  # the plugin is not installed
-        return False
-    return True
 
 
 def _save_results(method, samples, eval_key: str, results) -> None:
@@ -377,7 +368,8 @@ def rerun_evaluations(dataset: fo.Dataset, changed_fields) -> tuple:
         if not {config.pred_field, config.gt_field} & changed:
             continue
         if key == eval_key_of(config.pred_field) and evaluate_predictions(
-            dataset, config.pred_field, config.gt_field
+            dataset, config.pred_field, config.gt_field,
+            custom_metrics=config.custom_metrics,
         ).key:
             rerun.append(key)
         else:
