@@ -1113,6 +1113,7 @@ def test_fiftyones_model_evaluation_panel_shows_a_factors_accuracy(demo_build, a
     import fiftyone as fo
     import numpy as np
 
+    from imagenetx.benchmarks import error_ratio_metric
     from imagenetx.store.classifications import write_classifications
     from imagenetx.store.evaluation import evaluate_predictions
 
@@ -1127,7 +1128,8 @@ def test_fiftyones_model_evaluation_panel_shows_a_factors_accuracy(demo_build, a
     write_classifications(ds, FIELD_NATIVE, first.values("id"),
                           np.where(changed, (truth + 1) % 1000, truth),
                           confidence=[0.5] * len(truth))
-    key = evaluate_predictions(ds, FIELD_NATIVE).key
+    # evaluated as a run evaluates it: with the error ratio as a custom metric
+    key = evaluate_predictions(ds, FIELD_NATIVE, custom_metrics=error_ratio_metric(ds)).key
     texture = compute_ratios(ds.exists(FIELD_NATIVE), FIELD_NATIVE, correct="class").to_dict()[
         "models"][FIELD_NATIVE]["slices"]["texture"]
     assert texture["n"] < 6000
