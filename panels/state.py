@@ -63,7 +63,8 @@ def signature(view) -> str:
 #: :func:`view_signature`'s memory: the signature of each recent request's view
 _SIGNATURES: dict = {}
 _SIGNATURES_KEPT = 64
-_SIGNATURES_LOCK = threading.Lock()
+#: guards the memories of this module (panel events run on several threads)
+_LOCK = threading.Lock()
 
 
 def view_signature(ctx) -> str:
@@ -84,7 +85,7 @@ def view_signature(ctx) -> str:
     found = _SIGNATURES.get(key)
     if found is None:
         found = signature(ctx.view)
-        with _SIGNATURES_LOCK:
+        with _LOCK:
             _SIGNATURES[key] = found
             while len(_SIGNATURES) > _SIGNATURES_KEPT:
                 del _SIGNATURES[next(iter(_SIGNATURES))]
@@ -104,7 +105,7 @@ def hold_drill(ctx, drill: dict) -> None:
     ``on_change_view`` that reports the view draws it instead
     (:func:`held_drill`).
     """
-    with _SIGNATURES_LOCK:
+    with _LOCK:
         _HELD[ctx.params.get("panel_id")] = {"drill": drill, "shown": False}
 
 
@@ -122,11 +123,11 @@ def held_drill(ctx):
     if held is None:
         return None, None
     if held["drill"]["signature"] != view_signature(ctx):
-        with _SIGNATURES_LOCK:
+        with _LOCK:
             if _HELD.get(panel_id) is held:
                 del _HELD[panel_id]
         return None, None
-    with _SIGNATURES_LOCK:
+    with _LOCK:
         first, held["shown"] = not held["shown"], True
     return ("show", held["drill"]) if first else ("shown", None)
 

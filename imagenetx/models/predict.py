@@ -607,7 +607,9 @@ def _evaluate(dataset, field, gt_field, summary, changed: bool, labels=None,
               written: Optional[Written] = None):
     evaluation = evaluate_predictions(dataset, field, gt_field, rerun=changed,
                                       labels=labels, written=written,
-                                      custom_metrics=error_ratio_metric(dataset, gt_field))
+                                      # asked only when it evaluates again
+                                      custom_metrics=(error_ratio_metric(dataset, gt_field)
+                                                      if changed else None))
     summary.eval_note = evaluation.note
     if evaluation.key is not None:
         summary.eval_key = evaluation.key

@@ -237,7 +237,7 @@ def evaluate_simple(samples, pred_field: str, gt_field: str, eval_key: str,
         the ``fiftyone.utils.eval.classification.ClassificationResults``
     """
     config = fouc._parse_config(pred_field, gt_field, "simple",
-                                custom_metrics=list(custom_metrics or []) or None)
+                                custom_metrics=list(custom_metrics) if custom_metrics else None)
     method = config.build()
     method.ensure_requirements()
     # cleanup would delete the field of an existing run under the key
