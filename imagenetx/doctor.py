@@ -284,6 +284,23 @@ def indexes() -> List[Line]:
     return [Line("indexes", f"{name}: {', '.join(paths)}") for name, paths in sorted(found.items())]
 
 
+def published_tables() -> List[Line]:
+    """Which published-accuracy tables the package carries (a run's clean
+    top-1 is printed beside its model's published one from them)."""
+    from imagenetx.protocols.published import TABLES, tables_present
+
+    present = tables_present()
+    have = [name for name, ok in present.items() if ok]
+    lines = [Line("published", f"accuracy tables: {', '.join(have) or 'none'} ({TABLES}); "
+                               "torchvision's from its weights' metadata")]
+    missing = [name for name, ok in present.items() if not ok]
+    if missing:
+        lines.append(Line("published", f"missing: {', '.join(missing)} (reinstall "
+                                       f"{DISTRIBUTION}): those models' runs are not checked "
+                                       "against their published accuracy", False))
+    return lines
+
+
 def diagnose() -> List[Line]:
     """Every line, in order; the FiftyOne-dependent ones only when FiftyOne
     imports, and those that need the database only when it answers."""
@@ -297,7 +314,8 @@ def diagnose() -> List[Line]:
          lambda: [Line("plugin", unchecked, False)]),
         ("plug-ins", plugins),
         ("database", lambda: database(connect_error)),
-        ("caches", lambda: caches(pulls=connect_error is None))]
+        ("caches", lambda: caches(pulls=connect_error is None)),
+        ("published", published_tables)]
     steps.append(("indexes", indexes if connect_error is None else
                   lambda: [Line("indexes", unchecked, False)]))
     for name, step in steps:

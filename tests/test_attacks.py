@@ -376,7 +376,8 @@ def test_autoattack_equals_pyautoattack_called_directly(photos):
     info = ds.get_field("aa").info["imagenetx_model"]
     assert info["protocol"] == "gavrikov"
     assert info["departures"] == ["attack.attack", "attack.eps"]
-    assert "not the authors' setting: attack.attack, attack.eps" in str(summary)
+    assert ("not the authors' setting: attack.attack: autoattack (the authors': pgd), "
+            "attack.eps: 4/255 (the authors': 0.5/255)") in str(summary)
 
     classifier = load_model(SPEC, LITE0)
     mean = torch.tensor(classifier.preprocessing.mean).view(-1, 1, 1)

@@ -274,6 +274,7 @@ def test_a_protocol_is_the_benchmarks_default_and_records_departures(toy):
         summary = predict(dataset, "toy:lite0", "lite0_toy2", num_workers=0, limit=2)
         record = dataset.get_field("lite0_toy2").info[INFO_KEY]
         assert record["protocol"] == "toy-256" and record["departures"] == ["n"]
-        assert "not the authors' setting: n" in str(summary)
+        assert (f"not the authors' setting: images: at most 2 of {len(PHOTOS):,}"
+                in str(summary))
     finally:
         protocol_registry.PROTOCOLS.unregister("toy-256")

@@ -77,10 +77,12 @@ def cue(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def vit_checkpoint(tmp_path_factory):
-    """A 0.5 / 0.5 timm ViT with random weights, saved as a checkpoint."""
+    """timm's ``vit_small_patch16_224`` (0.5 / 0.5) with random weights,
+    saved as a checkpoint named after the zoo's model (the zoo loads its
+    weights from timm; a local file of them is found by that name)."""
     torch.manual_seed(1)
-    model = timm.create_model("vit_tiny_patch16_224", pretrained=False)
-    path = tmp_path_factory.mktemp("vit") / "vit_tiny.pth"
+    model = timm.create_model("vit_small_patch16_224", pretrained=False)
+    path = tmp_path_factory.mktemp("vit") / "vit_small_patch16_224.pth"
     torch.save(model.state_dict(), path)
     return path
 
@@ -127,7 +129,10 @@ def test_cnn_gets_the_loaders_tensor(cue):
                  "--logits", "--num-workers", "0"]) == 0
     info = cue.get_field("cnn").info["imagenetx_model"]
     assert info["protocol"] == "model-vs-human" and info["departures"] == []
-    assert info["protocol_applied"]["preprocessing"] == "loader"
+    # lite0 is not in model-vs-human's zoo: the common path, said so; at 224 with
+    # ImageNet's mean / std that is the loader's tensor
+    assert info["protocol_applied"]["preprocessing"] == (
+        f"common path ({LITE0} is not in model-vs-human's zoo): the loader's tensor")
     assert info["protocol_applied"]["amp"] == "off"
     model = load_model(LITE0, LITE0_REQUEST).module.eval()
     with torch.no_grad():
@@ -140,13 +145,14 @@ def test_vit_gets_its_own_normalization(cue, vit_checkpoint):
     the loader's image back through ``undo_default_preprocessing`` and
     ``ToPILImage``, ``Resize((224, 224))``, ``Normalize(0.5, 0.5)``."""
     assert main(["predict", "--dataset", cue.name, "--model", f"checkpoint:{vit_checkpoint}",
-                 "--arch", "vit_tiny_patch16_224", "--field", "vit", "--logits",
+                 "--arch", "vit_small_patch16_224", "--field", "vit", "--logits",
                  "--num-workers", "0"]) == 0
     info = cue.get_field("vit").info["imagenetx_model"]
     applied = info["protocol_applied"]
-    assert applied["preprocessing"] == "wrapper: ViTPytorchModel"
+    assert applied["preprocessing"] == (
+        "wrapper: ViTPytorchModel (model-vs-human's vit_small_patch16_224)")
     assert applied["mean"] == [0.5, 0.5, 0.5] and applied["input_size"] == [3, 224, 224]
-    model = timm.create_model("vit_tiny_patch16_224", pretrained=False)
+    model = timm.create_model("vit_small_patch16_224", pretrained=False)
     model.load_state_dict(torch.load(vit_checkpoint, weights_only=True))
     preprocess = T.Compose([T.Resize((224, 224)), T.ToTensor(), T.Normalize(0.5, 0.5)])
     with torch.no_grad():
@@ -173,8 +179,13 @@ def test_clip_gets_its_own_normalization_size_and_logit_scale(cue, clip_checkpoi
                  "--logits", "--num-workers", "0"]) == 0
     info = cue.get_field("clip").info["imagenetx_model"]
     applied = info["protocol_applied"]
-    assert applied["preprocessing"] == "wrapper: ClipPytorchModel"
-    assert applied["input_size"] == [3, 64, 64] and info["departures"] == []
+    assert applied["preprocessing"] == (
+        f"common path (checkpoint:{path} is not in model-vs-human's zoo): "
+        "ClipPytorchModel's resize, crop and own mean / std")
+    # two of the 80 templates the zoo's CLIP used: a departure, said in words
+    assert applied["input_size"] == [3, 64, 64] and info["departures"] == ["templates"]
+    assert info["departure_details"]["templates"] == (
+        f"templates: {templates} (the authors': openai)")
     assert info["protocol_pins"]["logit_scale"] == 100.0
 
     from open_clip.zero_shot_metadata import IMAGENET_CLASSNAMES
@@ -215,18 +226,20 @@ def _fed_under_model_vs_human(spec, request=None):
     return run, reader
 
 
-def test_a_384_pixel_vit_is_fed_vitpytorchmodels_squash(cue):
-    """``ViTPytorchModel`` (``img_size=(384, 384)``, its default) feeds
-    ``Resize((384, 384))``: a bilinear squash, no crop, not timm's own
-    bicubic resize + crop."""
+def test_a_vit_the_zoo_never_ran_goes_through_the_common_path(cue):
+    """A 384-pixel timm ViT is no model of the zoo's (its 384-pixel
+    ``ViTPytorchModel`` s are pytorch_pretrained_vit's): it is not given
+    ``ViTPytorchModel``'s bilinear squash by its name's prefix, but the
+    common path, said so: its own bicubic resize + crop and mean / std."""
     run, reader = _fed_under_model_vs_human("timm:vit_tiny_patch16_384")
     path = cue.first().filepath
     fed = reader(path)
-    # ViTPytorchModel.preprocess() up to ToTensor, written out
     reference = _wrapper_inputs(_loader_batch([path]), T.Compose([
-        T.Resize((384, 384)), T.PILToTensor()]))[0]
+        T.Resize(384, T.InterpolationMode.BICUBIC), T.CenterCrop(384), T.PILToTensor()]))[0]
     assert torch.equal(fed, reference.to(torch.uint8))
-    assert run.applied["preprocessing"] == "wrapper: ViTPytorchModel"
+    assert run.applied["preprocessing"] == (
+        "common path (timm:vit_tiny_patch16_384 is not in model-vs-human's zoo): own mean "
+        "/ std, own resize and crop")
     assert run.applied["input_size"] == [3, 384, 384] and run.applied["mean"] == [0.5] * 3
 
 
@@ -240,8 +253,8 @@ def test_zoo_models_that_pytorchmodel_runs_get_the_loaders_tensor(cue, spec):
     run, reader = _fed_under_model_vs_human(spec)
     path = cue.first().filepath
     assert torch.equal(reader(path), T.PILToTensor()(Image.open(path).convert("RGB")))
-    assert run.applied["preprocessing"] == "loader" and run.departures == ()
-    assert run.applied["input_size"] == [3, 224, 224]
+    assert run.applied["preprocessing"].startswith("wrapper: PytorchModel (model-vs-human's ")
+    assert run.departures == () and run.applied["input_size"] == [3, 224, 224]
     assert run.applied["mean"] == list(IMAGENET_MEAN) and run.applied["std"] == list(
         IMAGENET_STD)
 
@@ -253,7 +266,9 @@ def test_a_model_outside_the_zoo_is_run_as_the_wrappers_run_a_model_trained_othe
     run, reader = _fed_under_model_vs_human("timm:efficientnet_b1")
     size = run.applied["input_size"][-1]
     assert size != 224 and run.departures == ()
-    assert run.applied["preprocessing"] == "wrapper: own mean / std, own resize and crop"
+    assert run.applied["preprocessing"] == (
+        "common path (timm:efficientnet_b1 is not in model-vs-human's zoo): own mean / std, "
+        "own resize and crop")
     path = cue.first().filepath
     reference = _wrapper_inputs(_loader_batch([path]), T.Compose([
         T.Resize(size, T.InterpolationMode.BICUBIC), T.CenterCrop(size), T.PILToTensor()]))[0]
@@ -393,7 +408,8 @@ def test_amp_on_top_is_a_recorded_departure(cue, capsys):
     assert main(["predict", "--dataset", cue.name, "--model", LITE0, "--arch",
                  "efficientnet_lite0", "--remap-by-position", "--field", "bf",
                  "--amp", "bf16", "--num-workers", "0", "--device", "cpu"]) == 0
-    assert "Protocol 'model-vs-human': not the authors' setting: amp" in capsys.readouterr().out
+    assert ("Protocol 'model-vs-human': not the authors' setting: precision: bf16 (the "
+            "authors': off)") in capsys.readouterr().out
     info = cue.get_field("bf").info["imagenetx_model"]
     assert info["departures"] == ["amp"] and info["protocol_applied"]["amp"] == "bf16"
 

@@ -213,16 +213,17 @@ def test_departures_are_recorded_and_said(photos_dir, capsys):
     assert main(args + ["--field", "g", "--protocol", "gavrikov", "--decoder",
                         "torchvision", "--limit", "2"]) == 0
     out = capsys.readouterr().out
-    assert "Protocol 'gavrikov': not the authors' setting: decoder, n" in out
+    said = "decoder: torchvision (the authors': pil), images: at most 2 of 50,000"
+    assert f"Protocol 'gavrikov': not the authors' setting: {said}" in out
     # the comparability line names the parameter as the command line's flag
-    assert "not the authors' setting: decoder, n (--protocol gavrikov)" in out, out
+    assert f"not the authors' setting: {said} (--protocol gavrikov)" in out, out
     info = ds.get_field("g").info["imagenetx_model"]
     assert info["protocol"] == "gavrikov" and info["departures"] == ["decoder", "n"]
     assert info["protocol_pins"]["geometry"] == "resize256-crop224"
     from imagenetx.analysis.biases import departure_notes  # what `biases` notes
 
     assert departure_notes(ds, ["g"]) == [
-        "g on protocol-departures (gavrikov): not the authors' setting: decoder, n"]
+        f"g on protocol-departures (gavrikov): not the authors' setting: {said}"]
     assert main(args + ["--field", "own", "--protocol", "none", "--limit", "1"]) == 0
     assert "protocol" not in ds.get_field("own").info["imagenetx_model"]
     # another protocol (here none) never adds to the field

@@ -132,7 +132,8 @@ def test_report_and_card_say_what_each_number_compares_with(suite_val, tmp_path)
         "the column's 50,000 images: ")
     attacked = comparability(ds, "lite0_pgd")
     assert attacked.line().startswith(
-        "not the authors' setting: n (`protocol=gavrikov`); on 2 of the column's 50,000")
+        "not the authors' setting: images: at most 2 of 50,000 (`protocol=gavrikov`); on 2 "
+        "of the column's 50,000")
     robust = [v for v in ds.values("eval_lite0_pgd") if v is not None]
     ci = binomtest(sum(robust), len(robust)).proportion_ci(0.95, method="wilson")
     assert (attacked.sampled.low, attacked.sampled.high) == (ci.low, ci.high)

@@ -50,7 +50,7 @@ from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.correlation import RankCorrelation, RankPosition, kendall_tau, rank_position
 from imagenetx.metrics.stats import to_json
 from imagenetx.models.run import INFO_KEY
-from imagenetx.models.protocol_run import departure_note
+from imagenetx.protocols.base import departure_note
 from imagenetx.probes.run import probe_info
 from imagenetx.store.datasets import get_dataset
 from imagenetx.store.schema import prediction_fields
@@ -340,7 +340,7 @@ def departure_notes(ds, fields) -> List[str]:
         record = (ds.get_field(f).info or {}).get(INFO_KEY) or {}
         if record.get("departures"):
             out.append(f"{f} on {ds.name} ({record['protocol']}): "
-                       f"{departure_note(record['departures'])}")
+                       f"{departure_note(record['departures'], record.get('departure_details'))}")
     return out
 
 

@@ -13,14 +13,15 @@ from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 
-from imagenetx.analysis.populations import whole_set_top1
+from imagenetx.analysis.populations import val_images, whole_set_top1
 from imagenetx.benchmarks import get_benchmark
 from imagenetx.benchmarks.ood.layouts import LAYOUTS
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.stats import INTERVAL_LEVEL, wilson_interval
 from imagenetx.models.run import INFO_KEY
-from imagenetx.models.protocol_run import departure_note
 from imagenetx.protocols import get_protocol
+from imagenetx.protocols.base import departure_note
+from imagenetx.protocols.published import Published, Top1Check, check_top1
 from imagenetx.store.datasets import get_dataset
 
 #: the key of an attacked field's column in :data:`PUBLISHED_COLUMNS`
@@ -82,6 +83,7 @@ class Comparability:
         table, column: the published table and column (None: not known)
         sampled: its sampling error where it ran on fewer images than
             the column counts
+        details: each departure in words, where the record has them
     """
 
     protocol: Optional[str]
@@ -89,6 +91,7 @@ class Comparability:
     table: Optional[str] = None
     column: Optional[str] = None
     sampled: Optional[Sampled] = None
+    details: Optional[Dict[str, str]] = None
 
     def line(self) -> str:
         """``comparable to COLUMN of TABLE`` or ``not the authors' setting:
@@ -96,7 +99,8 @@ class Comparability:
         if self.protocol is None:
             head = "not the authors' setting: no protocol (predict with `protocol=NAME`)"
         elif self.departures:
-            head = f"{departure_note(self.departures)} (`protocol={self.protocol}`)"
+            head = (f"{departure_note(self.departures, self.details)} "
+                    f"(`protocol={self.protocol}`)")
         elif self.column:
             head = f"comparable to {self.column} of {self.table}"
         else:
@@ -140,4 +144,27 @@ def comparability(samples, field: str) -> Optional[Comparability]:
         except ImageNetXError:  # a protocol of an old record, no longer registered
             table = column = None
     return Comparability(name, tuple(record.get("departures") or ()), table, column,
-                         sampled)
+                         sampled, record.get("departure_details"))
+
+
+def published_check(samples, field: str) -> Optional[Top1Check]:
+    """The field's clean top-1 beside its model's published one, where its
+    run record names a published figure and the field covers the images
+    that figure counts (all 50,000 val images; RobustBench's 5,000); None
+    otherwise.
+
+    Args:
+        samples: a dataset, view or name
+        field: a prediction field a run of this project made
+    """
+    samples = get_dataset(samples)
+    if not samples.has_field(field):
+        return None
+    record = (samples._dataset.get_field(field).info or {}).get(INFO_KEY) or {}
+    published = Published.from_dict(record.get("published_top1"))
+    if published is None or record.get("attack"):
+        return None
+    top1 = whole_set_top1(val_images(samples), [field])[field]
+    if top1.n != published.n:
+        return None
+    return check_top1(top1.correct, top1.n, published)

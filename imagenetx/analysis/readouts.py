@@ -6,7 +6,7 @@ report, the Hub card): which images they count
 
 from typing import Dict, List, Sequence
 
-from imagenetx.analysis.comparability import comparability
+from imagenetx.analysis.comparability import comparability, published_check
 from imagenetx.analysis.populations import populations
 from imagenetx.analysis.settings import Settings
 from imagenetx.store.datasets import get_dataset
@@ -15,8 +15,10 @@ from imagenetx.store.datasets import get_dataset
 def readout_notes(samples, fields: Sequence[str], settings: Settings = None,
                   **kwargs) -> Dict[str, List[str]]:
     """Per field, its population line (where per-factor and whole-set
-    numbers count different images) and its comparability line (where a
-    run of this project made it); fields with neither are left out.
+    numbers count different images), its comparability line (where a
+    run of this project made it) and its clean top-1 beside the model's
+    published one (where the field covers the images that figure counts);
+    fields with none are left out.
 
     Args:
         samples: a dataset, view, or dataset name
@@ -36,6 +38,9 @@ def readout_notes(samples, fields: Sequence[str], settings: Settings = None,
         compared = comparability(samples, f)
         if compared is not None:
             lines.append(compared.line())
+        checked = published_check(samples, f)
+        if checked is not None:
+            lines.append(checked.line())
         if lines:
             out[f] = lines
     return out

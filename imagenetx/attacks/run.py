@@ -142,12 +142,19 @@ def run_attack(
     return run(samples, model, field, task, request, options, progress)
 
 
-def attack_departures(protocol, settings: AttackSettings) -> list:
+def attack_departures(protocol, settings: AttackSettings) -> dict:
     """The attack settings that differ from what ``protocol`` pins, as
-    ``attack.NAME`` (none for a protocol that pins no attack)."""
+    ``attack.NAME`` -> the departure in words (none for a protocol that
+    pins no attack)."""
     if protocol is None or not protocol.attack:
-        return []
-    return [f"attack.{k}" for k, v in protocol.attack.items() if getattr(settings, k) != v]
+        return {}
+
+    def said(k, v):
+        return f"{v * 255:g}/255" if k in ("eps", "step_size") and isinstance(v, float) else v
+
+    return {f"attack.{k}": f"attack.{k}: {said(k, getattr(settings, k))} (the authors': "
+                           f"{said(k, v)})"
+            for k, v in protocol.attack.items() if getattr(settings, k) != v}
 
 
 def _check_benchmark(samples) -> None:
@@ -172,7 +179,8 @@ class Attack(Classify):
     Args:
         attack: the attack callable (:func:`~imagenetx.attacks.library.make_attack`)
         settings: its settings (recorded)
-        departures: its settings the protocol pins otherwise
+        departures: its settings the protocol pins otherwise (a dict: each
+            in words)
         amp: the run's autocast (recorded)
         gt_field, slices: as in :class:`~imagenetx.models.predict.Classify`
     """
@@ -187,6 +195,7 @@ class Attack(Classify):
         self.attack = attack
         self.settings = settings
         self.departures = tuple(departures)
+        self.departure_details = dict(departures) if isinstance(departures, dict) else {}
         self.amp = amp
 
     def describe(self, model: str) -> str:

@@ -50,7 +50,7 @@ from imagenetx.errors import ImageNetXError
 from imagenetx.models.config import RunOptions, configure
 from imagenetx.models.device import Engine
 from imagenetx.models.distributed import pick
-from imagenetx.models.protocol_run import departure_note
+from imagenetx.protocols.base import departure_note
 from imagenetx.models.run import (
     FAILURES_SHOWN, INFO_KEY, ModelRun, Pass, Task, record_differences, run, write_record)
 from imagenetx.models.sources import ModelRequest
@@ -92,6 +92,8 @@ class PredictSummary:
     protocol: Optional[str] = None
     #: the protocol's pinned parameters the run set otherwise
     departures: list = dc_field(default_factory=list)
+    #: each departure in words
+    departure_details: dict = dc_field(default_factory=dict)
     #: the line saying whose stale claim of the field this run took over
     took_over: Optional[str] = None
 
@@ -111,7 +113,8 @@ class PredictSummary:
             lines.insert(0, self.took_over)
         if self.protocol:
             lines.append(f"Protocol '{self.protocol}': " + (
-                departure_note(self.departures) or "every pinned value as its authors ran it"))
+                departure_note(self.departures, self.departure_details)
+                or "every pinned value as its authors ran it"))
         if len(self.per_rank) > 1:
             lines.append(f"{len(self.per_rank)} ranks predicted "
                          + " + ".join(f"{n:,}" for n in self.per_rank))
@@ -259,7 +262,8 @@ class Classify(Task):
             device=str(run.placement.device), samples=self.todo.n_samples,
             already_predicted=self.todo.already_predicted,
             protocol=run.protocol.protocol and run.protocol.protocol.name,
-            departures=list(run.protocol.departures), took_over=run.took_over)
+            departures=list(run.protocol.departures),
+            departure_details=dict(run.protocol.details), took_over=run.took_over)
 
     def compute(self, run: ModelRun):
         """The batch computation: images -> a :class:`Result`."""
@@ -537,9 +541,17 @@ def _check_resume(dataset, field: str, new: dict, overwrite: bool) -> bool:
         def what(r):
             return r.get("spec") + (" attacked" if r.get("attack") else "")
 
-        message = (f"Field '{field}' holds predictions of {what(stored)}, and this run would "
-                   f"add {what(new)}'s ({', '.join(differ)} differ): pass `overwrite=True` "
-                   "to replace them, or choose another `field`")
+        if "precision" in differ and "precision" not in stored:
+            message = (f"Field '{field}' holds predictions of {what(stored)} whose precision "
+                       "its run record does not keep (made before runs recorded it), so this "
+                       f"run ({new.get('precision')}) cannot add to them: pass "
+                       "`overwrite=True` to replace them, or choose another `field`")
+        else:
+            said = [f"precision {stored.get('precision')} stored, {new.get('precision')} now"
+                    if k == "precision" else k for k in differ]
+            message = (f"Field '{field}' holds predictions of {what(stored)}, and this run "
+                       f"would add {what(new)}'s ({', '.join(said)} differ): pass "
+                       "`overwrite=True` to replace them, or choose another `field`")
     if not overwrite:
         raise ImageNetXError(message)
     return True

@@ -14,18 +14,17 @@ the protocol, its pins, the departures and what was applied
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Tuple
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.protocols import Protocol, resolve_protocol
-from imagenetx.protocols.base import IMAGENET_MEAN, IMAGENET_STD, resolve_amp
+from imagenetx.protocols.base import IMAGENET_MEAN, IMAGENET_STD, departure_note, resolve_amp
 from imagenetx.protocols.robustbench import (
-    SUBSET_SIZE, TIMM, choose_preprocessing, robustbench_names,
-    select_subset)
-from imagenetx.models.zeroshot import ZeroShotClassifier
+    SUBSET_SIZE, TIMM, choose_preprocessing, entry_normalization, entry_preprocessing,
+    robustbench_names, select_subset)
+from imagenetx.models.zeroshot import DEFAULT_TEMPLATES, ZeroShotClassifier
 
 
 @dataclass(frozen=True)
@@ -42,6 +41,7 @@ class ProtocolRun:
         applied: what the run applied where a pin depends on the model or
             the device (model-vs-human's wrapper, RobustBench's named
             preprocessing, the precision, the input size, mean / std)
+        details: each departure in words (``images: 8 of 5,000``)
     """
 
     protocol: Optional[Protocol] = None
@@ -49,10 +49,14 @@ class ProtocolRun:
     benchmark: str = ""
     preprocessing: Optional[str] = None
     applied: dict = field(default_factory=dict)
+    details: dict = field(default_factory=dict)
 
-    def with_departures(self, more: Sequence[str]) -> "ProtocolRun":
+    def with_departures(self, more: Sequence[str],
+                        details: Optional[dict] = None) -> "ProtocolRun":
+        """With ``more`` departures, ``details`` saying them in words."""
         return dataclasses.replace(
-            self, departures=tuple(dict.fromkeys([*self.departures, *more])))
+            self, departures=tuple(dict.fromkeys([*self.departures, *more])),
+            details={**self.details, **(details or {})})
 
     def with_applied(self, **applied) -> "ProtocolRun":
         return dataclasses.replace(self, applied={**self.applied, **applied})
@@ -63,18 +67,15 @@ class ProtocolRun:
         if self.protocol is None:
             return {}
         return {"protocol": self.protocol.name, "protocol_pins": self.protocol.pins(),
-                "departures": list(self.departures), "protocol_applied": dict(self.applied)}
+                "departures": list(self.departures),
+                "departure_details": {d: self.details[d] for d in self.departures
+                                      if d in self.details},
+                "protocol_applied": dict(self.applied)}
 
     def note(self) -> str:
-        """``not the authors' setting: n, attack.eps`` (empty without
-        departures)."""
-        return departure_note(self.departures)
-
-
-def departure_note(departures: Sequence[str]) -> str:
-    """What a comparison with a published column says of a run that departs
-    from its protocol."""
-    return f"not the authors' setting: {', '.join(departures)}" if departures else ""
+        """``not the authors' setting: images: 8 of 5,000, attack.eps: ...``
+        (empty without departures)."""
+        return departure_note(self.departures, self.details)
 
 
 def resolve_run(benchmark: str, request, options, dataset: str = "") -> tuple:
@@ -105,18 +106,19 @@ def resolve_run(benchmark: str, request, options, dataset: str = "") -> tuple:
             f"Protocol '{protocol.name}' applies to {' and '.join(protocol.applies_to)} "
             f"datasets only, and dataset '{dataset}' is a {benchmark} one: leave `protocol` "
             "out (its benchmark's own) or pass `protocol=none`")
-    departures = []
+    details = {}
     changes = {}
     if options.decoder == "auto":
         changes["decoder"] = protocol.decoder
     elif options.decoder != protocol.decoder:
-        departures.append("decoder")
+        details["decoder"] = f"decoder: {options.decoder} (the authors': {protocol.decoder})"
     if protocol.n is not None and options.limit is not None:
-        departures.append("n")
+        details["n"] = f"images: at most {options.limit:,} of {protocol.n:,}"
     if protocol.prompt is not None:  # a zero-shot head's default; a classifier ignores it
         request = dataclasses.replace(request, default_prompt=protocol.prompt)
     options = dataclasses.replace(options, **changes)
-    return request, options, ProtocolRun(protocol, tuple(departures), benchmark, asked)
+    return request, options, ProtocolRun(protocol, tuple(details), benchmark, asked,
+                                         details=details)
 
 
 def check_dataset(run: ProtocolRun, samples) -> None:
@@ -158,9 +160,11 @@ def settle_run(run: ProtocolRun, classifier, request, amp: str,
         and the autocast to run with
     """
     run = with_zero_shot_departures(run, classifier, request)
-    amp, departs = resolve_amp(run.protocol, amp, bool(classifier.record.get("zero_shot")),
-                               device_type)
-    run = run.with_departures(["amp"] if departs else [])
+    zero_shot = bool(classifier.record.get("zero_shot"))
+    amp, departs = resolve_amp(run.protocol, amp, zero_shot, device_type)
+    if departs:
+        pinned = run.protocol.amp_for(zero_shot, device_type)
+        run = run.with_departures(["amp"], {"amp": f"precision: {amp} (the authors': {pinned})"})
     if run.protocol is not None:
         run = run.with_applied(amp=amp)
     return apply_preprocessing(run, classifier), amp
@@ -173,12 +177,22 @@ def with_zero_shot_departures(run: ProtocolRun, classifier, request) -> Protocol
     protocol = run.protocol
     if protocol is None or not classifier.record.get("zero_shot"):
         return run
-    departures = []
+    details = {}
     if protocol.prompt is not None and request.head_prompt != protocol.prompt:
-        departures.append("prompt")
+        given = (f"'{request.head_prompt}'" if request.head_prompt is not None
+                 else f"templates {request.templates}")
+        details["prompt"] = f"prompt: {given} (the authors': '{protocol.prompt}')"
+    if protocol.templates is not None:
+        if request.prompt is not None:
+            details["prompt"] = (f"prompt: '{request.prompt}' (the authors': templates "
+                                 f"{protocol.templates})")
+        elif (request.templates or DEFAULT_TEMPLATES) != protocol.templates:
+            details["templates"] = (f"templates: {request.templates} (the authors': "
+                                    f"{protocol.templates})")
     if protocol.classes is not None and request.classes != protocol.classes:
-        departures.append("classes")
-    return run.with_departures(departures)
+        details["classes"] = f"classes: {request.classes} (the authors': {protocol.classes})"
+    return run.with_departures(list(details), details)
+
 
 
 def apply_preprocessing(run: ProtocolRun, classifier) -> ProtocolRun:
@@ -195,8 +209,10 @@ def apply_preprocessing(run: ProtocolRun, classifier) -> ProtocolRun:
         prep = dataclasses.replace(prep, geometry=res256_crop224(), input_size=(3, 224, 224))
     elif geometry == "robustbench":
         name, entry, departures = choose_preprocessing(classifier.spec, run.preprocessing)
-        prep = robustbench_preprocessing(name, classifier)
-        run = run.with_departures(departures).with_applied(
+        prep = robustbench_preprocessing(name, classifier, entry)
+        words = {"preprocessing": f"preprocessing: {name} (the entry's own: "
+                                  f"{entry_preprocessing(entry)})"} if entry else {}
+        run = run.with_departures(departures, words).with_applied(
             preprocessing=name, leaderboard_entry=entry)
     elif geometry == "model-vs-human-loader":
         prep = dataclasses.replace(prep, geometry=ModelVsHumanGeometry(),
@@ -241,16 +257,21 @@ def robustbench_geometry(name: str):
     raise ValueError(f"not one of RobustBench's preprocessings: {name}")
 
 
-def robustbench_preprocessing(name: str, classifier):
+def robustbench_preprocessing(name: str, classifier, entry: Optional[str] = None):
     """``classifier``'s preprocessing with RobustBench's ``name`` geometry
-    (its own mean / std: RobustBench's models normalize inside);
-    ``timm``: the model's own timm configuration, RobustBench's
-    ``get_timm_model_preprocessing``.
+    (``timm``: the model's own timm configuration, RobustBench's
+    ``get_timm_model_preprocessing``) and the input RobustBench gives the
+    leaderboard ``entry``: the raw ``[0, 1]`` tensor or its own mean / std
+    (:func:`~imagenetx.protocols.robustbench.entry_normalization`); a model
+    that is no entry keeps its own mean / std.
 
     Raises:
         ImageNetXError: ``timm`` for a model without a timm configuration
     """
     prep = classifier.preprocessing
+    if entry is not None:
+        mean, std = entry_normalization(entry)
+        prep = dataclasses.replace(prep, mean=mean, std=std)
     if name == TIMM:
         arch = str(classifier.record.get("arch") or "")
         if classifier.source != "timm" and not (
@@ -266,12 +287,6 @@ def robustbench_preprocessing(name: str, classifier):
 
 #: model-vs-human's own mean / std for ``ViTPytorchModel`` (``Normalize(0.5, 0.5)``)
 HALF = (0.5, 0.5, 0.5)
-#: timm names model-vs-human's zoo runs through ``PytorchModel`` though their
-#: own mean / std or size are not ImageNet's 224 (BiT-M at 0.5 / 0.5 and 448,
-#: Inception-v3 at 299, DPN, the darknets): the loader's tensor, nothing undone
-PYTORCH_MODEL_NAMES = ("resnetv2_", "inception_v3", "cspdarknet53", "cspresnet",
-                       "darknet53", "dpn", "hrnet_", "selecsls", "efficientnet_b0",
-                       "efficientnet_es", "tf_efficientnet_b0")
 
 
 def model_name(classifier) -> Tuple[str, str]:
@@ -285,62 +300,69 @@ def model_name(classifier) -> Tuple[str, str]:
 
 
 def model_vs_human_preprocessing(classifier) -> tuple:
-    """model-vs-human's loader and the wrapper its zoo gives a model like
-    ``classifier``: ``(preprocessing, what applied, departures)``.
+    """model-vs-human's loader and the wrapper its zoo ran the same network
+    and weights with (:func:`~imagenetx.protocols.model_vs_human.zoo_entry`:
+    by the zoo's own model names and weights, never by prefix):
+    ``(preprocessing, what applied, departures)``.
 
-    ``ClipPytorchModel`` (a zero-shot head): ``Resize(n_px, BICUBIC)`` +
-    ``CenterCrop(n_px)``, CLIP's mean / std; ``SwagPytorchModel`` (timm's
-    ``*.swag*``): ``Resize(s, BICUBIC)`` + ``CenterCrop(s)``;
-    ``EfficientNetPytorchModel`` (``tf_efficientnet_l2*``): ``Resize(507,
-    BICUBIC)`` + ``CenterCrop(475)``; ``ViTPytorchModel`` (timm's ``vit_*``
-    at 0.5 / 0.5): ``Resize((s, s))`` (bilinear, no crop), ``Normalize(0.5,
-    0.5)``; each after ``undo_default_preprocessing`` and ``ToPILImage``.
-    A model the zoo runs through ``PytorchModel`` (torchvision's, timm's
-    BiT-M, Inception, ...) or one with ImageNet's mean / std at 224: the
-    loader's 224 tensor with ImageNet's mean / std. A model the zoo has no
-    entry like (BEiT, a SigLIP classifier, a 384-pixel DeiT) is run the way
-    its wrappers run a model trained otherwise: its own mean / std, and its
-    own ``Resize`` + ``CenterCrop`` where its size is not 224.
+    ``PytorchModel`` (torchvision's ``pretrained=True`` models, timm's by
+    their names then, the checkpoints the zoo loads itself): the loader's 224
+    tensor with ImageNet's mean / std. ``ClipPytorchModel``:
+    ``Resize(n_px, BICUBIC)`` + ``CenterCrop(n_px)``, CLIP's mean / std;
+    ``SwagPytorchModel``: ``Resize(s, BICUBIC)`` + ``CenterCrop(s)``;
+    ``EfficientNetPytorchModel``: ``Resize(507, BICUBIC)`` +
+    ``CenterCrop(475)``; ``ViTPytorchModel``: ``Resize((s, s))`` (bilinear,
+    no crop), ``Normalize(0.5, 0.5)``; each after
+    ``undo_default_preprocessing`` and ``ToPILImage``.
+
+    A model the zoo never ran goes through the common path, and the
+    applied value says so: a zero-shot head as ``ClipPytorchModel`` runs
+    CLIP; a model with ImageNet's mean / std at 224 gets the loader's
+    tensor; any other its own mean / std, and its own ``Resize`` +
+    ``CenterCrop`` where its size is not 224 (what a wrapper does for a
+    model trained otherwise).
     """
     import torchvision.transforms as T
 
+    from imagenetx.protocols.model_vs_human import zoo_entry
+
     own = classifier.preprocessing
-    library, name = model_name(classifier)
-    size = own.input_size[-1]
+    zoo, entry = zoo_entry(classifier.spec, classifier.record)
     loader = ModelVsHumanGeometry()
     bicubic = T.InterpolationMode.BICUBIC
-    wrapper = None
-    if classifier.record.get("zero_shot"):
-        wrapper = ("ClipPytorchModel", T.Compose([T.Resize(size, bicubic), T.CenterCrop(size)]),
-                   own.mean, own.std)
-    elif library == "timm" and "swag" in name:
-        wrapper = ("SwagPytorchModel", T.Compose([T.Resize(size, bicubic), T.CenterCrop(size)]),
-                   IMAGENET_MEAN, IMAGENET_STD)
-    elif library == "timm" and name.startswith("tf_efficientnet_l2"):
-        size = 475
-        wrapper = ("EfficientNetPytorchModel", T.Compose([
-            T.Resize(int(math.floor(size / 0.936)), bicubic), T.CenterCrop(size)]),
-            IMAGENET_MEAN, IMAGENET_STD)
-    elif library == "timm" and name.startswith("vit_") and _close(own.mean, HALF) and _close(
-            own.std, HALF):
-        wrapper = ("ViTPytorchModel", T.Resize((size, size)), HALF, HALF)
-    if wrapper is not None:
-        how, resize, mean, std = wrapper
+    if entry is not None:
+        wrapper = entry["wrapper"]
+        how = f"wrapper: {wrapper} (model-vs-human's {zoo})"
+        if wrapper in ("PytorchModel", "PyContrastPytorchModel"):
+            return dataclasses.replace(own, geometry=loader, input_size=(3, 224, 224),
+                                       mean=IMAGENET_MEAN, std=IMAGENET_STD), how, ()
+        size = int(entry["crop"] or entry["resize"][0])
+        if wrapper == "ClipPytorchModel":
+            size = own.input_size[-1]  # n_px: the model's own
+        if wrapper == "ViTPytorchModel":
+            resize = T.Resize((size, size))
+        else:
+            resize = T.Compose([T.Resize(int(entry["resize"][0]) if wrapper != "ClipPytorchModel"
+                                         else size, bicubic), T.CenterCrop(size)])
+        mean = own.mean if wrapper == "ClipPytorchModel" else tuple(entry["mean"])
+        std = own.std if wrapper == "ClipPytorchModel" else tuple(entry["std"])
         return dataclasses.replace(
             own, geometry=ModelVsHumanWrapper(loader, resize), input_size=(3, size, size),
-            mean=tuple(mean), std=tuple(std)), f"wrapper: {how}", ()
-    as_loader = (_close(own.mean, IMAGENET_MEAN) and _close(own.std, IMAGENET_STD)
-                 and size == 224)
-    in_zoo = library == "torchvision" or (library == "timm" and name.startswith(
-        PYTORCH_MODEL_NAMES))
-    if not (as_loader or in_zoo):
-        resize = (T.Compose([T.Resize(size, bicubic), T.CenterCrop(size)]) if size != 224
-                  else None)
+            mean=tuple(mean), std=tuple(std)), how, ()
+    common = f"common path ({classifier.spec} is not in model-vs-human's zoo)"
+    size = own.input_size[-1]
+    if classifier.record.get("zero_shot"):
+        resize = T.Compose([T.Resize(size, bicubic), T.CenterCrop(size)])
         return dataclasses.replace(
             own, geometry=ModelVsHumanWrapper(loader, resize), input_size=(3, size, size)
-        ), "wrapper: own mean / std" + (", own resize and crop" if resize else ""), ()
-    return dataclasses.replace(own, geometry=loader, input_size=(3, 224, 224),
-                               mean=IMAGENET_MEAN, std=IMAGENET_STD), "loader", ()
+        ), f"{common}: ClipPytorchModel's resize, crop and own mean / std", ()
+    if _close(own.mean, IMAGENET_MEAN) and _close(own.std, IMAGENET_STD) and size == 224:
+        return dataclasses.replace(own, geometry=loader, input_size=(3, 224, 224)
+                                   ), f"{common}: the loader's tensor", ()
+    resize = T.Compose([T.Resize(size, bicubic), T.CenterCrop(size)]) if size != 224 else None
+    return dataclasses.replace(
+        own, geometry=ModelVsHumanWrapper(loader, resize), input_size=(3, size, size)
+    ), f"{common}: own mean / std" + (", own resize and crop" if resize else ""), ()
 
 
 def _close(a: Sequence[float], b: Sequence[float]) -> bool:

@@ -39,10 +39,11 @@ Classify (:class:`imagenetx.models.predict.Classify`), a probe's levels
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, List, Optional, Sequence
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence
 
 import fiftyone.core.utils as fou
 import torch
@@ -58,6 +59,7 @@ from imagenetx.models.loader import DeviceInputs, ImageFiles, crop_reader, make_
 from imagenetx.models.preprocess import without_resize
 from imagenetx.models.protocol_run import ProtocolRun, check_dataset, resolve_run, settle_run
 from imagenetx.models.sources import ModelRequest, check_request, load_model
+from imagenetx.protocols.published import published_top1
 from imagenetx.store.claims import claim_field
 from imagenetx.store.datasets import get_dataset
 
@@ -70,7 +72,7 @@ FAILURES_SHOWN = 5
 #: the parts of a field's record that say which predictions it holds: a run
 #: adds to a field only where they are the same
 IDENTITY = ("spec", "classes", "pretrained", "templates", "prompt", "num_templates",
-            "attack", "protocol", "protocol_applied")
+            "attack", "protocol", "protocol_applied", "precision")
 
 
 @dataclass
@@ -164,6 +166,8 @@ class Task:
 
     #: the task's own departures from the protocol (an attack's budget)
     departures: Sequence[str] = ()
+    #: each of :attr:`departures` in words
+    departure_details: dict = {}
     #: whether a share of each batch may be decoded on the model's GPU
     decode_on_device: bool = True
 
@@ -228,11 +232,14 @@ def run(samples, model: str, field: str, task: Task, request: ModelRequest,
     check_request(model, request)  # before the slow imports
     at = place(options)
     # one run per field at a time: claimed before the model loads, released at the end
-    with claim_field(dataset, target, task.describe(model), at.ranks) as claim:
+    with claim_field(dataset, target, task.describe(model), at.ranks) as claim, \
+            contextlib.ExitStack() as stack:
         classifier = load_model(model, request)
         protocol, amp = settle_run(protocol, classifier, request, options.amp, at.device.type)
         at.dtype = amp_dtype(amp, at.device)  # pinned per protocol, model and device
-        protocol = protocol.with_departures(task.departures)
+        precision = PRECISIONS[at.dtype]
+        tf32 = stack.enter_context(tf32_for(precision))
+        protocol = protocol.with_departures(task.departures, task.departure_details)
         if benchmark.keeps_geometry:  # images already at the input size: no zoom
             classifier.preprocessing = without_resize(classifier.preprocessing)
         decode_on = at.device if task.decode_on_device else torch.device("cpu")
@@ -241,7 +248,8 @@ def run(samples, model: str, field: str, task: Task, request: ModelRequest,
             samples=samples, dataset=dataset, model=model, field=field, target=target,
             benchmark=benchmark, options=options, protocol=protocol, classifier=classifier,
             placement=at, reader=reader, gpu_share=gpu_share,
-            record=run_record(classifier, {**task.record(), **protocol.record()}),
+            record=run_record(classifier, {**task.record(), **protocol.record(),
+                                           **run_environment(at.device, precision, tf32)}),
             took_over=claim.took_over)
         task.start(this)
         passes = task.passes(this)
@@ -290,28 +298,81 @@ def stream(batches: Iterable, inputs: Callable, compute: Callable, put: Callable
 
 def run_record(classifier: Classifier, more: Optional[dict] = None) -> dict:
     """What a field's ``info["imagenetx_model"]`` keeps of the run that
-    made it: source, output classes, prompts (and ``more``)."""
-    return {"spec": classifier.spec, "source": classifier.source,
-            "classes": classifier.classes.name, "probabilities": classifier.probabilities,
-            **{k: v for k, v in classifier.record.items() if k != "classes"},
-            **(more or {})}
+    made it: source, output classes, prompts, input size (and ``more``),
+    and the model's published top-1 where a table has it
+    (:func:`~imagenetx.protocols.published.published_top1`)."""
+    record = {"spec": classifier.spec, "source": classifier.source,
+              "classes": classifier.classes.name, "probabilities": classifier.probabilities,
+              "input_size": list(classifier.preprocessing.input_size),
+              **{k: v for k, v in classifier.record.items() if k != "classes"},
+              **(more or {})}
+    published = published_top1(record) if classifier.classes.is_imagenet else None
+    record["published_top1"] = published.to_dict() if published else None
+    return record
+
+
+#: a run's autocast dtype -> its precision as ``amp`` names it (``off``: float32)
+PRECISIONS = {None: "off", torch.bfloat16: "bf16", torch.float16: "fp16"}
+
+#: the libraries whose versions a number depends on, by distribution name
+LIBRARIES = ("torch", "torchvision", "timm", "open_clip_torch", "transformers", "pillow",
+             "numpy", "fiftyone")
+
+
+def run_environment(device: torch.device, precision: str, tf32: Optional[bool]) -> dict:
+    """What a run's numbers depend on besides the model: its precision
+    (``off``: float32, ``bf16``, ``fp16``), whether TF32 matrix products were
+    allowed (None: not a CUDA run), the device's name and the libraries'
+    versions (Pillow's JPEG library too)."""
+    import importlib.metadata
+    import platform
+
+    versions = {}
+    for name in LIBRARIES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    try:
+        from PIL import features
+
+        versions["libjpeg"] = (("libjpeg-turbo " + str(features.version("libjpeg_turbo")))
+                               if features.check_feature("libjpeg_turbo")
+                               else "libjpeg " + str(features.version("jpg")))
+    except Exception:  # an old Pillow without features.version
+        pass
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+    else:
+        name = f"{device.type} ({platform.processor() or platform.machine()})"
+    return {"precision": precision, "tf32": tf32, "device_name": name, "versions": versions}
+
+
+@contextlib.contextmanager
+def tf32_for(precision: str) -> Iterator[Optional[bool]]:
+    """While inside, on CUDA: TF32 matrix products and convolutions off for
+    a float32 run (``precision="off"``; PyTorch allows TF32 convolutions by
+    default on Ampere and newer, which is not float32), as they were
+    otherwise; restored on the way out. Yields whether TF32 is allowed
+    (None without CUDA)."""
+    if not torch.cuda.is_available():
+        yield None
+        return
+    was = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    if precision == "off":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield bool(torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = was
 
 
 def record_differences(stored: dict, new: dict) -> list:
-    """The :data:`IDENTITY` parts in which two run records differ (a record
-    written before ``protocol_applied`` was kept differs in it only where
-    the new run applied other than runs did then)."""
-    return [k for k in IDENTITY if new.get(k) != stored.get(k) and not (
-        k == "protocol_applied" and k not in stored
-        and applied_as_before(new.get(k)))]
-
-
-def applied_as_before(applied: Optional[dict]) -> bool:
-    """Whether a protocol run applied what runs did before the record kept
-    it: no model-vs-human wrapper or RobustBench entry's own preprocessing
-    (the loader's or the protocol's default geometry) and no autocast."""
-    return bool(applied) and applied.get("amp") == "off" and applied.get(
-        "preprocessing") in (None, "loader", "Res256Crop224")
+    """The :data:`IDENTITY` parts in which two run records differ (a
+    record kept before runs recorded their precision differs in it: its
+    predictions' precision is not known)."""
+    return [k for k in IDENTITY if new.get(k) != stored.get(k)]
 
 
 def write_record(dataset, field: str, record: dict) -> None:

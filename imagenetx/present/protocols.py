@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from imagenetx.analysis.comparability import comparability
+from imagenetx.analysis.comparability import comparability, published_check
 from imagenetx.protocols import get_protocol, list_protocols
 
 
@@ -65,5 +65,7 @@ def run_summary(summary) -> str:
     where a protocol run made it: the command line and the App's result say
     the same."""
     compared = comparability(summary.dataset, summary.field)
+    checked = published_check(summary.dataset, summary.field)
     return str(summary) + (f"\nCompared with published numbers: {compared.line()}"
-                           if compared is not None and compared.protocol else "")
+                           if compared is not None and compared.protocol else "") + (
+        f"\nPublished accuracy: {checked.line()}" if checked is not None else "")

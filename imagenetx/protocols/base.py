@@ -12,7 +12,7 @@ settings given on top of them are departures, recorded with the field.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 #: how images become model inputs, by name: what each means
 GEOMETRIES = {
@@ -38,6 +38,9 @@ GEOMETRIES = {
 NORMALIZATIONS = {
     "model": "the model's own mean / std (inside the model)",
     "imagenet": "ImageNet's mean (0.485, 0.456, 0.406) / std (0.229, 0.224, 0.225)",
+    "robustbench": "what RobustBench feeds the leaderboard entry: the raw [0, 1] tensor "
+                   "where its network reads it so, its own mean / std elsewhere; a model "
+                   "outside the leaderboard its own",
 }
 
 #: ImageNet's mean and std (torchvision's, model-vs-human's ``PytorchLoader``)
@@ -57,6 +60,8 @@ class Protocol:
         normalization: a key of :data:`NORMALIZATIONS`
         classes: the label space of a zero-shot head (None: the dataset's)
         prompt: the one zero-shot prompt, with ``{c}`` (None: not pinned)
+        templates: a zero-shot head's templates by name (``openai``: OpenAI's
+            80 ImageNet templates; None: not pinned)
         logit_scale: a zero-shot head's fixed logit scale (None: the model's)
         subset: the images the published numbers use, by name
             (``robustbench``: RobustBench's 5,000 ids; None: all)
@@ -84,6 +89,7 @@ class Protocol:
     normalization: str = "model"
     classes: Optional[str] = None
     prompt: Optional[str] = None
+    templates: Optional[str] = None
     logit_scale: Optional[float] = None
     subset: Optional[str] = None
     n: Optional[int] = None
@@ -103,7 +109,7 @@ class Protocol:
         out: Dict[str, object] = {"decoder": self.decoder, "geometry": self.geometry}
         out.update({f"geometry.{b}": g for b, g in self.benchmark_geometry.items()})
         out["normalization"] = self.normalization
-        for name in ("classes", "prompt", "logit_scale", "subset", "n", "amp",
+        for name in ("classes", "prompt", "templates", "logit_scale", "subset", "n", "amp",
                      "cuda_zero_shot_amp", "batch_size"):
             value = getattr(self, name)
             if value is not None:
@@ -162,3 +168,12 @@ def resolve_amp(protocol: Optional[Protocol], requested: str, zero_shot: bool,
     if requested == "auto":
         return pinned, False
     return requested, requested != pinned
+
+
+def departure_note(departures: Sequence[str], details: Optional[Dict[str, str]] = None) -> str:
+    """What a comparison with a published column says of a run that departs
+    from its protocol: ``not the authors' setting: images: 8 of 5,000``
+    (each departure in ``details``' words where it has them)."""
+    details = details or {}
+    return (f"not the authors' setting: {', '.join(details.get(d, d) for d in departures)}"
+            if departures else "")

@@ -100,7 +100,7 @@ ROBUSTBENCH = register_protocol(Protocol(
     title="RobustBench (Croce et al.), ImageNet L-inf leaderboard",
     decoder="pil",
     geometry="robustbench",
-    normalization="model",
+    normalization="robustbench",
     subset="robustbench",
     n=5000,
     attack={"attack": "autoattack", "eps": 4 / 255, "norm": "linf"},
@@ -116,7 +116,12 @@ ROBUSTBENCH = register_protocol(Protocol(
                     "for the XCiT entries RobustBench registers in timm; a model outside "
                     "the zoo must name its preprocessing (load_imagenet's default "
                     "Res256Crop224)",
-        "normalization": "RobustBench's zoo models normalize inside the model",
+        "normalization": "robustbench/model_zoo/imagenet.py and architectures/*.py: 19 "
+                         "entries normalize_model(..., mu, sigma) (ImageNet's mean / std) "
+                         "or normalize inside the architecture; 11 read the raw [0, 1] "
+                         "tensor (the XCiTs, five Singh2023 ConvStem models, "
+                         "Chen2024Data_WRN_50_2, the MIMIR Swins); data/robustbench/"
+                         "imagenet_linf_preprocessing.json's imagenet_linf_input",
         "subset": "robustbench/loaders.py: make_custom_dataset(self.root, "
                   "'helper_files/imagenet_test_image_ids.txt', class_to_idx)",
         "n": "robustbench/data.py load_imagenet(n_examples=5000)",
@@ -135,6 +140,7 @@ MODEL_VS_HUMAN = register_protocol(Protocol(
     decoder="pil",
     geometry="model-vs-human",
     normalization="model",
+    templates="openai",
     logit_scale=100.0,
     amp="off",
     cuda_zero_shot_amp="fp16",
@@ -157,6 +163,9 @@ MODEL_VS_HUMAN = register_protocol(Protocol(
                          "mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225]) for "
                          "PytorchModel; the wrappers' own Normalize otherwise (CLIP's "
                          "(0.48145466, ...), ViT's 0.5 / 0.5)",
+        "templates": "modelvshuman/models/pytorch/clip/imagenet_templates.py: "
+                     "imagenet_templates (OpenAI's 80), used by ClipPytorchModel's "
+                     "_get_zeroshot_weights",
         "logit_scale": "modelvshuman/models/wrappers/pytorch.py ClipPytorchModel: "
                        "logits = 100. * image_features @ self.zeroshot_weights",
         "amp": "modelvshuman/models/wrappers/pytorch.py PytorchModel: float32",

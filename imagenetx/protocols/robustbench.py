@@ -7,7 +7,11 @@ And its preprocessing by name: the ImageNet L-inf leaderboard's entry ->
 preprocessing table (``data/robustbench/imagenet_linf_preprocessing.json``,
 read from RobustBench's ``model_zoo/imagenet.py``), and the rule that picks
 a run's (:func:`choose_preprocessing`): the one asked for, else the entry's
-own, else ``Res256Crop224`` with a departure.
+own, else ``Res256Crop224`` with a departure. The same file says what each
+entry's network reads (:func:`entry_normalization`): 11 of the 30 read the
+raw ``[0, 1]`` tensor (no ``normalize_model`` around them), the rest
+ImageNet's mean / std, whatever their architecture's own configuration
+says (``Mo2022When_ViT-B``'s timm config: 0.5 / 0.5).
 """
 
 from __future__ import annotations
@@ -88,6 +92,30 @@ def leaderboard() -> Dict[str, str]:
         return dict(json.load(f)["imagenet_linf"])
 
 
+#: an entry's input when its network reads the [0, 1] tensor as it is
+RAW_MEAN, RAW_STD = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
+
+
+@lru_cache(maxsize=1)
+def entry_inputs() -> Dict[str, dict]:
+    """Entry name -> what its network reads (``input``: ``raw`` or
+    ``normalized``, ``mean``, ``std``, ``where``: the line of RobustBench's
+    code that says so)."""
+    with open(PREPROCESSING_FILE, encoding="utf-8") as f:
+        return dict(json.load(f)["imagenet_linf_input"])
+
+
+def entry_normalization(entry: str) -> Tuple[Tuple[float, ...], Tuple[float, ...]]:
+    """``(mean, std)`` RobustBench applies before an entry's network: none
+    (``(0, 0, 0)`` / ``(1, 1, 1)``) where it reads the raw tensor, its own
+    elsewhere (ImageNet's, for every normalized entry at the pinned
+    commit)."""
+    e = entry_inputs()[entry]
+    if e["input"] == "raw":
+        return RAW_MEAN, RAW_STD
+    return tuple(e["mean"]), tuple(e["std"])
+
+
 def leaderboard_entry(spec: str) -> Optional[str]:
     """The leaderboard entry a model spec is, or None: a ``checkpoint:``
     file named after the entry (RobustBench saves ``<entry>.pt``), or a
@@ -101,6 +129,13 @@ def leaderboard_entry(spec: str) -> Optional[str]:
         name = rest.split(".")[0]
         return next((e for e, p in table.items() if p == f"{TIMM}:{name}"), None)
     return None
+
+
+def entry_preprocessing(entry: str) -> str:
+    """An entry's own preprocessing name (``timm`` for RobustBench's timm
+    registrations)."""
+    own = leaderboard()[entry]
+    return TIMM if own.startswith(f"{TIMM}:") else own
 
 
 def choose_preprocessing(spec: str, asked: Optional[str]) -> Tuple[str, Optional[str],

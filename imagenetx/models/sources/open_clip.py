@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from typing import Optional
 
 from imagenetx.errors import ImageNetXError
@@ -63,9 +64,11 @@ def load(rest: str, request):
     offline = _offline_reason(arch, tag) if request.pretrained else None
     what = f"open_clip model '{arch}/{tag}'"
     try:
-        with quiet_hub(offline=offline is not None):
+        with quiet_hub(offline=offline is not None), warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
             model, _, preprocess = open_clip.create_model_and_transforms(
-                arch, pretrained=tag if request.pretrained else None)
+                arch, pretrained=tag if request.pretrained else None,
+                **network_options(arch, tag))
     except Exception as e:  # download and cache errors, in many types
         if offline is not None:
             raise missing_weights(what, offline[0], hub_cache(), hub_name(),
@@ -75,6 +78,7 @@ def load(rest: str, request):
             f"({type(e).__name__}: {first_line(e)}): connect to the internet (and "
             "unset HF_HUB_OFFLINE)") from e
     spec = f"open_clip:{arch}/{tag}" if tag else f"open_clip:{arch}"
+    check_network_warnings(said, spec)
     offline = offline or (None if request.pretrained else _hub_down())
     try:  # SigLIP and others load a Hugging Face tokenizer: the Hub, sentencepiece
         with quiet_hub(offline=offline is not None):
@@ -93,6 +97,43 @@ def load(rest: str, request):
             "sentencepiece)") from e
     return zero_shot_classifier(model, tokenizer, preprocess, spec,
                                 request, tag=tag if request.pretrained else None)
+
+
+def network_options(arch: str, tag: Optional[str]) -> dict:
+    """The ``create_model`` options that build the network a pretrained
+    tag's weights were trained as: ``force_quick_gelu`` where the tag's
+    config names QuickGELU and the architecture's does not (OpenAI's CLIP,
+    LAION-400M and MetaCLIP weights under the plain names; since open_clip
+    2.29 ``create_model("ViT-B-32", pretrained="openai")`` builds ``nn.GELU``
+    and only warns)."""
+    import open_clip
+
+    if not tag:
+        return {}
+    cfg = open_clip.get_pretrained_cfg(arch, tag) or {}
+    arch_cfg = open_clip.get_model_config(arch) or {}
+    if cfg.get("quick_gelu") and not arch_cfg.get("quick_gelu"):
+        return {"force_quick_gelu": True}
+    return {}
+
+
+def check_network_warnings(said, spec: str) -> None:
+    """Raises, in one line, when open_clip warned that the network built is
+    not the one the weights were trained as (its "QuickGELU mismatch")."""
+    for w in said:
+        text = str(w.message)
+        if "mismatch" in text.lower():
+            raise ImageNetXError(
+                f"open_clip built '{spec}' as another network than its weights were trained "
+                f"as ({text.strip()}): use the architecture name the tag is listed under "
+                "(open_clip.list_pretrained())")
+
+
+def uses_quick_gelu(model) -> bool:
+    """Whether the built network's activations are QuickGELU."""
+    from open_clip.transformer import QuickGELU
+
+    return any(isinstance(m, QuickGELU) for m in model.modules())
 
 
 def _hub_down():
@@ -159,7 +200,7 @@ def zero_shot_classifier(model, tokenizer, preprocess, spec: str, request,
     with torch.no_grad():
         prep = from_transform(preprocess, f"open_clip model '{spec}'")
     return Classifier(spec, head, prep, classes, "open_clip",
-                      record={"pretrained": tag,
+                      record={"pretrained": tag, "quick_gelu": uses_quick_gelu(model),
                               **describe(classes, texts, request.templates, request.head_prompt)},
                       probabilities="sigmoid" if sigmoid else "softmax")
 

@@ -30,7 +30,17 @@ def load(rest: str, request):
 
     model, prep = timm_model(rest, request.pretrained)
     return Classifier(f"timm:{rest}", model, prep, imagenet_outputs(), "timm",
-                      record={"pretrained": request.pretrained})
+                      record={"pretrained": request.pretrained, "weights": weights_name(model)})
+
+
+def weights_name(model) -> str:
+    """The ``name.tag`` of the pretrained configuration a timm model was
+    built with (its mean / std, input size, crop and interpolation are the
+    tag's): what timm's results tables name."""
+    cfg = getattr(model, "pretrained_cfg", None) or {}
+    arch = cfg.get("architecture") or getattr(model, "default_cfg", {}).get("architecture", "")
+    tag = cfg.get("tag")
+    return f"{arch}.{tag}" if tag else str(arch)
 
 
 def timm_model(name: str, pretrained: bool, what: str = None):

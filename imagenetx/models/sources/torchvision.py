@@ -25,10 +25,25 @@ def parse(rest: str, request) -> None:
 def load(rest: str, request):
     from imagenetx.models.classifier import Classifier
 
+    import torchvision.models as tvm
+
     name, _, weights = rest.partition(":")
     model, prep = torchvision_model(name, weights or None, request.pretrained)
+    entry = tvm.get_model_weights(name)[(weights or "DEFAULT").split(".")[-1]]
     return Classifier(f"torchvision:{rest}", model, prep, imagenet_outputs(),
-                      "torchvision", record={"pretrained": request.pretrained})
+                      "torchvision", record={"pretrained": request.pretrained,
+                                             "weights": str(entry),
+                                             "published_top1": published(entry)})
+
+
+def published(entry) -> Optional[dict]:
+    """A weights entry's own ImageNet top-1 (``meta["_metrics"]``), as
+    :class:`~imagenetx.protocols.published.Published` keeps it."""
+    top1 = ((entry.meta.get("_metrics") or {}).get("ImageNet-1K") or {}).get("acc@1")
+    if top1 is None:
+        return None
+    return {"top1": float(top1), "source": f"torchvision {entry}", "n": 50000,
+            "decimals": 2}
 
 
 def torchvision_model(name: str, weights_name: Optional[str], pretrained: bool):
@@ -63,8 +78,13 @@ def torchvision_model(name: str, weights_name: Optional[str], pretrained: bool):
         check_url_weights(weights.url, f"torchvision model '{name}'",
                           f"load a local state dict with `model=checkpoint:PATH` and "
                           f"`arch=torchvision:{name}`")
+    # random weights: still the network the weights were trained as (a SWAG
+    # ViT's 384 or 518 input, as torchvision's builder sets it from them)
+    network = ({"image_size": weights.meta["min_size"][0]}
+               if not pretrained and name.startswith("vit_") and "min_size" in weights.meta
+               else {})
     try:
-        model = tvm.get_model(name, weights=weights if pretrained else None)
+        model = tvm.get_model(name, weights=weights if pretrained else None, **network)
     except Exception as e:  # download errors
         raise ImageNetXError(
             f"Cannot get the weights {weights} of torchvision model '{name}' "
