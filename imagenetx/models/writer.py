@@ -10,6 +10,9 @@ import threading
 import time
 from typing import Callable, Iterable, Iterator
 
+from pymongo.errors import ServerSelectionTimeoutError
+
+from imagenetx.errors import ImageNetXError
 from imagenetx.store.bulk import write_raw
 
 #: samples per database write: an interrupted run loses at most this many
@@ -46,7 +49,10 @@ class BackgroundWrites:
     A clean exit, or an exception in the caller, writes every result put so
     far; a killed process loses the queued results and the chunk being
     filled (the run resumes from what was written). An error in the thread
-    is raised in the caller at its next :meth:`put` or at the exit.
+    (the database gone, a refused update) stops the writes and is raised in
+    the caller at its next :meth:`put` or at the exit, as one
+    :class:`WriteFailed` line saying how many samples were written; the
+    thread never waits for a signal it cannot get.
 
     Args:
         dataset: the dataset written
@@ -63,6 +69,9 @@ class BackgroundWrites:
         self.ready = ready or (lambda r: r)
         self.queue = queue.Queue(maxsize=depth)
         self.error = None
+        #: samples the database has acknowledged
+        self.written = 0
+        self._done = False  # whether the thread has taken _DONE off the queue
         self.thread = threading.Thread(target=self._write, name="imagenetx-writes",
                                        daemon=True)
 
@@ -74,15 +83,21 @@ class BackgroundWrites:
         while True:
             item = self.queue.get()
             if item is _DONE:
+                self._done = True
                 return
             yield self.ready(item)
 
+    def _count(self, n: int) -> None:
+        self.written += n
+
     def _write(self):
         try:
-            write_raw(self.dataset, chunks(self._results(), self.updates))
+            write_raw(self.dataset, chunks(self._results(), self.updates), self._count)
         except BaseException as e:  # raised in the caller
             self.error = e
-            while self.queue.get() is not _DONE:  # unblock the caller
+            # unblock a caller waiting on a full queue, up to its _DONE (never
+            # past it: a failed last write has taken it already)
+            while not self._done and self.queue.get() is not _DONE:
                 pass
 
     def put(self, result) -> None:
@@ -93,7 +108,7 @@ class BackgroundWrites:
     def _raise(self):
         if self.error is not None:
             error, self.error = self.error, None
-            raise error
+            raise WriteFailed.of(error, self.written) from error
 
     def __exit__(self, kind, value, tb):
         self.queue.put(_DONE)
@@ -101,3 +116,31 @@ class BackgroundWrites:
         if kind is None:
             self._raise()
         return False
+
+
+class WriteFailed(ImageNetXError):
+    """A run's results could not be written: what failed, how many samples
+    were written, and that the same command resumes."""
+
+    @classmethod
+    def of(cls, error: BaseException, written: int) -> "WriteFailed":
+        text = (str(error).strip().splitlines() or [""])[0][:300]
+        timeout = ""
+        if isinstance(error, ServerSelectionTimeoutError):
+            timeout = (f" within the database client's server-selection timeout "
+                       f"({server_selection_timeout():g} s)")
+        return cls(
+            f"Writing the run's results to the database failed{timeout} "
+            f"({type(error).__name__}: {text}); the run stopped after {written:,} samples "
+            "were written, which are kept: run the same command again to resume")
+
+
+def server_selection_timeout() -> float:
+    """Seconds the database client waits for a server before an operation
+    fails (pymongo's ``serverSelectionTimeoutMS``, FiftyOne's client's)."""
+    try:
+        import fiftyone.core.odm.database as fod
+
+        return fod.get_db_client().options.server_selection_timeout
+    except Exception:  # no client yet
+        return 30.0

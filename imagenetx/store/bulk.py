@@ -2,7 +2,7 @@
 
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable
+from typing import Callable, Iterable, Optional
 
 from pymongo.errors import DocumentTooLarge
 
@@ -16,7 +16,8 @@ WRITE_CHUNK = 8192
 WRITERS = 2
 
 
-def write_raw(dataset, batches: Iterable[dict]) -> int:
+def write_raw(dataset, batches: Iterable[dict],
+              on_written: Optional[Callable[[int], None]] = None) -> int:
     """Writes batches of ``{sample _id: {field path: stored value}}``.
 
     Writer threads send batches while the caller's generator builds the
@@ -41,10 +42,14 @@ def write_raw(dataset, batches: Iterable[dict]) -> int:
         batches: an iterable of dicts mapping sample ``ObjectId`` to a dict
             of field paths and stored values
 
+        on_written (None): called with the number of samples of each
+            batch once the database has acknowledged it
+
     Returns:
         the number of samples written
     """
     coll = dataset._sample_collection
+    done = on_written or (lambda n: None)
     written = 0
     pending = deque()
     recorded, stamp, stamps = set(), None, []
@@ -67,11 +72,14 @@ def write_raw(dataset, batches: Iterable[dict]) -> int:
                 for sample_id, values in updates.items()
             ]
             if len(pending) == WRITERS:
-                pending.popleft().result()
-            pending.append(pool.submit(_update, coll, statements))
+                future, n = pending.popleft()
+                future.result()
+                done(n)
+            pending.append((pool.submit(_update, coll, statements), len(updates)))
             written += len(updates)
-        for future in pending:
+        for future, n in pending:
             future.result()
+            done(n)
     for stamp in stamps:
         finish_write(dataset, stamp)
     if written:

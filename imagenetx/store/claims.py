@@ -125,11 +125,18 @@ class FieldClaim:
         self._beat.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, value, tb) -> None:
         self._stop.set()
         if self._beat is not None:
             self._beat.join()
-        _collection().delete_one({"_id": self.key, "token": self.token})
+        try:
+            _collection().delete_one({"_id": self.key, "token": self.token})
+        except Exception:
+            if kind is None:
+                raise
+            # the run already failed (a database gone): its error is the one
+            # said; the claim goes stale after its lease
+            logger.debug("releasing the claim of a failed run failed", exc_info=True)
 
     def _acquire(self) -> None:
         claims = _collection()
