@@ -11,7 +11,6 @@
 """
 
 import csv
-import time
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,6 @@ from PIL import Image
 
 from conftest import REPO, make_dataset
 from imagenetx.cli import main
-from imagenetx.errors import ImageNetXError
 from imagenetx.models.config import RunOptions
 from imagenetx.models.loader import crop_reader
 from imagenetx.models.protocol_run import resolve_run, settle_run
@@ -101,6 +99,13 @@ def test_openais_clip_from_the_hub_cache_is_the_quickgelu_network(tmp_path, monk
         ours = classifier.module.encoder(x)
         assert (ours - reference.encode_image(x)).abs().max() < 1e-5
         assert (ours - gelu.encode_image(x)).abs().max() > 1e-4
+    # the same weights as a local file: `arch=open_clip:ViT-B-32/openai` builds the tag's network
+    path = tmp_path / "openai-vit-b-32.pt"
+    torch.save(state, path)
+    local = load_model(f"checkpoint:{path}", ModelRequest(arch="open_clip:ViT-B-32/openai"))
+    assert local.record["quick_gelu"] is True
+    with torch.no_grad():
+        assert (local.module.encoder(x) - reference.encode_image(x)).abs().max() < 1e-5
 
 
 # -- model-vs-human: the zoo's wrapper by name and weights ----------------------

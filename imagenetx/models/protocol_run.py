@@ -21,6 +21,7 @@ from typing import Optional, Sequence, Tuple
 from imagenetx.errors import ImageNetXError
 from imagenetx.protocols import Protocol, resolve_protocol
 from imagenetx.protocols.base import IMAGENET_MEAN, IMAGENET_STD, departure_note, resolve_amp
+from imagenetx.protocols.model_vs_human import zoo_entry
 from imagenetx.protocols.robustbench import (
     SUBSET_SIZE, TIMM, choose_preprocessing, entry_normalization, entry_preprocessing,
     robustbench_names, select_subset)
@@ -285,20 +286,6 @@ def robustbench_preprocessing(name: str, classifier, entry: Optional[str] = None
     return dataclasses.replace(prep, geometry=geometry, input_size=(3, size, size))
 
 
-#: model-vs-human's own mean / std for ``ViTPytorchModel`` (``Normalize(0.5, 0.5)``)
-HALF = (0.5, 0.5, 0.5)
-
-
-def model_name(classifier) -> Tuple[str, str]:
-    """``(library, name with its tag)`` of a loaded model: ``timm``,
-    ``torchvision``, ``open_clip``, ``hf``... (a checkpoint's ``--arch``
-    without a library is timm's)."""
-    if classifier.source == "checkpoint":
-        library, _, name = str(classifier.record.get("arch") or "").rpartition(":")
-        return library or "timm", name
-    return classifier.source, classifier.spec.partition(":")[2]
-
-
 def model_vs_human_preprocessing(classifier) -> tuple:
     """model-vs-human's loader and the wrapper its zoo ran the same network
     and weights with (:func:`~imagenetx.protocols.model_vs_human.zoo_entry`:
@@ -323,8 +310,6 @@ def model_vs_human_preprocessing(classifier) -> tuple:
     model trained otherwise).
     """
     import torchvision.transforms as T
-
-    from imagenetx.protocols.model_vs_human import zoo_entry
 
     own = classifier.preprocessing
     zoo, entry = zoo_entry(classifier.spec, classifier.record)

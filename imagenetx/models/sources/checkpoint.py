@@ -59,22 +59,31 @@ def load(path: str, request):
 
 def _open_clip(path: str, arch: str, request):
     """An OpenCLIP architecture with the checkpoint's weights, as a zero-shot
-    classifier (:func:`~imagenetx.models.sources.open_clip.zero_shot_classifier`)."""
+    classifier (:func:`~imagenetx.models.sources.open_clip.zero_shot_classifier`);
+    ``ARCH/TAG`` builds the network the tag's weights were trained as
+    (OpenAI's QuickGELU)."""
     import open_clip
 
-    from imagenetx.models.sources.open_clip import zero_shot_classifier
+    from imagenetx.models.sources.open_clip import network_options, zero_shot_classifier
 
+    arch, _, tag = arch.partition("/")
     if arch not in open_clip.list_models():
         raise ImageNetXError(
             f"Unknown open_clip architecture '{arch}' (`arch=open_clip:{arch}`): see "
             "open_clip.list_models()")
-    model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=None)
+    if tag and tag not in open_clip.list_pretrained_tags_by_model(arch):
+        raise ImageNetXError(
+            f"Unknown pretrained tag '{tag}' of open_clip architecture '{arch}' "
+            f"(`arch=open_clip:{arch}/{tag}`): use one of "
+            f"{', '.join(open_clip.list_pretrained_tags_by_model(arch)) or 'none'}")
+    model, _, preprocess = open_clip.create_model_and_transforms(
+        arch, pretrained=None, **network_options(arch, tag))
     state = _read_state_dict(path)
     model.load_state_dict(_fit_state_dict(state, model, path, f"open_clip:{arch}",
                                           request.remap_by_position))
     classifier = zero_shot_classifier(model, open_clip.get_tokenizer(arch), preprocess,
                                       f"checkpoint:{path}", request)
-    classifier.record["arch"] = f"open_clip:{arch}"
+    classifier.record["arch"] = f"open_clip:{arch}/{tag}" if tag else f"open_clip:{arch}"
     return classifier
 
 
