@@ -15,7 +15,7 @@ import sys
 from typing import Callable, List, NamedTuple, Optional, Tuple
 
 from imagenetx import __version__
-from imagenetx.present.formatting import format_size
+from imagenetx.disk import format_size
 
 # lazy imports: start-up (each check imports what it inspects, so the others still run where
 # FiftyOne, torch or a model library is missing)

@@ -170,7 +170,8 @@ def run_with_progress(ctx, job, finish):
     ``dataset`` the job built, the request that opens it) and the output of
     ``finish(result)``: a streamed operator's requests reach the App only
     as yielded messages.
-    A user mistake (:class:`ImageNetXError`) ends as one message either way.
+    A user mistake (:class:`ImageNetXError`), or a full disk, ends as one
+    message either way (:func:`imagenetx.disk.user_error_of`).
 
     Args:
         ctx: the execution context
@@ -178,7 +179,7 @@ def run_with_progress(ctx, job, finish):
             ``progress=`` argument
         finish: ``finish(result) -> dict``, the operator's result
     """
-    from imagenetx.errors import ImageNetXError
+    from imagenetx.disk import user_error_of
 
     def finish_in_form(result):  # a summary's advice, as the form words it
         out = finish(result)
@@ -189,8 +190,11 @@ def run_with_progress(ctx, job, finish):
     if ctx.delegated:
         try:
             return finish_in_form(job(progress_reporter(ctx)))
-        except ImageNetXError as e:
-            return user_error(ctx, e)
+        except Exception as e:
+            error = user_error_of(e)
+            if error is None:
+                raise
+            return user_error(ctx, error)
     return _stream(ctx, job, finish_in_form)
 
 
@@ -200,7 +204,7 @@ def _stream(ctx, job, finish):
 
     import fiftyone.core.utils as fou
 
-    from imagenetx.errors import ImageNetXError
+    from imagenetx.disk import user_error_of
 
     updates = queue.Queue()
     outcome = {}
@@ -220,8 +224,9 @@ def _stream(ctx, job, finish):
         yield ctx.ops.set_progress(progress=update[0], label=update[1],
                                    variant="linear")
     error = outcome.get("error")
-    if isinstance(error, ImageNetXError):
-        result = {"summary": _in_operator_form(ctx, str(error))}
+    shown = user_error_of(error) if error is not None else None
+    if shown is not None:
+        result = {"summary": _in_operator_form(ctx, str(shown))}
         yield ctx.ops.notify(result["summary"], variant="error")
     elif error is not None:
         raise error
@@ -298,17 +303,21 @@ def user_error(ctx, error, operator=None) -> dict:
 
 def user_errors(execute):
     """Decorates an operator's ``execute``: a user mistake
-    (:class:`ImageNetXError`) becomes :func:`user_error`'s result."""
+    (:class:`ImageNetXError`), or a full disk, becomes :func:`user_error`'s
+    result."""
     import functools
 
     @functools.wraps(execute)
     def wrapper(self, ctx):
-        from imagenetx.errors import ImageNetXError
+        from imagenetx.disk import user_error_of
 
         try:
             return execute(self, ctx)
-        except ImageNetXError as e:
-            return user_error(ctx, e, self)
+        except Exception as e:
+            error = user_error_of(e)
+            if error is None:
+                raise
+            return user_error(ctx, error, self)
     return wrapper
 
 

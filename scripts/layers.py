@@ -32,7 +32,7 @@ PACKAGE = "imagenetx"
 #: the layers, bottom first; a unit is a top-level module or package of
 #: ``imagenetx``, and each may import its own layer and those below
 LAYERS: Tuple[Tuple[str, ...], ...] = (
-    ("errors", "options", "memory", "ports", "registry"),
+    ("errors", "disk", "options", "memory", "ports", "registry"),
     ("metrics",),
     ("classes", "protocols"),
     ("store",),

@@ -18,7 +18,7 @@ from imagenetx.errors import ImageNetXError, Parameter, parameters_in
 #: is the one place flags belong)
 SCOPE = ("analysis", "app", "attacks", "benchmarks", "classes", "edits", "metrics",
          "models", "present", "probes", "protocols", "store", "__init__.py", "__main__.py",
-         "doctor.py", "errors.py", "memory.py", "options.py", "ports.py", "registry.py")
+         "disk.py", "doctor.py", "errors.py", "memory.py", "options.py", "ports.py", "registry.py")
 
 def cli_flags() -> set:
     """Every flag of every ``imagenetx`` command, from argparse's own

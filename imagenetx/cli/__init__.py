@@ -62,6 +62,7 @@ def _overview(groups: List[CommandGroup]) -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     """Runs the command line; returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
+    from imagenetx.disk import user_error_of
     from imagenetx.errors import ImageNetXError
 
     try:
@@ -82,8 +83,11 @@ def main(argv: Optional[List[str]] = None) -> int:
 
             connect()
         return args.handler(args)
-    except ImageNetXError as e:
-        print(f"imagenetx {args.command}: error: {in_flags(str(e), args.command_parser)}",
+    except Exception as e:  # a user mistake, or a full disk met anywhere: one line
+        error = user_error_of(e)
+        if error is None:
+            raise
+        print(f"imagenetx {args.command}: error: {in_flags(str(error), args.command_parser)}",
               file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -4,7 +4,7 @@ dataset uses."""
 # lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
 
 from imagenetx.cli.base import CommandGroup, print_result
-from imagenetx.present.formatting import format_size
+from imagenetx.disk import format_size
 
 TITLE = "downloads"
 

@@ -6,9 +6,10 @@ import html
 from pathlib import Path
 from typing import List
 
+from imagenetx.disk import write_file
 from imagenetx.errors import ImageNetXError
 from imagenetx.present.figures import bias_grid
-from imagenetx.present.report import _html_table, _write_csv
+from imagenetx.present.report import DISK_ADVICE, _html_table, _write_csv
 
 
 def tau_rows(result: dict) -> List[dict]:
@@ -76,7 +77,7 @@ Explain Generalization?" (CVPR 2024), {html.escape(result["population_title"])},
 <section><h2>Kendall's tau</h2>{_html_table(tau_rows(result))}</section>
 <section><h2>Your models' ranks (1 = highest)</h2>{_html_table(rank_rows(result))}</section>
 </body></html>"""
-    out_path.write_text(page, encoding="utf-8")
+    write_file(str(out_path), page, DISK_ADVICE)
     return [str(out_path), csv_path]
 
 

@@ -540,10 +540,3 @@ def paired_factor_table(result: dict, model: str) -> str:
     return "\n".join(lines)
 
 
-def format_size(n: float) -> str:
-    """``n`` bytes in words (``12.3 MB``)."""
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            break
-        n /= 1024
-    return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"

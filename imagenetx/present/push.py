@@ -24,10 +24,11 @@ import yaml
 from imagenetx.analysis import compute_ratios
 from imagenetx.analysis.readouts import readout_notes
 from imagenetx.benchmarks.imagenet_x.hub_pull import known_media_roots
+from imagenetx.disk import format_size
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.sources import TEMPLATE_SETS
 from imagenetx.present.figures import error_ratio_chart
-from imagenetx.present.formatting import code_span, format_size, ratios_rows, readout_markdown
+from imagenetx.present.formatting import code_span, ratios_rows, readout_markdown
 from imagenetx.store.datasets import all_slices, get_dataset
 from imagenetx.store.hub import _hub_error, _token, check_repo_id
 from imagenetx.store.media import examples, outside, sample_media

@@ -27,6 +27,7 @@ from imagenetx.analysis.published import compare_with_published
 from imagenetx.analysis.readouts import readout_notes
 from imagenetx.analysis.shape_bias import shape_bias
 from imagenetx.benchmarks import get_benchmark
+from imagenetx.disk import write_file
 from imagenetx.errors import ImageNetXError
 from imagenetx.present.figures import (
     context_chart,
@@ -47,6 +48,9 @@ from imagenetx.store.datasets import get_dataset
 
 #: factors listed per meta-class as robust / susceptible in Table 4
 TABLE4_K = 3
+
+#: what to do about a full disk while a report is written
+DISK_ADVICE = "free some space there, or write the report elsewhere (`out`)"
 
 
 @dataclass
@@ -212,8 +216,7 @@ def write_report(samples, pred_fields, out: str, settings=None,
             "<p>No conjunction errs significantly above average.</p>"))
     page = _page(ratios, benchmark.title, sections,
                  readout_notes(samples, list(ratios["models"]), settings))
-    with open(out, "w", encoding="utf-8") as f:
-        f.write(page)
+    write_file(out, page, DISK_ADVICE)
     return ReportSummary(out, csvs)
 
 
@@ -225,9 +228,7 @@ def _shape_bias_section(samples, pred_fields, stem: str, csvs: list) -> tuple:
     result_obj = shape_bias(samples, pred_fields)
     result = result_obj.to_dict()
     traces, layout = shape_bias_chart(result)
-    path = f"{stem}_shape_bias.csv"
-    with open(path, "w", newline="") as f:
-        f.write(shape_bias_csv(result))
+    path = write_file(f"{stem}_shape_bias.csv", shape_bias_csv(result), DISK_ADVICE)
     csvs.insert(0, path)
     rows = [r for r in csv.DictReader(io.StringIO(shape_bias_csv(result)))
             if r["category"] == "all"]
@@ -293,12 +294,14 @@ def _published_section(result) -> str:
 
 
 def _write_csv(path: str, rows: list) -> str:
-    with open(path, "w", newline="") as f:
-        if rows:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-    return path
+    """Writes ``rows`` as a CSV table at ``path``, whole (a full disk is
+    one line naming the folder: :func:`imagenetx.disk.write_file`)."""
+    text = io.StringIO(newline="")
+    if rows:
+        writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return write_file(path, text.getvalue(), DISK_ADVICE)
 
 
 def _html_table(rows: list) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence
 
+from imagenetx.disk import disk_full, no_space
 from imagenetx.errors import ImageNetXError
 
 #: the environment variable that relocates the download cache
@@ -121,6 +122,10 @@ class RemoteFiles:
             os.replace(part, dest)
         except (urllib.error.URLError, OSError) as e:
             part.unlink(missing_ok=True)
+            if no_space(e) is not None:
+                raise disk_full(no_space(e), str(dest.parent), relpath,
+                                advice=f"free some space there, or set ${CACHE_ENV} to a "
+                                       "folder on a larger disk") from None
             raise ImageNetXError(
                 f"Could not download the {self.name} from {url} ({e}). Without "
                 f"network access, download them elsewhere and point "

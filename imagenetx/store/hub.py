@@ -12,12 +12,20 @@ from typing import Dict, List, Optional, Tuple
 
 import fiftyone as fo
 
+from imagenetx import disk
 from imagenetx.errors import ImageNetXError
 from imagenetx.store import media
 from imagenetx.store.datasets import all_slices, check_new_dataset_name
 
 #: the file that marks a FiftyOne-format repo (``push_to_hub`` writes it)
 CONFIG_FILES = ("fiftyone.yml", "fiftyone.yaml")
+
+#: what to do about a full disk in huggingface_hub's cache, and in the
+#: folder of FiftyOne's Hub downloads
+CACHE_ADVICE = ("free some space there, or set HF_HOME to a folder on a larger disk "
+                "(huggingface_hub's cache)")
+DOWNLOADS_ADVICE = ("free some space there, or set FIFTYONE_DEFAULT_DATASET_DIR to a folder "
+                    "on a larger disk")
 
 
 def check_repo_id(repo_id: str) -> None:
@@ -103,10 +111,20 @@ def _status(e: Exception) -> Optional[int]:
 
 
 def _hub_error(repo_id: str, e: Exception, token: Optional[str] = None,
-               action: str = "load", revision: Optional[str] = None) -> ImageNetXError:
+               action: str = "load", revision: Optional[str] = None,
+               folder: Optional[str] = None, writing: str = "",
+               needed: Optional[int] = None,
+               advice: str = DOWNLOADS_ADVICE) -> ImageNetXError:
+    """The one line of a Hub error; a full disk names ``folder`` (where the
+    download was written), ``writing`` and the bytes ``needed``
+    (:func:`imagenetx.disk.disk_full`), with ``advice``."""
     from huggingface_hub.errors import (
         GatedRepoError, RepositoryNotFoundError, RevisionNotFoundError)
 
+    full = disk.no_space(e)
+    if full is not None:
+        return disk.disk_full(full, folder, writing or f"files of '{repo_id}'", needed,
+                              advice=advice)
     status = _status(e)
     if isinstance(e, RevisionNotFoundError):
         return ImageNetXError(
@@ -251,6 +269,7 @@ def pull_from_hub(
     check_repo_id(repo_id)
     if name:
         check_new_dataset_name(name, overwrite)
+    folder = hub_download_folder(repo_id)
     try:
         dataset = fouh.load_from_hub(
             repo_id,
@@ -265,7 +284,7 @@ def pull_from_hub(
     except ImageNetXError:
         raise
     except Exception as e:  # the Hub's errors are many and unrelated
-        raise _hub_error(repo_id, e, token, revision=revision) from e
+        raise _hub_error(repo_id, e, token, revision=revision, folder=folder) from e
     return dataset, confine_media(dataset, repo_id)
 
 
@@ -304,20 +323,32 @@ def download_files(
             token=_token(token),
         )
     except Exception as e:
-        raise _hub_error(repo_id, e, token) from e
+        raise _hub_error(repo_id, e, token, folder=local_dir) from e
 
 
 def download_file(repo_id: str, path: str, token: Optional[str] = None,
-                  revision: Optional[str] = None) -> str:
+                  revision: Optional[str] = None, size: Optional[int] = None) -> str:
     """Downloads one file of a dataset repo, at ``revision`` (a commit, from
     :func:`repo_snapshot`; default the main branch), into the
     huggingface_hub cache (kept per commit and ETag; resumed where an
     earlier download stopped; a cached file is not downloaded again);
-    returns its local path."""
-    from huggingface_hub import hf_hub_download
+    returns its local path.
 
+    Raises:
+        ImageNetXError: for any Hub error, and for a full disk: at once
+            where the cache has fewer bytes free than ``size`` (the file's
+            bytes, where known) and the file is not cached yet
+    """
+    from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
+
+    cache = constants.HF_HUB_CACHE
+    writing = f"'{path}' of '{repo_id}'"
+    if size and not isinstance(try_to_load_from_cache(
+            repo_id, path, revision=revision, repo_type="dataset"), str):
+        disk.check_room(cache, size, writing, CACHE_ADVICE)
     try:
         return hf_hub_download(repo_id, path, repo_type="dataset", revision=revision,
                                token=_token(token))
     except Exception as e:
-        raise _hub_error(repo_id, e, token, revision=revision) from e
+        raise _hub_error(repo_id, e, token, revision=revision, folder=cache, writing=writing,
+                         needed=size, advice=CACHE_ADVICE) from e

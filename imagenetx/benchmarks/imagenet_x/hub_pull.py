@@ -27,6 +27,14 @@ final name is always whole). Then:
     names the first ones with what is wrong (a bad image costs only that
     image); a PNG under a .JPEG name is an image, as in ImageNet's own
     train split, and is kept
+-   a file name longer than the file system holds (255 bytes, or its
+    ``PC_NAME_MAX``) is stored under its beginning, a hash of the whole
+    name and its extension (the same every pull, so a resumed pull finds
+    it): the sample keeps it, and the summary says so
+-   a full disk (or quota) stops the pull in one line naming the folder,
+    the image being written, the bytes of the split's shards and the space
+    free there: nothing of the shard being read is left, and no dataset is
+    made (as the shard downloads, huggingface_hub's cache likewise)
 
 A finished shard gets a marker named by its path, oid (ETag) and size; an
 interrupted pull starts again at the shards without one and writes only the
@@ -57,6 +65,8 @@ from imagenetx.benchmarks.imagenet_x.tagging import (
     TagSummary,
     warm_annotations,
 )
+from imagenetx import disk
+from imagenetx.disk import fitting_name, name_max
 from imagenetx.errors import ImageNetXError
 from imagenetx.store import shards as sh
 from imagenetx.store.hub import RepoSnapshot
@@ -75,6 +85,10 @@ SKIPPED_SHOWN = 3
 
 _MARKERS = ".shards"  # one json per finished shard: entries and skipped members
 _PARTIAL = ".partial"  # files being written, one folder per pull
+#: what to do about a full disk during a pull
+_ADVICE = ("free some space there, or set FIFTYONE_DEFAULT_DATASET_DIR to a folder on a "
+           "larger disk; the pull stopped and made no dataset (the shards it finished stay "
+           "for the next pull)")
 
 
 @dataclass
@@ -127,6 +141,7 @@ class PullSummary:
     seconds: float
     folder: str
     skipped: list
+    shortened: list
     tagging: TagSummary = field(repr=False)
 
     @property
@@ -140,7 +155,8 @@ class PullSummary:
             f"{self.shards:,} {self.split} shards ({self.shards_resumed:,} "
             f"finished by an earlier pull), {self.images_written:,} images "
             f"written and {self.images_present:,} already there in {self.folder}"
-            f"{skipped_words(self.skipped)}, {self.seconds:.1f} s; {self.tagging}"
+            f"{skipped_words(self.skipped)}{shortened_words(self.shortened)}, "
+            f"{self.seconds:.1f} s; {self.tagging}"
         )
 
 
@@ -154,6 +170,23 @@ def skipped_words(skipped: list) -> str:
     more = f"; {len(skipped) - SKIPPED_SHOWN:,} more" if len(skipped) > SKIPPED_SHOWN else ""
     return (f", {len(skipped):,} unusable member{'s' if len(skipped) > 1 else ''} skipped "
             f"({shown}{more})")
+
+
+def shortened_words(shortened: list) -> str:
+    """``, 1 file name longer than the file system holds shortened (...)``,
+    or ``""`` when none was: ``shortened`` holds ``(name, stored name)``."""
+    if not shortened:
+        return ""
+    name, short = shortened[0]
+    more = f"; {len(shortened) - 1:,} more" if len(shortened) > 1 else ""
+    return (f", {len(shortened):,} file name{'s' if len(shortened) > 1 else ''} longer than "
+            f"the file system holds shortened to end in a hash of the name ("
+            f"{_abridged(name)} ({len(os.fsencode(name)):,} bytes) as {_abridged(short)}{more})")
+
+
+def _abridged(name: str, keep: int = 24) -> str:
+    """A long name as its beginning, ``...`` and its end, quoted."""
+    return repr(name if len(name) <= 2 * keep + 3 else f"{name[:keep]}...{name[-keep:]}")
 
 
 def reader_slots(layout: str = sh.PARQUET) -> int:
@@ -223,17 +256,25 @@ def known_media_roots(dataset, paths: Iterable[str]) -> List[str]:
 
 def image_path(folder: str, file_name: str) -> str:
     """An image's path in :func:`images_folder`: val images flat, training
-    images in their WordNet id folder (as a local ImageNet folder is read)."""
+    images in their WordNet id folder (as a local ImageNet folder is read);
+    a name longer than the file system holds is shortened, the same way
+    every time (:func:`imagenetx.disk.fitting_name`)."""
+    limit = name_max(folder)
     if file_name.startswith("n") and "_" in file_name:
-        return os.path.join(folder, file_name.split("_", 1)[0], file_name)
-    return os.path.join(folder, file_name)
+        return os.path.join(folder, fitting_name(file_name.split("_", 1)[0], limit),
+                            fitting_name(file_name, limit))
+    return os.path.join(folder, fitting_name(file_name, limit))
 
 
 class _Writer:
-    """Writes one shard's images into the folder, each once and whole."""
+    """Writes one shard's images into the folder, each once and whole.
 
-    def __init__(self, folder: str):
+    ``needed`` and ``needs``: the bytes the whole pull needs, and what they
+    are, for the message of a full disk (:meth:`disk_full`)."""
+
+    def __init__(self, folder: str, needed: Optional[int] = None, needs: str = ""):
         self.folder = folder
+        self.needed, self.needs = needed, needs
         # this pull's own folder: another pull of the same split may be
         # writing beside it (the App's worker and the command line)
         self.partial = os.path.join(folder, _PARTIAL, f"{os.getpid()}-{uuid.uuid4().hex[:8]}")
@@ -263,6 +304,10 @@ class _Writer:
 
     def stop(self) -> None:
         shutil.rmtree(self.partial, ignore_errors=True)
+
+    def disk_full(self, e: OSError, writing: str = "") -> ImageNetXError:
+        """The one line of a full disk met while writing ``writing``."""
+        return disk.disk_full(e, self.folder, writing, self.needed, self.needs, _ADVICE)
 
     def _in_place(self, path: str) -> bool:
         """Whether an image is already in place: its folder is listed once.
@@ -304,8 +349,9 @@ class _Writer:
         nothing of it in place."""
         entries, skipped, staged, seen = [], [], [], set()
         stage = os.path.join(self.partial, f"{threading.get_ident()}-{uuid.uuid4().hex[:8]}")
-        os.makedirs(stage)
+        writing = ""  # the image being written, for a full disk's message
         try:
+            os.makedirs(stage)
             for member in members:
                 if self.abort.is_set():
                     raise _Stopped()
@@ -322,7 +368,8 @@ class _Writer:
                         "class index (0-999): the repo is not ImageNet-1k")
                 path = image_path(self.folder, name)
                 if not self._in_place(path):
-                    tmp = os.path.join(stage, name)
+                    tmp = os.path.join(stage, os.path.basename(path))
+                    writing = f"{os.path.basename(path)} ({disk.format_size(len(data))})"
                     with open(tmp, "wb") as f:
                         f.write(data)
                     staged.append((tmp, path))
@@ -334,21 +381,28 @@ class _Writer:
                 entries.append((name, label))
                 count(1)
             # the whole shard was read: its images go into place
+            writing = f"the images of shard '{shard}'"
             for tmp, path in staged:
                 parent = os.path.dirname(path)
                 if parent not in self.dirs:
                     os.makedirs(parent, exist_ok=True)
                     self.dirs.add(parent)
                 os.replace(tmp, path)
+            writing = f"the marker of shard '{shard}'"
+            with self.lock:
+                for _, path in staged:
+                    parent, name = os.path.split(path)
+                    self.listed.setdefault(parent, set()).add(name)
+                self.written += len(staged)
+                self.present += len(entries) - len(staged)
+            self._mark(shard, oid, size, entries, skipped)
+        except OSError as e:
+            if disk.no_space(e) is None:
+                raise
+            shutil.rmtree(stage, ignore_errors=True)  # its bytes count as free
+            raise self.disk_full(e, writing) from None
         finally:
             shutil.rmtree(stage, ignore_errors=True)
-        with self.lock:
-            for _, path in staged:
-                parent, name = os.path.split(path)
-                self.listed.setdefault(parent, set()).add(name)
-            self.written += len(staged)
-            self.present += len(entries) - len(staged)
-        self._mark(shard, oid, size, entries, skipped)
         return entries, skipped
 
     def _mark(self, shard: str, oid, size, entries: list, skipped: list) -> None:
@@ -406,8 +460,13 @@ class _Fetch:
         self.progress = progress
         self.started = time.perf_counter()
         self.folder = images_folder(snapshot, split)
-        self.writer = _Writer(self.folder)
+        sizes = [snapshot.files.get(f, (None, None))[0] for f in self.shard_files]
+        self.writer = _Writer(
+            self.folder, sum(sizes) if None not in sizes else None,
+            f"the {len(sizes):,} {split} shard{'s' if len(sizes) > 1 else ''} of '{repo_id}'")
         self.skipped = []
+        #: ``(name, stored name)`` of the names too long for the file system
+        self.shortened = []
         self.wnids = {w: i for i, w in enumerate(class_table().wnids)}
         self.counted = 0
         self.count_lock = threading.Lock()
@@ -435,7 +494,7 @@ class _Fetch:
                 writer.present += len(done[0])
                 self.resumed += 1
             return done
-        local = download_file(self.repo_id, shard, self.token, self.snapshot.revision)
+        local = download_file(self.repo_id, shard, self.token, self.snapshot.revision, size)
         with self.reading:
             return writer.write_shard(sh.read_shard(local, self.layout, shard, self.wnids),
                                       shard, oid, size, self._count)
@@ -443,7 +502,12 @@ class _Fetch:
     def batches(self) -> Iterator[dict]:
         """Per shard, in shard order: ImageNet file name -> ``(path, class
         index)`` (the first ``max_samples`` images in all)."""
-        self.writer.start()
+        try:
+            self.writer.start()
+        except OSError as e:
+            if disk.no_space(e) is None:
+                raise
+            raise self.writer.disk_full(e, "the pull's own folders") from None
         self._report(f"'{self.repo_id}' at revision {self.snapshot.revision[:12]} is "
                      f"{sh.LAYOUT_TITLES[self.layout]}: "
                      f"{len(self.shard_files):,} {self.split} shards")
@@ -471,7 +535,10 @@ class _Fetch:
                     given += 1
                     if left is not None:
                         entries, left = entries[:left], left - len(entries[:left])
-                    yield {n: (image_path(self.folder, n), label) for n, label in entries}
+                    batch = {n: (image_path(self.folder, n), label) for n, label in entries}
+                    self.shortened += [(n, os.path.basename(p)) for n, (p, _) in batch.items()
+                                       if os.path.basename(p) != n]
+                    yield batch
             if self.counted == 0:
                 raise ImageNetXError(
                     f"'{self.repo_id}' holds no usable {self.split} image in its "
@@ -487,10 +554,10 @@ class _Fetch:
     @property
     def stats(self) -> tuple:
         """``(revision, shards, shards resumed, images written, images
-        present, seconds, folder, skipped members)``."""
+        present, seconds, folder, skipped members, shortened names)``."""
         return (self.snapshot.revision, self.done, self.resumed, self.writer.written,
                 self.writer.present, time.perf_counter() - self.started, self.folder,
-                self.skipped)
+                self.skipped, self.shortened)
 
 
 def fetch_images(
