@@ -45,3 +45,25 @@ def test_no_arguments_prints_the_groups(tmp_env):
                   "published tables:", "report:", "App, plugin and database:"):
         assert title in out
     assert "  ratios " in out and "  import-predictions " in out
+
+
+def test_ratios_on_a_dataset_imports_no_torch(tmp_env, photos_dir):
+    """Reading a run's numbers (`ratios`, with its readouts: the population,
+    comparability and published-accuracy lines) loads no model library."""
+    from conftest import make_dataset
+    from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
+    from imagenetx.store.classifications import write_classifications
+
+    ds = make_dataset("startup-ratios", photos_dir)
+    tag_dataset(ds.name)
+    truth = ds.exists("ground_truth")
+    write_classifications(ds, "p", truth.values("id"),
+                          truth.values("ground_truth.class_index"),
+                          confidence=[0.9] * truth.count())
+    r = subprocess.run([sys.executable, "-c", _PROBE, "ratios", "--dataset", ds.name,
+                        "--pred-field", "p"], env=tmp_env, cwd=REPO, capture_output=True,
+                       text=True, timeout=300)
+    last = r.stderr.strip().splitlines()[-1].split()
+    assert last[1] == "0", r.stderr
+    assert "torch" not in last[3].split(","), f"`ratios` imported {last[3]}"
+    assert "p" in r.stdout

@@ -49,10 +49,10 @@ from imagenetx.benchmarks.ood.layouts import LAYOUTS
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.correlation import RankCorrelation, RankPosition, kendall_tau, rank_position
 from imagenetx.metrics.stats import to_json
-from imagenetx.models.run import INFO_KEY
 from imagenetx.protocols.base import departure_note
 from imagenetx.probes.run import probe_info
 from imagenetx.store.datasets import get_dataset
+from imagenetx.store.names import INFO_KEY
 from imagenetx.store.schema import prediction_fields
 
 

@@ -18,11 +18,11 @@ from imagenetx.benchmarks import get_benchmark
 from imagenetx.benchmarks.ood.layouts import LAYOUTS
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.stats import INTERVAL_LEVEL, wilson_interval
-from imagenetx.models.run import INFO_KEY
 from imagenetx.protocols import get_protocol
 from imagenetx.protocols.base import departure_note
 from imagenetx.protocols.published import Published, Top1Check, check_top1
 from imagenetx.store.datasets import get_dataset
+from imagenetx.store.names import INFO_KEY
 
 #: the key of an attacked field's column in :data:`PUBLISHED_COLUMNS`
 ATTACK = "attack"

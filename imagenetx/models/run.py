@@ -62,9 +62,8 @@ from imagenetx.models.sources import ModelRequest, check_request, load_model
 from imagenetx.protocols.published import published_top1
 from imagenetx.store.claims import claim_field
 from imagenetx.store.datasets import get_dataset
+from imagenetx.store.names import INFO_KEY
 
-#: the key of a field's ``info`` that records the run that wrote it
-INFO_KEY = "imagenetx_model"
 
 #: failures listed by name in a run's summary
 FAILURES_SHOWN = 5
