@@ -219,6 +219,8 @@ def test_each_table_gives_the_models_published_top1(record, expected):
     found = published_top1(record)
     assert (found.source, found.top1, found.n) == expected
     assert published_top1({**record, "pretrained": False}) is None  # random weights
+    if record["source"] == "open_clip":  # other prompts are another classifier
+        assert published_top1({**record, "templates": "simple"}) is None
 
 
 def test_a_whole_set_run_prints_its_top1_beside_the_published_one(tmp_path):

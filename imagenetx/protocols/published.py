@@ -200,7 +200,7 @@ def published_top1(record: dict) -> Optional[Published]:
     A torchvision record carries its weights' own ``acc@1`` (its
     ``published_top1``, read where torchvision is loaded); a timm record its
     weights' ``name.tag`` and the input size; an open_clip record its
-    architecture and tag; a RobustBench leaderboard entry (a checkpoint run
+    architecture and tag (with OpenAI's templates, as the table's runs); a RobustBench leaderboard entry (a checkpoint run
     under ``protocol=robustbench``) its entry name.
     """
     if not record.get("pretrained", True):
@@ -216,7 +216,9 @@ def published_top1(record: dict) -> Optional[Published]:
     if source == "timm" and record.get("weights"):
         size = (applied.get("input_size") or record.get("input_size") or [None])[-1]
         return timm_top1(record["weights"], size)
-    if source == "open_clip":
+    if source == "open_clip" and record.get("templates", "openai") == "openai":
+        # open_clip's table is zero-shot over OpenAI's 80 templates: other
+        # prompts are another classifier
         arch, _, tag = spec.partition(":")[2].partition("/")
         return open_clip_top1(arch, tag) if tag else None
     return None
