@@ -231,27 +231,30 @@ def test_departures_are_recorded_and_said(photos_dir, capsys):
     assert "(protocol, protocol_applied differ)" in capsys.readouterr().err
 
 
-def test_a_field_recorded_before_protocol_applied_resumes(photos_dir, capsys):
-    """A field whose record has no ``protocol_applied`` (written before it
-    was kept) resumes under a run that applies what runs did then (a CNN
-    under gavrikov: Resize 256 + CenterCrop 224, float32); one at another
-    precision does not."""
+def test_a_field_recorded_before_its_precision_was_kept_is_refused(photos_dir, capsys):
+    """A field whose record keeps neither ``protocol_applied`` nor the
+    precision (written before either was kept: its predictions may be
+    bf16 ones) is not resumed by any run, float32 included: one line, nothing
+    written; ``--overwrite`` replaces it."""
     ds = make_dataset("protocol-applied-before", photos_dir)
     args = ["predict", "--dataset", ds.name, "--model", LITE0, "--arch",
             "efficientnet_lite0", "--remap-by-position", "--num-workers", "0",
             "--field", "g", "--protocol", "gavrikov"]
     assert main(args + ["--limit", "1"]) == 0
     field = ds.get_field("g")
-    del field.info["imagenetx_model"]["protocol_applied"]
+    for key in ("protocol_applied", "precision"):
+        del field.info["imagenetx_model"][key]
     field.save()
-    assert main(args) == 0
+    capsys.readouterr()
+    for more in ([], ["--amp", "bf16"]):
+        assert main(args + more) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1
+        assert "whose precision its run record does not keep" in err
+        assert ds.count("g") == 1
+    assert main(args + ["--overwrite"]) == 0
     assert ds.count("g") == len(ds)
-    assert ds.get_field("g").info["imagenetx_model"]["protocol_applied"]["amp"] == "off"
-    field = ds.get_field("g")
-    del field.info["imagenetx_model"]["protocol_applied"]
-    field.save()
-    assert main(args + ["--amp", "bf16"]) == 2
-    assert "(protocol_applied differ)" in capsys.readouterr().err
+    assert ds.get_field("g").info["imagenetx_model"]["precision"] == "off"
 
 
 def test_protocols_command_lists_every_pin_with_its_reference(capsys):
