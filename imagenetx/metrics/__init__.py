@@ -13,6 +13,13 @@ matrix, class and group ids, confidences) and returns tables;
 -   :mod:`~imagenetx.metrics.stats`: bootstrap intervals, McNemar with
     Holm's correction, Alexander-Govern
 -   :mod:`~imagenetx.metrics.calibration`: expected calibration error
+    (equal-width or equal-mass bins), reliability-diagram bins, Hendrycks'
+    RMS calibration error
+-   :mod:`~imagenetx.metrics.temperature`: temperature scaling fitted on
+    held-out clean logits
+-   :mod:`~imagenetx.metrics.effective_robustness`: logit-axis lines, their
+    bootstrap band, effective robustness (the testbed's lines themselves:
+    :mod:`imagenetx.protocols.effective_robustness`)
 -   :mod:`~imagenetx.metrics.correlation`: Kendall's tau and rank position
     over a population of models (shape bias among published models)
 -   :mod:`~imagenetx.metrics.summary`: reducers and their typed results
@@ -25,8 +32,15 @@ numbers reproduce the authors' tables.
 """
 
 from imagenetx.metrics.calibration import (
+    BIN_SCHEMES,
     ECE_BINS,
+    EQUAL_MASS_BINS,
+    RMS_BIN_SIZE,
+    ReliabilityBins,
     calibration_error,
+    expected_calibration_error,
+    reliability_bins,
+    rms_calibration_error,
     slice_calibration_errors,
 )
 from imagenetx.metrics.correlation import (
