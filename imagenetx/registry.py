@@ -1,7 +1,7 @@
 """One registry shape for every kind of plug-in, and the plug-ins installed
 from outside the checkout.
 
-Each layer that offers a choice (benchmarks, model sources, attacks, probes,
+Each layer that offers a choice (benchmarks, model sources, attacks, probes, OOD detectors,
 protocols, charts, edit kinds) keeps a :class:`Registry`: names mapped to
 entries, an entry given as the object itself or as ``"module:Name"`` (or a
 module's dotted name), imported the first time it is looked up, so naming a

@@ -38,7 +38,7 @@ LAYERS: Tuple[Tuple[str, ...], ...] = (
     ("store",),
     ("benchmarks",),
     ("models", "edits"),
-    ("probes", "attacks"),
+    ("probes", "attacks", "ood"),
     ("analysis",),
     ("present",),
     ("app", "doctor", "cli", "__main__"),

@@ -20,6 +20,9 @@ matrix, class and group ids, confidences) and returns tables;
 -   :mod:`~imagenetx.metrics.effective_robustness`: logit-axis lines, their
     bootstrap band, effective robustness (the testbed's lines themselves:
     :mod:`imagenetx.protocols.effective_robustness`)
+-   :mod:`~imagenetx.metrics.ood`: OOD detection (AUROC, FPR@95, AUPR-In
+    and -Out under OpenOOD's, NINCO's and Hendrycks' conventions, bootstrap
+    intervals, each benchmark's headline)
 -   :mod:`~imagenetx.metrics.correlation`: Kendall's tau and rank position
     over a population of models (shape bias among published models)
 -   :mod:`~imagenetx.metrics.summary`: reducers and their typed results
@@ -68,6 +71,16 @@ from imagenetx.metrics.slices import (
     slice_table,
     worst_classes_accuracies,
     worst_classes_accuracy,
+)
+from imagenetx.metrics.ood import (
+    CONVENTIONS,
+    TPR_LEVEL,
+    Headline,
+    OODMetrics,
+    imagenet_o_headline,
+    ninco_headline,
+    ood_metrics,
+    openood_headline,
 )
 from imagenetx.metrics.slicing import Slicing
 from imagenetx.metrics.stats import (
