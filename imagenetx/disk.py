@@ -18,7 +18,7 @@ import shutil
 import uuid
 from typing import Optional, Union
 
-from imagenetx.errors import ImageNetXError
+from imagenetx.errors import ImageNetXError, database_gone
 
 #: the errors of a write that found no space: a full disk, a quota reached
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
@@ -110,11 +110,15 @@ def check_room(folder: str, needed: int, writing: str, advice: str = ADVICE) -> 
 def user_error_of(e: BaseException) -> Optional[ImageNetXError]:
     """``e`` as the one line an adapter shows: itself for an
     :class:`ImageNetXError`, :func:`disk_full`'s error for a full disk met
-    anywhere (naming the failed file's folder); None for anything else."""
+    anywhere (naming the failed file's folder), the database's line when it
+    stopped answering (:func:`~imagenetx.errors.database_gone`); None for
+    anything else."""
     if isinstance(e, ImageNetXError):
         return e
     full = no_space(e)
-    return disk_full(full) if full is not None else None
+    if full is not None:
+        return disk_full(full)
+    return database_gone(e)
 
 
 def write_file(path: str, data: Union[str, bytes], advice: str = ADVICE) -> str:

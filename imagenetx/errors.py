@@ -69,3 +69,24 @@ class ImageNetXError(Exception):
     def render(self, term: Term) -> str:
         """The message with each parameter in ``term``'s words."""
         return render_parameters(str(self), term)
+
+
+def database_gone(e: BaseException) -> Optional["ImageNetXError"]:
+    """The one line of a database that stopped answering (the server gone,
+    a connection reset, a server-selection timeout), which ``e`` is or was
+    raised from; None for any other error."""
+    try:
+        from pymongo.errors import ConnectionFailure
+    except ImportError:  # reading without a database client
+        return None
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, ConnectionFailure):
+            text = (str(e).strip().splitlines() or [""])[0][:300]
+            return ImageNetXError(
+                f"The database stopped answering ({type(e).__name__}: {text}); what was "
+                "written before is kept: when it answers again, run the same command again "
+                "to resume")
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return None

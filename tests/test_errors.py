@@ -17,7 +17,7 @@ from imagenetx.errors import ImageNetXError, Parameter, parameters_in
 #: every package and module of imagenetx/ the check reads (the command line
 #: is the one place flags belong)
 SCOPE = ("analysis", "app", "attacks", "benchmarks", "classes", "edits", "metrics",
-         "models", "present", "probes", "protocols", "store", "__init__.py", "__main__.py",
+         "models", "ood", "present", "probes", "protocols", "store", "__init__.py", "__main__.py",
          "disk.py", "doctor.py", "errors.py", "memory.py", "options.py", "ports.py", "registry.py")
 
 def cli_flags() -> set:

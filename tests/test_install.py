@@ -337,7 +337,7 @@ def test_the_supported_fiftyone_range_passes_the_smoke_set(end, val_photos, tmp_
 DOCTOR_TOPICS = ["imagenetx", "Python", "FiftyOne", "torch", "torchvision", "timm", "numpy",
                  "scipy", "annotations", "CUDA", "open_clip", "transformers", "foolbox",
                  "AutoAttack", "corruptions", "plugin", "plug-ins", "database", "heads", "downloads",
-                 "reports", "Hub pulls", "indexes"]
+                 "reports", "Hub pulls", "published", "indexes"]
 
 
 def _topics(out: str) -> list:
@@ -363,6 +363,7 @@ def test_doctor_on_this_machine(capsys):
     assert f"ok  plugin       FiftyOne registers it: {count} operators and panels" in out
     assert "ok  database     reachable" in out
     assert "ok  plug-ins     none installed (entry points of imagenetx.plugins)\n" in out
+    assert "ok  published    accuracy tables: timm, open_clip, robustbench (" in out
     assert not [l for l in out.splitlines() if l.startswith(("ERR", "-- "))], out
 
 

@@ -165,8 +165,11 @@ def test_a_run_whose_database_goes_away_ends_in_one_line_and_resumes(tmp_path, p
         assert run.returncode != 0
         lines = [line for line in err.strip().splitlines() if line.strip()]
         assert "Traceback" not in err and len(lines) == 1, err
-        assert "Writing the run's results to the database failed within the database " \
-               "client's server-selection timeout (5 s)" in lines[0]
+        # the background writer's line, or (the kill landing between the field's
+        # declaration and the first batch) the database's
+        assert ("Writing the run's results to the database failed within the database "
+                "client's server-selection timeout (5 s)" in lines[0]
+                or "The database stopped answering" in lines[0]), lines[0]
         assert "run the same command again to resume" in lines[0]
         assert took < scaled(120), took
 
