@@ -157,3 +157,15 @@ def get_detector(name: str, **options):
     if key not in DETECTORS:
         raise DETECTORS.unknown(name)
     return DETECTORS.get(key)(**options)
+
+
+def as_matrix(values, name: str, columns: str) -> np.ndarray:
+    """``values`` as a 2-D float64 ``(images, columns)`` array.
+
+    Raises:
+        ImageNetXError: for another shape, naming ``name`` and ``columns``
+    """
+    m = np.asarray(values, dtype=np.float64)
+    if m.ndim != 2 or not m.shape[1]:
+        raise ImageNetXError(f"`{name}` has shape {m.shape}: give (images, {columns})")
+    return m

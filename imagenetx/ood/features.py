@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 
 from imagenetx.errors import ImageNetXError
-from imagenetx.ood.base import Detector, FitStats, Outputs
+from imagenetx.ood.base import Detector, FitStats, Outputs, as_matrix
 from imagenetx.ood.logits import logsumexp
 
 #: pairwise distances computed per block of at most this many entries
@@ -22,15 +22,8 @@ _KNN_BLOCK = 1 << 24
 
 
 def as_features(features, name: str = "features") -> np.ndarray:
-    """``features`` as a 2-D float64 array.
-
-    Raises:
-        ImageNetXError: for another shape
-    """
-    f = np.asarray(features, dtype=np.float64)
-    if f.ndim != 2 or not f.shape[1]:
-        raise ImageNetXError(f"`{name}` has shape {f.shape}: give (images, dimensions)")
-    return f
+    """``features`` as a 2-D float64 ``(images, dimensions)`` array (:func:`as_matrix`)."""
+    return as_matrix(features, name, "dimensions")
 
 
 def head(features, weight, bias) -> np.ndarray:

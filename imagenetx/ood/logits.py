@@ -13,22 +13,15 @@ import numpy as np
 from scipy.optimize import brentq
 
 from imagenetx.errors import ImageNetXError
-from imagenetx.ood.base import Detector, FitStats, Outputs
+from imagenetx.ood.base import Detector, FitStats, Outputs, as_matrix
 
 #: the range :func:`fit_temperature` searches
 TEMPERATURE_BOUNDS = (0.01, 100.0)
 
 
 def as_logits(logits, name: str = "logits") -> np.ndarray:
-    """``logits`` as a 2-D float64 array.
-
-    Raises:
-        ImageNetXError: for another shape
-    """
-    z = np.asarray(logits, dtype=np.float64)
-    if z.ndim != 2 or not z.shape[1]:
-        raise ImageNetXError(f"`{name}` has shape {z.shape}: give (images, classes)")
-    return z
+    """``logits`` as a 2-D float64 ``(images, classes)`` array (:func:`as_matrix`)."""
+    return as_matrix(logits, name, "classes")
 
 
 def logsumexp(z: np.ndarray) -> np.ndarray:
