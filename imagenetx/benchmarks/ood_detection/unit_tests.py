@@ -181,7 +181,8 @@ def draw(kind: str, image: np.ndarray, seed: int, val_index: int) -> np.ndarray:
         seed: the load's seed
         val_index: the source's torchvision index (part of the image's seed)
     """
-    rng = np.random.RandomState(np.random.SeedSequence([seed, kind_seed(kind), val_index]))
+    rng = np.random.RandomState(np.random.MT19937(
+        np.random.SeedSequence([seed, kind_seed(kind), val_index])))
     return (np.clip(_picture(kind, image, rng), 0, 1) * 255).astype(np.uint8)
 
 
