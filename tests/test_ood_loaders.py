@@ -340,3 +340,13 @@ def test_openood_real_lists_name_45000_id_images_and_each_sets_size(tmp_path, mo
         assert labels == [label for _, label in rows]
     assert [len(rows) for rows in lines] == [45000, 5000]
     assert len({p for rows in lines for p, _ in rows}) == 50000  # test and val apart
+
+
+def test_the_apps_load_form_offers_each_benchmarks_options():
+    from test_loading import _choices, _form
+
+    assert {"imagenet_o", "ninco", "openood_imagenet"} <= set(_choices(_form({})["benchmark"]))
+    assert {"dir", "imagenet_dir", "unit_tests", "seed", "unit_tests_dir"} <= set(
+        _form({"benchmark": "ninco"}))
+    form = _form({"benchmark": "openood_imagenet"})
+    assert _choices(form["split"]) == ["test", "val"] and {"sets", "lists_dir"} <= set(form)
