@@ -17,6 +17,7 @@ source is named (cue conflict's download).
 """
 
 import importlib
+import os
 from dataclasses import dataclass
 from typing import Callable, Dict, Optional, Tuple
 
@@ -282,7 +283,8 @@ def load_with(loading: Loading, progress=None, token: Optional[str] = None, **op
 
     Raises:
         ImageNetXError: before anything is loaded, for a source the
-            benchmark has not or an option its source does not take; then
+            benchmark has not, an option its source does not take or a
+            file given as a folder (``dir``); then
             whatever the loader raises
     """
     given = {k: v for k, v in options.items() if v is not None}
@@ -298,6 +300,11 @@ def load_with(loading: Loading, progress=None, token: Optional[str] = None, **op
     others = [k for k in given if k not in {o.name for o in (*source.options, *DATASET_OPTIONS)}]
     if others:
         raise ImageNetXError(_not_taken(loading, source, others[0]))
+    if source.name == "dir" and location is not None and os.path.isfile(
+            os.path.expanduser(str(location))):
+        raise ImageNetXError(
+            f"`dir='{location}'` is a file, not a folder: give the folder that holds "
+            f"{loading.title}'s images: {source.help}")
     kwargs = dict(source.fixed)
     if source.location:
         kwargs[source.location] = location
