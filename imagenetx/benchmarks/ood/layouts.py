@@ -460,6 +460,11 @@ def _find_objectnet(layout: Layout, folder: str) -> List[Image]:
             f"Folder '{root}' has {len(unknown)} folder(s) that are not ObjectNet "
             f"classes ({shown}): its class folders are the release's 313 (alarm_clock, "
             f"...), laid out as {layout.folders}; remove or rename those folders")
+    if not any(n in ids for n in names):
+        raise ImageNetXError(
+            f"Folder '{root}' holds none of the 113 ObjectNet classes that overlap ImageNet "
+            f"({', '.join(names[:3])}{' ...' if len(names) > 3 else ''}: not among them): "
+            "pass the whole release, laid out as " + layout.folders)
     return [Image(p, ids[n]) for n in names if n in ids
             for p in _images(os.path.join(root, n))]
 
