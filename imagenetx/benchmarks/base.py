@@ -18,6 +18,7 @@ from imagenetx.benchmarks.scenarios import (
     FieldNames,
     ScenarioChanges,
     apply_scenarios,
+    kept_scenario_fields,
     prune_scenarios,
     wanted_scenarios,
 )
@@ -134,7 +135,7 @@ class Benchmark:
         decisions; None: the ImageNet class itself."""
         return None
 
-    def tagged(self, dataset, settings=None) -> ScenarioChanges:
+    def tagged(self, dataset, settings=None, changed: bool = True) -> ScenarioChanges:
         """Called after this benchmark's fields were written on a dataset:
         registers its slicings as Model Evaluation scenarios and indexes
         what the panels and views query (tags, the slicings' fields).
@@ -143,8 +144,19 @@ class Benchmark:
             dataset: the dataset
             settings (None): where its fields are (an analysis ``Settings``
                 or a :class:`~imagenetx.benchmarks.scenarios.FieldNames`)
+            changed (True): whether the fields may have changed since the
+                scenarios were made; False (a re-tag that wrote nothing)
+                keeps the scenarios this project wrote when all of them are
+                still there and each slicing has one, without reading the
+                samples, and only makes the missing indexes on the fields
+                they read
         """
         settings = settings or FieldNames()
+        if not changed:
+            fields = kept_scenario_fields(dataset, self, settings)
+            if fields is not None:
+                ensure_indexes(dataset, ["tags", *fields])
+                return ScenarioChanges()
         wanted = wanted_scenarios(dataset, self, settings)
         ensure_indexes(dataset, ["tags", *(p for _, fields in wanted.values() for p in fields)])
         return apply_scenarios(dataset, wanted)
