@@ -2,32 +2,37 @@
 which a model errs far above its average, whether or not any annotation
 names them ("drawings of dogs", "close-ups of fur").
 
-The method is Domino's (Eyuboglu et al., ICLR 2022): a mixture model over
-the images' embeddings *and* the model's errors, fitted by expectation-
-maximisation, whose components with the highest error rates are the
-slices. Each component is a diagonal Gaussian over the embeddings (reduced
-by PCA, 128 dimensions as in Domino) times a Bernoulli over the error,
-whose log-likelihood is weighted by ``error_weight`` (Domino's
-``y_hat_log_likelihood_weight``): the weight pulls mistakes and correct
-predictions into separate components, so a component is homogeneous in
-error as well as in appearance.
+The model is Domino's (Eyuboglu et al., ICLR 2022; ``DominoMixture`` in
+``domino/_slice/mixture.py``): a mixture whose components each hold a
+diagonal Gaussian over the embeddings (reduced by PCA to 128 dimensions), a
+categorical over the true class (``y``) and a categorical over the model's
+prediction (``y-hat``, soft: the prediction's probabilities), the two
+categorical log-likelihoods weighted by ``y_weight`` and ``y_hat_weight``
+(10 and 10, ``domino.discover()``'s), fitted by expectation-maximisation
+from responsibilities initialised on the confusion matrix's cells. Its
+E-step and M-step are Domino's formula for formula (``tests/
+test_error_slices.py`` checks the responsibilities against a transcription
+of Domino's code to 1e-6); it is written here in numpy because ``domino``
+0.1.5 pins scikit-learn 0.24.2 and imports a removed scikit-learn internal.
 
-One step is added to Domino's: the mixture is fitted with more components
-than Domino's (64 against 25), and components worse than average that are
-near one another and on which the model fails alike are joined into one
-slice (complete linkage). A failure seldom lies in one tight cluster: the 80
-cue-conflict images of one texture class are three clusters in an ImageNet
-CNN's space, one per texture photo, and Domino's top slice held one or two
-of them (recall 0.50 averaged over the 16 classes, ``perf/error_slices.py
---cue-conflict``); joined, 0.90.
+Two choices are ours, not ``DominoSlicer``'s:
 
-It is written here in numpy rather than using ``domino`` 0.1.5 because
-that package pins scikit-learn 0.24.2 (no wheel for current Pythons) and
-imports a removed scikit-learn internal (``sklearn.mixture._base._check_X``);
-its model for a binary target reduces to the one here, with the model's
-correctness as the target (``perf/error_slices.py`` compares them when
-``domino`` is importable). The E-step is three matrix products per
-iteration, so 50,000 x 512 embeddings take seconds on a CPU.
+- the initial cells: Domino's confusion initialisation needs a component
+  per cell (``components >= classes**2``, refused otherwise); with more
+  cells than components the components start on the most populated cells;
+- the slices are the components with the highest error rate on the samples
+  the mixture was fitted on (Domino ranks by ``max(y_hat_probs - y_probs)``,
+  the class most over-predicted), the figure this project reports.
+
+A slice is one failure: one component, or components Domino's
+initialisation started on the same confusion cell that together are as
+coherent as apart (:func:`join_coherent`); two unrelated failures stay two
+slices. Each slice's accuracy, size and Wilson interval are measured on
+samples the mixture was *not* fitted on (``fit_share`` of the samples, drawn
+with ``seed``, fit the PCA and the mixture; every sample then gets its soft
+membership, Domino's ``predict_proba``, and its hard one, the most likely
+component). ``fit_share=None`` fits on all samples and says so: the numbers
+are then those of the samples that chose the slices.
 """
 
 import math
@@ -39,61 +44,74 @@ import numpy as np
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.stats import to_json, wilson_interval
 
-#: mixture components: more than the clusters a failure spans, so that each
-#: component is one of them (Domino's 25 left two planted clusters in one
-#: component with correct images), joined afterwards
-COMPONENTS = 64
-#: Domino's defaults: PCA dimensions, EM iterations
+#: Domino's defaults (``DominoSlicer``): mixture components, PCA dimensions,
+#: EM iterations, the noise of the confusion initialisation
+COMPONENTS = 25
 PCA_DIMENSIONS = 128
 MAX_ITER = 100
-#: the weight of the error term in each sample's log-likelihood
-ERROR_WEIGHT = 1.0
-#: the components of one slice are, pair by pair, more similar (the cosine
-#: of their centroids) than this share of all pairs of components
-NEAR = 0.6
-#: a slice holds at least this many samples
+CONFUSION_NOISE = 1e-3
+#: the weights of the true-class and prediction terms (``domino.discover()``'s;
+#: ``DominoSlicer``'s own default is 1, its notebooks use 40)
+Y_WEIGHT = 10.0
+Y_HAT_WEIGHT = 10.0
+#: scikit-learn's GaussianMixture defaults, which DominoMixture inherits
+REG_COVAR = 1e-6
+TOL = 1e-3
+#: the share of the samples the mixture is fitted on (the rest measure it)
+FIT_SHARE = 0.5
+#: slices of one confusion cell are joined when the joined slice's spread is
+#: at most this many times the larger part's (:func:`join_coherent`)
+SPREAD = 1.25
+#: a slice holds at least this many of the samples it was fitted on
 MIN_SIZE = 10
 #: the images kept per slice as its most typical (highest responsibility)
 TYPICAL = 8
 
-_TOL = 1e-4
-_REG = 1e-6
-
 
 @dataclass
 class ErrorSlice:
-    """One slice: its members and the model's statistics on them.
+    """One slice (one or more mixture components): its members and the model's
+    statistics on the held-out ones.
 
     Attributes:
         rank: 1 for the slice with the highest error rate
-        components: the mixture components it joins
-        members: ``(size,)`` row indices into the embeddings
-        typical: the rows most typical of the slice (highest responsibility
-            first)
-        size, correct: samples and correct predictions in the slice
-        accuracy: ``correct / size``
-        error_ratio: the slice's error rate over the overall error rate
+        components: the mixture components it joins (one unless
+            :func:`join_coherent` joined some)
+        members: row indices of every sample whose most likely component is
+            one of them (fitted and held-out alike)
+        held_out: the members the mixture was not fitted on (all members
+            when it was fitted on all)
+        typical: the held-out members most typical of the slice (highest
+            responsibility first)
+        size, correct: held-out members and their correct predictions
+        accuracy: ``correct / size`` (NaN for an empty slice)
+        error_ratio: the slice's error rate over the held-out error rate
         interval: the Wilson interval ``(low, high)`` of the accuracy
-        centroid: ``(d,)`` mean embedding of the members (the space the
-            embeddings were given in)
+        fit_size, fit_accuracy: the same on the samples it was fitted on
+        centroid: ``(d,)`` mean embedding of the members
     """
 
     rank: int
     components: list
     members: np.ndarray
+    held_out: np.ndarray
     typical: np.ndarray
     size: int
     correct: int
     accuracy: float
     error_ratio: float
     interval: tuple
+    fit_size: int
+    fit_accuracy: float
     centroid: np.ndarray = field(repr=False)
 
     def to_dict(self) -> dict:
         """JSON-ready statistics (without the member rows)."""
         return {"rank": self.rank, "size": self.size, "correct": self.correct,
                 "accuracy": to_json(self.accuracy), "error_ratio": to_json(self.error_ratio),
-                "interval": [to_json(v) for v in self.interval]}
+                "interval": [to_json(v) for v in self.interval],
+                "members": len(self.members), "fit_size": self.fit_size,
+                "fit_accuracy": to_json(self.fit_accuracy)}
 
 
 @dataclass
@@ -102,13 +120,27 @@ class ErrorSlices:
 
     slices: List[ErrorSlice]
     n: int
+    #: accuracy on the held-out samples (all samples when fitted on all)
     accuracy: float
     components: int
     dimensions: int
-    error_weight: float
+    y_weight: float
+    y_hat_weight: float
     iterations: int
-    #: ``(n,)`` each row's component (hard assignment)
+    #: ``{"seed", "fit_share", "fit", "held_out"}``: how the samples were
+    #: split (``fit_share`` None: fitted on all, measured on the same)
+    split: dict
+    #: ``(n,)`` True for the samples the mixture was fitted on
+    fitted: np.ndarray = field(repr=False)
+    #: ``(n,)`` each row's most likely component
     assignment: np.ndarray = field(repr=False)
+    #: ``(n, components)`` each row's soft membership (Domino's predict_proba)
+    probabilities: np.ndarray = field(repr=False)
+
+    @property
+    def held_out(self) -> bool:
+        """Whether the slices' numbers come from samples not fitted on."""
+        return self.split["fit_share"] is not None
 
 
 def check_embeddings(embeddings, correct, k: int, name: str = "embeddings"):
@@ -143,173 +175,316 @@ def check_embeddings(embeddings, correct, k: int, name: str = "embeddings"):
     return x, c
 
 
-def find_error_slices(embeddings, correct, k: int = 5, components: int = COMPONENTS,
+def categorical_terms(correct, targets=None, predicted=None, confidence=None,
+                      probabilities=None):
+    """Domino's ``y`` and ``y_hat``: ``(y (n, c), y_hat (n, c + 1))``, sparse
+    unless ``probabilities`` are given.
+
+    The columns are the classes that occur (true or predicted) and, for
+    ``y_hat``, one more: the prediction's probability left to the classes
+    that do not occur (with ``confidence`` only: ``1 - confidence``). Without
+    ``targets`` and ``predicted``, the task is the correctness: ``y`` one
+    class, ``y_hat`` right or wrong.
+
+    Args:
+        correct: ``(n,)`` whether the model is right
+        targets, predicted: ``(n,)`` true and predicted class indices
+        confidence: ``(n,)`` the predicted class's probability (None: 1)
+        probabilities: ``(n, classes)`` the prediction's probabilities over
+            every class (softmaxed logits); rows index classes by
+            ``targets``' indices
+    """
+    from scipy import sparse  # lazy: start-up
+
+    n = len(correct)
+    rows = np.arange(n)
+    if targets is None or predicted is None:
+        y = sparse.csr_matrix(np.ones((n, 1)))
+        y_hat = sparse.csr_matrix(np.stack([np.asarray(correct, float),
+                                            1 - np.asarray(correct, float)], axis=1))
+        return y, y_hat
+    targets = np.asarray(targets, dtype=np.int64)
+    predicted = np.asarray(predicted, dtype=np.int64)
+    classes, codes = np.unique(np.concatenate([targets, predicted]), return_inverse=True)
+    c = len(classes)
+    y = sparse.csr_matrix((np.ones(n), (rows, codes[:n])), shape=(n, c))
+    if probabilities is not None:
+        p = np.asarray(probabilities, dtype=np.float64)[:, classes]
+        return y, np.concatenate([p, np.clip(1 - p.sum(axis=1, keepdims=True), 0, 1)], axis=1)
+    conf = np.ones(n) if confidence is None else np.nan_to_num(
+        np.clip(np.asarray(confidence, dtype=np.float64), 0, 1), nan=1.0)
+    y_hat = sparse.csr_matrix(
+        (np.concatenate([conf, 1 - conf]), (np.concatenate([rows, rows]),
+                                            np.concatenate([codes[n:], np.full(n, c)]))),
+        shape=(n, c + 1))
+    y_hat.eliminate_zeros()
+    if confidence is None or not (conf < 1).any():
+        y_hat = y_hat[:, :c]  # no probability left to other classes: no column for it
+    return y, y_hat
+
+
+def find_error_slices(embeddings, correct, k: int = 5, targets=None, predicted=None,
+                      confidence=None, probabilities=None, components: int = COMPONENTS,
                       dimensions: Optional[int] = PCA_DIMENSIONS,
-                      error_weight: float = ERROR_WEIGHT, min_size: int = MIN_SIZE,
+                      y_weight: float = Y_WEIGHT, y_hat_weight: float = Y_HAT_WEIGHT,
+                      fit_share: Optional[float] = FIT_SHARE, min_size: int = MIN_SIZE,
                       max_iter: int = MAX_ITER, join: bool = True,
                       seed: int = 0) -> ErrorSlices:
     """The ``k`` slices of an embedding space where a model errs most above
-    its average.
+    its average, by Domino's error-aware mixture.
 
     Args:
         embeddings: ``(n, d)`` one vector per sample
         correct: ``(n,)`` whether the model is right on each sample
         k (5): the most slices to return
-        components (64): mixture components (at most ``n // min_size``)
-        dimensions (128): PCA dimensions the mixture is fitted in (None:
-            the embeddings as given)
-        error_weight (1): the weight of the error term (Domino's default)
-        min_size (10): the fewest samples a slice may hold
+        targets, predicted, confidence, probabilities (None): the true class,
+            the predicted class and its probability, or the prediction's
+            probabilities over all classes (:func:`categorical_terms`);
+            without them the categorical terms model the correctness only
+        components (25): mixture components (at most ``fitted // min_size``)
+        dimensions (128): PCA dimensions (None: the embeddings as given)
+        y_weight, y_hat_weight (10, 10): the weights of the true-class and
+            prediction terms (0 and 0: a Gaussian mixture of the embeddings)
+        fit_share (0.5): the share of the samples the mixture is fitted on,
+            drawn with ``seed``; the slices' numbers come from the others.
+            None: fit on all samples and measure on the same
+        min_size (10): the fewest fitted samples a slice may hold
         max_iter (100): EM iterations at most
-        join (True): join neighbouring components worse than average on
-            which the model fails alike into one slice (False: each
-            component is a slice, as Domino's)
-        seed (0): the seed of the k-means initialisation and the PCA
+        join (True): join components that are one failure
+            (:func:`join_coherent`; False: each component is a slice, as
+            Domino's)
+        seed (0): the split, the PCA and the initialisation's noise
 
     Returns:
-        an :class:`ErrorSlices`; only slices whose error rate exceeds the
-        overall one, at most ``k``, best (highest error rate) first
+        an :class:`ErrorSlices`; only slices whose error rate on the fitted
+        samples exceeds the overall one, at most ``k``, best first
 
     Raises:
-        ImageNetXError: for embeddings of the wrong shape, NaN rows, or
-            ``k`` out of range
+        ImageNetXError: for embeddings of the wrong shape, NaN rows, ``k``
+            or ``fit_share`` out of range
     """
     x, c = check_embeddings(embeddings, correct, k)
     n = len(x)
-    wrong = (~c).astype(np.float64)
-    z = _reduce(x, dimensions, seed)
-    m = int(max(1, min(components, n // max(1, min_size))))
-    resp, iterations = _fit(z, wrong, m, error_weight, max_iter, seed)
+    if fit_share is not None and not 0 < fit_share < 1:
+        raise ImageNetXError(
+            f"`fit_share={fit_share}` must be between 0 and 1 (exclusive): the share of "
+            "the samples the slices are fitted on, or None to fit on all")
+    fitted = np.ones(n, dtype=bool)
+    if fit_share is not None and n > 1:
+        order = np.random.default_rng(seed).permutation(n)
+        fitted[:] = False
+        fitted[order[:max(1, min(n - 1, int(round(n * fit_share))))]] = True
+    evaluated = ~fitted if fit_share is not None and n > 1 else fitted
+    y, y_hat = categorical_terms(c, targets, predicted, confidence, probabilities)
+    z = _reduce(x, fitted, dimensions, seed)
+    m = int(max(1, min(components, fitted.sum() // max(1, min_size))))
+    mixture = DominoMixture(m, y_weight, y_hat_weight, max_iter=max_iter, seed=seed)
+    mixture.fit(z[fitted], y[fitted], y_hat[fitted])
+    resp = mixture.predict_proba(z, y, y_hat)
     assignment = resp.argmax(axis=1)
-    accuracy = float(c.mean())
-    error = 1 - accuracy
-    sizes = np.bincount(assignment, minlength=m)
-    wrongs = np.bincount(assignment, weights=wrong, minlength=m)
-    worse = [j for j in range(m) if sizes[j] and wrongs[j] / sizes[j] > error]
+    wrong = ~c
+    fit_error = wrong[fitted].mean()
+    sizes = np.bincount(assignment[fitted], minlength=m)
+    wrongs = np.bincount(assignment[fitted], weights=wrong[fitted], minlength=m)
+    rates = wrongs / np.maximum(sizes, 1)
+    worse = [j for j in range(m) if sizes[j] >= min_size and rates[j] > fit_error]
     groups = [[j] for j in worse]
-    if join and len(worse) > 1:
-        groups = _join_alike(worse, _centroid_directions(x, assignment, m), sizes, wrongs)
-    found = []
+    if join and len(worse) > 1 and targets is not None and predicted is not None:
+        cells = np.asarray(targets, np.int64) * (int(np.max(predicted)) + 1) + \
+            np.asarray(predicted, np.int64)
+        groups = join_coherent(groups, z, cells, assignment, fitted)
+    stats = []
     for group in groups:
-        rows = np.flatnonzero(np.isin(assignment, group))
-        if len(rows) < min_size:
-            continue
-        right = int(c[rows].sum())
-        found.append((right / len(rows), -len(rows), group, rows, right))
-    found.sort(key=lambda f: f[:2])  # highest error rate, then largest, first
+        in_group = np.isin(assignment, group)
+        size, bad = int((in_group & fitted).sum()), int((in_group & fitted & wrong).sum())
+        stats.append((bad / size, size, group))
+    stats.sort(key=lambda t: (-t[0], -t[1], t[2]))
+    error = float(wrong[evaluated].mean())
     slices = []
-    for acc, _, group, rows, right in found[:k]:
-        weight = resp[np.ix_(rows, group)].sum(axis=1)
+    for rate, size, group in stats[:k]:
+        members = np.flatnonzero(np.isin(assignment, group))
+        held = members[evaluated[members]]
+        right = int(c[held].sum())
+        acc = right / len(held) if len(held) else math.nan
+        weight = resp[held][:, group].sum(axis=1)
         slices.append(ErrorSlice(
-            rank=len(slices) + 1, components=group, members=rows,
-            typical=rows[np.argsort(-weight, kind="stable")[:TYPICAL]], size=len(rows),
+            rank=len(slices) + 1, components=list(group), members=members, held_out=held,
+            typical=held[np.argsort(-weight, kind="stable")[:TYPICAL]], size=len(held),
             correct=right, accuracy=acc,
-            error_ratio=(1 - acc) / error if error > 0 else math.nan,
-            interval=tuple(wilson_interval(right, len(rows))),
-            centroid=x[rows].mean(axis=0)))
-    return ErrorSlices(slices, n, accuracy, m, z.shape[1], error_weight, iterations,
-                       assignment)
+            error_ratio=(1 - acc) / error if error > 0 and len(held) else math.nan,
+            interval=tuple(wilson_interval(right, len(held))) if len(held)
+            else (math.nan, math.nan),
+            fit_size=size, fit_accuracy=1 - rate, centroid=x[members].mean(axis=0)))
+    split = {"seed": seed, "fit_share": fit_share, "fit": int(fitted.sum()),
+             "held_out": int(evaluated.sum()) if fit_share is not None else 0}
+    return ErrorSlices(slices, n, float(c[evaluated].mean()), m, z.shape[1], y_weight,
+                       y_hat_weight, mixture.n_iter, split, fitted, assignment, resp)
 
 
-def _centroid_directions(x: np.ndarray, assignment: np.ndarray, m: int) -> np.ndarray:
-    """``(m, d)`` each component's mean unit embedding (zero for an empty
-    component)."""
-    unit = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-    order = np.argsort(assignment, kind="stable")
-    starts = np.searchsorted(assignment[order], np.arange(m))
-    sums = np.add.reduceat(unit[order], np.minimum(starts, len(x) - 1), axis=0)
-    sizes = np.bincount(assignment, minlength=m)
-    sums[sizes == 0] = 0
-    return sums / np.maximum(sizes, 1)[:, None]
+def spread(z: np.ndarray) -> float:
+    """A slice's spread: the mean squared distance of its embeddings to
+    their centroid (the smaller, the more coherent)."""
+    return float(((z - z.mean(axis=0)) ** 2).sum(axis=1).mean()) if len(z) else 0.0
 
 
-def _join_alike(components: list, directions: np.ndarray, sizes: np.ndarray,
-                wrongs: np.ndarray) -> list:
-    """The components grouped by complete linkage, most similar first: two
-    groups are joined while every pair of their components is near (the
-    cosine of their centroids above the :data:`NEAR` share of all pairs of
-    components) and the model fails on the two alike (their accuracies'
-    Wilson intervals overlap)."""
-    unit = directions / np.maximum(np.linalg.norm(directions, axis=1, keepdims=True), 1e-12)
-    present = np.flatnonzero(sizes > 0)
-    cosine = unit @ unit.T
-    pairs = cosine[np.ix_(present, present)][np.triu_indices(len(present), 1)]
-    near = np.quantile(pairs, 1 - NEAR)
-    groups = [[j] for j in components]
-    counts = [(float(sizes[j]), float(wrongs[j])) for j in components]
-    # the least similar pair of components between two groups (complete linkage)
-    linkage = cosine[np.ix_(components, components)].copy()
-    np.fill_diagonal(linkage, -np.inf)
+def join_coherent(groups: list, z: np.ndarray, cells: np.ndarray, assignment: np.ndarray,
+                  fitted: np.ndarray) -> list:
+    """Slices joined while the joined slice is as coherent as its parts.
+
+    Two slices are one failure, and are joined, when on the fitted samples
+    (1) their most common confusion cell (true class, predicted class) is
+    the same and (2) the joined slice's :func:`spread` is at most
+    :data:`SPREAD` times the larger of its parts' (two halves of one cluster
+    join; two clusters apart by more than about half their radius do not).
+    Domino's confusion initialisation starts several components on one cell
+    when there are more components than cells, and the initial noise then
+    splits one failure between them; nothing else is joined. The pair whose
+    join spreads least goes first.
+    """
+    def rows(group):
+        return np.flatnonzero(fitted & np.isin(assignment, group))
+
+    def cell(group):
+        values, counts = np.unique(cells[rows(group)], return_counts=True)
+        return values[counts.argmax()]
+
+    groups = [list(g) for g in groups]
     while len(groups) > 1:
-        intervals = [wilson_interval(n - w, n) for n, w in counts]
         best = None
-        for a, b in zip(*np.nonzero(np.triu(linkage >= near, 1))):
-            (low_a, high_a), (low_b, high_b) = intervals[a], intervals[b]
-            if high_a >= low_b and high_b >= low_a and (
-                    best is None or linkage[a, b] > linkage[best]):
-                best = (a, b)
+        for i in range(len(groups)):
+            for j in range(i + 1, len(groups)):
+                if cell(groups[i]) != cell(groups[j]):
+                    continue
+                parts = max(spread(z[rows(groups[i])]), spread(z[rows(groups[j])]))
+                ratio = spread(z[rows(groups[i] + groups[j])]) / max(parts, 1e-12)
+                if ratio <= SPREAD and (best is None or ratio < best[0]):
+                    best = (ratio, i, j)
         if best is None:
             break
-        a, b = best
-        groups[a] += groups.pop(b)
-        (na, wa), (nb, wb) = counts[a], counts.pop(b)
-        counts[a] = (na + nb, wa + wb)
-        linkage[a] = linkage[:, a] = np.minimum(linkage[a], linkage[b])
-        linkage[a, a] = -np.inf
-        linkage = np.delete(np.delete(linkage, b, axis=0), b, axis=1)
+        _, i, j = best
+        groups[i] += groups.pop(j)
     return groups
 
 
-def _reduce(x: np.ndarray, dimensions: Optional[int], seed: int) -> np.ndarray:
-    """The embeddings centred and, when wider than ``dimensions``, projected
-    on their top principal components (scikit-learn's ``auto`` solver: the
-    covariance's eigenvectors when samples far outnumber dimensions, 5x
-    faster than a randomized SVD on 50,000 x 512)."""
+def _reduce(x: np.ndarray, fitted: np.ndarray, dimensions: Optional[int],
+            seed: int) -> np.ndarray:
+    """The embeddings projected on the top principal components of the
+    fitted rows (Domino's PCA step), or centred when narrow already."""
     from sklearn.decomposition import PCA  # lazy: start-up (the parser imports metrics)
 
-    if dimensions is None or x.shape[1] <= dimensions or len(x) <= dimensions:
-        return (x - x.mean(axis=0)).astype(np.float64)
-    pca = PCA(n_components=dimensions, svd_solver="auto", random_state=seed)
-    return pca.fit_transform(x).astype(np.float64)
+    if dimensions is None or x.shape[1] <= dimensions or fitted.sum() <= dimensions:
+        return (x - x[fitted].mean(axis=0)).astype(np.float64)
+    pca = PCA(n_components=dimensions, svd_solver="auto", random_state=seed).fit(x[fitted])
+    return pca.transform(x).astype(np.float64)
 
 
-def _fit(z: np.ndarray, wrong: np.ndarray, m: int, weight: float, max_iter: int,
-         seed: int):
-    """EM for the mixture of diagonal Gaussians x Bernoulli errors;
-    ``(responsibilities (n, m), iterations)``."""
-    from sklearn.cluster import KMeans  # lazy: start-up (the parser imports metrics)
+class DominoMixture:
+    """Domino's ``DominoMixture`` with diagonal covariances, in numpy.
 
-    n = len(z)
-    labels = KMeans(n_clusters=m, n_init=1, max_iter=50, random_state=seed).fit(z).labels_
-    resp = np.zeros((n, m))
-    resp[np.arange(n), labels] = 1.0
-    floor = _REG + 1e-3 * z.var(axis=0).mean()
-    before = -np.inf
-    iterations = 0
-    for iterations in range(1, max_iter + 1):
-        # M-step
-        nk = resp.sum(axis=0) + 1e-10
-        weights = nk / n
-        means = resp.T @ z / nk[:, None]
-        var = resp.T @ (z * z) / nk[:, None] - means ** 2
-        var = np.maximum(var, 0) + floor
-        p = np.clip(resp.T @ wrong / nk, 1e-6, 1 - 1e-6)
-        # E-step: log N(z | mean, var) by three products
-        precision = 1.0 / var
-        log_gauss = -0.5 * (
-            (z * z) @ precision.T - 2.0 * z @ (means * precision).T
-            + ((means ** 2) * precision).sum(axis=1)
-            + np.log(2 * np.pi * var).sum(axis=1))
-        log_err = wrong[:, None] * np.log(p) + (1 - wrong[:, None]) * np.log1p(-p)
-        log_prob = log_gauss + weight * log_err + np.log(weights)
+    The E-step adds to each component's Gaussian log-density and log weight
+    ``y_weight * log(y . y_probs)`` and ``y_hat_weight * log(y_hat .
+    y_hat_probs)``; the M-step is scikit-learn's for the Gaussian part and
+    the responsibility-weighted means of ``y`` and ``y_hat`` for the
+    categoricals. ``y`` and ``y_hat`` may be dense or scipy-sparse.
+
+    Args:
+        components: mixture components
+        y_weight, y_hat_weight: the categorical terms' weights
+        max_iter (100), tol (1e-3), reg_covar (1e-6): as scikit-learn's
+        confusion_noise (1e-3): the initialisation's noise
+        seed (0): seeds ``np.random.RandomState`` for that noise, as Domino's
+            ``random_state``
+    """
+
+    def __init__(self, components: int, y_weight: float = Y_WEIGHT,
+                 y_hat_weight: float = Y_HAT_WEIGHT, max_iter: int = MAX_ITER,
+                 tol: float = TOL, reg_covar: float = REG_COVAR,
+                 confusion_noise: float = CONFUSION_NOISE, seed: int = 0):
+        self.components = components
+        self.y_weight, self.y_hat_weight = y_weight, y_hat_weight
+        self.max_iter, self.tol, self.reg_covar = max_iter, tol, reg_covar
+        self.confusion_noise, self.seed = confusion_noise, seed
+        self.n_iter = 0
+
+    def initial_responsibilities(self, y, y_hat) -> np.ndarray:
+        """Domino's "confusion" initialisation: component ``j`` starts on
+        cell ``j`` of the confusion matrix (true class x predicted class,
+        row by row, repeated while components remain), plus uniform noise.
+        With more cells than components (Domino refuses these) the
+        components start on the most populated cells."""
+        n = y.shape[0]
+        cy, ch = y.shape[1], y_hat.shape[1]
+        cells = cy * ch
+        if self.components >= cells:
+            chosen = np.resize(np.arange(cells), self.components)
+        else:
+            mass = _dense(_mul_t(y, y_hat)).ravel()  # (cy * ch,) the soft confusion matrix
+            chosen = np.sort(np.argsort(-mass, kind="stable")[:self.components])
+        a, b = np.divmod(chosen, ch)
+        resp = _column(y, a) * _column(y_hat, b)
+        total = resp.sum(axis=1, keepdims=True)
+        resp = np.divide(resp, total, out=np.zeros_like(resp), where=total > 0)
+        resp += np.random.RandomState(self.seed).rand(n, self.components) * self.confusion_noise
+        return resp / resp.sum(axis=1, keepdims=True)
+
+    def fit(self, z: np.ndarray, y, y_hat, resp: Optional[np.ndarray] = None):
+        """EM from ``resp`` (default: :meth:`initial_responsibilities`)
+        until the mean log-likelihood changes by less than ``tol``."""
+        if resp is None:
+            resp = self.initial_responsibilities(y, y_hat)
+        self._m_step(z, y, y_hat, resp)
+        before = -np.inf
+        for self.n_iter in range(1, self.max_iter + 1):
+            norm, log_resp = self._e_step(z, y, y_hat)
+            self._m_step(z, y, y_hat, np.exp(log_resp))
+            bound = norm.mean()
+            if abs(bound - before) < self.tol:
+                break
+            before = bound
+        return self
+
+    def predict_proba(self, z: np.ndarray, y=None, y_hat=None) -> np.ndarray:
+        """``(n, components)`` each row's responsibilities."""
+        return np.exp(self._e_step(z, y, y_hat)[1])
+
+    def _m_step(self, z, y, y_hat, resp):
+        nk = resp.sum(axis=0) + 10 * np.finfo(resp.dtype).eps
+        self.weights = nk / len(z)
+        self.means = resp.T @ z / nk[:, None]
+        avg_x2 = resp.T @ (z * z) / nk[:, None]
+        avg_x_means = self.means * (resp.T @ z) / nk[:, None]
+        self.covariances = avg_x2 - 2 * avg_x_means + self.means ** 2 + self.reg_covar
+        self.y_probs = _dense(_mul_t(resp, y)) / nk[:, None]
+        self.y_hat_probs = _dense(_mul_t(resp, y_hat)) / nk[:, None]
+
+    def _e_step(self, z, y=None, y_hat=None):
+        """``(log p(row) (n,), log responsibilities (n, m))``."""
+        precision = 1.0 / self.covariances
+        log_det = 0.5 * np.log(precision).sum(axis=1)
+        log_prob = -0.5 * (z.shape[1] * np.log(2 * np.pi) + (
+            (self.means ** 2 * precision).sum(axis=1) - 2 * z @ (self.means * precision).T
+            + (z * z) @ precision.T)) + log_det + np.log(self.weights)
+        eps = np.finfo(np.float64).eps
+        if y is not None and self.y_weight:
+            log_prob += self.y_weight * np.log(_dense(y @ self.y_probs.T) + eps)
+        if y_hat is not None and self.y_hat_weight:
+            log_prob += self.y_hat_weight * np.log(_dense(y_hat @ self.y_hat_probs.T) + eps)
         top = log_prob.max(axis=1, keepdims=True)
         norm = top[:, 0] + np.log(np.exp(log_prob - top).sum(axis=1))
-        resp = np.exp(log_prob - norm[:, None])
-        mean = norm.mean()
-        if abs(mean - before) < _TOL * max(1.0, abs(mean)):
-            break
-        before = mean
-    return resp, iterations
+        return norm, log_prob - norm[:, None]
+
+
+def _dense(a) -> np.ndarray:
+    return np.asarray(a.toarray() if hasattr(a, "toarray") else a)
+
+
+def _mul_t(a, b):
+    """``a.T @ b`` for dense or sparse ``b`` (sparse on the left)."""
+    return (b.T @ a).T if hasattr(b, "toarray") else a.T @ b
+
+
+def _column(a, index: np.ndarray) -> np.ndarray:
+    return _dense(a[:, index]).astype(np.float64)
 
 
 def rank_texts(embeddings, members, text_vectors, top: int = 3,
