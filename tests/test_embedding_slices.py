@@ -15,6 +15,7 @@ from conftest import CUE_CONFLICT_IMAGES, describe_planted_slices, planted_slice
 from imagenetx.analysis import analysis_options, compute_ratios, mistakes_view
 from imagenetx.analysis.embedding_slices import discover_error_slices
 from imagenetx.errors import ImageNetXError
+from imagenetx.present.formatting import format_error_slices
 
 IMAGES = CUE_CONFLICT_IMAGES
 
@@ -38,15 +39,20 @@ def test_slices_found_stored_and_sliced_like_factors(planted):
     out = json.loads(json.dumps(result.to_dict(), allow_nan=False))
     top = out["slices"][0]
     ids = np.array(ds.values("id"))
-    planted_ids = set(ids[truth])
-    hit = len(planted_ids & set(top["sample_ids"]))
+    # measured on the held-out half: the split seeded and recorded
+    assert out["held_out"] and out["split"] == {"seed": 0, "fit_share": 0.5, "fit": 300,
+                                                "held_out": 300}
+    planted_ids = set(ids[truth & ~result.found.fitted])
+    hit = len(planted_ids & set(top["held_out_ids"]))
     assert hit / top["size"] >= 0.8 and hit / len(planted_ids) >= 0.8
-    assert top["size"] == len(top["sample_ids"]) and set(top["typical_ids"]) <= set(
-        top["sample_ids"])
+    assert top["size"] == len(top["held_out_ids"]) and set(top["held_out_ids"]) <= set(
+        top["sample_ids"]) and top["members"] == len(top["sample_ids"])
+    assert set(top["typical_ids"]) <= set(top["held_out_ids"])
+    assert "held-out samples" in format_error_slices(out)
     # stored: the field, one saved view per slice whose count is the slice's size
     for s in out["slices"]:
-        assert ds.load_saved_view(s["saved_view"]).count() == s["size"]
-        assert ds.count_values("emb_slices")[s["name"]] == s["size"]
+        assert ds.load_saved_view(s["saved_view"]).count() == s["members"]
+        assert ds.count_values("emb_slices")[s["name"]] == s["members"]
     # the engine and the panel's options treat it as a slicing, in place of
     # factors on a dataset without them
     options = analysis_options(ds)
@@ -54,17 +60,20 @@ def test_slices_found_stored_and_sliced_like_factors(planted):
     assert options["slicings"]["emb_slices"] == [s["name"] for s in out["slices"]]
     ratios = compute_ratios(ds, "pred", slicing="emb_slices", intervals=False).to_dict()
     row = ratios["models"]["pred"]
-    assert row["slices"]["slice 1"]["accuracy"] == pytest.approx(top["accuracy"])
-    assert row["slices"]["slice 1"]["n"] == top["size"]
+    members = ds.select(top["sample_ids"])
+    right = sum(p.label == g.label for p, g in zip(*members.values(["pred", "ground_truth"])))
+    assert row["slices"]["slice 1"]["n"] == top["members"]
+    assert row["slices"]["slice 1"]["accuracy"] == pytest.approx(right / top["members"])
     assert mistakes_view(ds, "pred", "slice 1", slicing="emb_slices").count() == \
-        top["size"] - top["correct"]
+        top["members"] - right
     # a second run under the same key needs overwrite, and then replaces it
     with pytest.raises(ImageNetXError, match="`overwrite=True`"):
         discover_error_slices(ds, "pred", "emb", k=1, key="emb_slices")
     again = discover_error_slices(ds, "pred", "emb", k=1, key="emb_slices", overwrite=True)
     assert len(again.found.slices) == 1
     assert not ds.has_saved_view("emb_slices-2")
-    assert ds.match(fo.ViewField("emb_slices") != None).count() == again.found.slices[0].size  # noqa: E711
+    assert ds.match(fo.ViewField("emb_slices") != None).count() == \
+        len(again.found.slices[0].members)  # noqa: E711
 
 
 @pytest.mark.parametrize("spoil, words", [
@@ -221,7 +230,7 @@ def test_app_operator_stores_the_slices(planted):
     assert result.error is None, result.error
     assert "stored as slicing 'op_slices'" in result.result["summary"]
     direct = discover_error_slices(ds, "pred", "emb", k=2)
-    assert ds.load_saved_view("op_slices-1").count() == direct.found.slices[0].size
+    assert ds.load_saved_view("op_slices-1").count() == len(direct.found.slices[0].members)
 
 
 def test_embed_random_weights_reaches_the_model_request():

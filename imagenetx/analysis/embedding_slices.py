@@ -25,6 +25,7 @@ from imagenetx.errors import ImageNetXError
 from imagenetx.classes.imagenet import class_table
 from imagenetx.metrics.error_slices import (
     COMPONENTS,
+    FIT_SHARE,
     ErrorSlices,
     check_embeddings,
     find_error_slices,
@@ -79,13 +80,15 @@ class EmbeddingSliceResults:
     descriptions: Optional[List[list]] = None
 
     def to_dict(self) -> dict:
-        """JSON-ready: the slices best first, each with its statistics,
-        typical samples and ``sample_ids``."""
+        """JSON-ready: the slices best first, each with its statistics (of
+        its held-out members), typical samples, ``sample_ids`` (every
+        member) and ``held_out_ids``."""
         slices = []
         for k, (s, ids) in enumerate(zip(self.found.slices, self.sample_ids)):
             entry = {**s.to_dict(), "name": slice_value(s.rank),
                      "typical_ids": [ids[i] for i in _positions(s.members, s.typical)],
-                     "sample_ids": ids}
+                     "sample_ids": ids,
+                     "held_out_ids": [ids[i] for i in _positions(s.members, s.held_out)]}
             if self.key:
                 entry["saved_view"] = saved_view_name(self.key, s.rank)
             if self.descriptions is not None:
@@ -99,6 +102,8 @@ class EmbeddingSliceResults:
                 "embeddings": self.embeddings, "correct": self.correct, "key": self.key,
                 "n": self.found.n, "accuracy": to_json(self.found.accuracy),
                 "components": self.found.components, "dimensions": self.found.dimensions,
+                "y_weight": self.found.y_weight, "y_hat_weight": self.found.y_hat_weight,
+                "split": self.found.split, "held_out": self.found.held_out,
                 "overlap_slicing": self.overlap and self.overlap["slicing"],
                 "slices": slices}
 
@@ -110,7 +115,8 @@ def saved_view_name(key: str, rank: int) -> str:
 
 def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
                           key: Optional[str] = None, overwrite: bool = False,
-                          components: int = COMPONENTS, seed: int = 0,
+                          components: int = COMPONENTS, fit_share: Optional[float] = FIT_SHARE,
+                          seed: int = 0,
                           describe_with: Optional[str] = None, texts: Sequence[str] = (),
                           pretrained: bool = True, settings: Settings = None,
                           **kwargs) -> EmbeddingSliceResults:
@@ -126,8 +132,11 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
         key (None): store the slices under this name (a sample field, saved
             views, the run's record); None: store nothing
         overwrite (False): replace a stored slicing of the same ``key``
-        components (64), seed (0): as in
-            :func:`~imagenetx.metrics.error_slices.find_error_slices`
+        components (25), fit_share (0.5), seed (0): as in
+            :func:`~imagenetx.metrics.error_slices.find_error_slices`: the
+            mixture is fitted on ``fit_share`` of the samples (drawn with
+            ``seed``) and each slice's numbers come from the others; every
+            sample is given its slice. ``fit_share=None``: fit on all
         describe_with (None): the image-text model that made the embeddings
             (``open_clip:ARCH/PRETRAINED``): each slice gets its nearest
             texts of :func:`description_vocabulary` (plus ``texts``); None:
@@ -173,7 +182,10 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
         np.zeros((0, 0), np.float32)
     correct = p.correct[pred_field][keep]
     check_embeddings(x, correct, k, name=f"embeddings='{embeddings}'")
-    found = find_error_slices(x, correct, k=k, components=components, seed=seed)
+    predicted = p.label_space.predicted(pred_field, p.columns)[keep]
+    found = find_error_slices(x, correct, k=k, targets=p.classes[keep], predicted=predicted,
+                              confidence=p.confidence[pred_field][keep],
+                              components=components, fit_share=fit_share, seed=seed)
     ids = [i for i, kept in zip(p.ids, keep) if kept]
     sample_ids = [[ids[i] for i in s.members] for s in found.slices]
     overlap = None
@@ -264,7 +276,7 @@ def _store(dataset, key: str, result: EmbeddingSliceResults) -> None:
     slicings = dict(info.get(ERROR_SLICINGS) or {})
     slicings[key] = {"pred_field": result.pred_field, "embeddings": result.embeddings,
                      "correct": result.correct, "k": len(result.found.slices),
-                     "components": result.found.components,
+                     "components": result.found.components, "split": result.found.split,
                      "values": [slice_value(s.rank) for s in result.found.slices],
                      "sizes": [s.size for s in result.found.slices],
                      "about": _about(result)}

@@ -158,12 +158,11 @@ def _check_pred_fields(samples, pred_fields) -> list:
                 f"Dataset '{name}' has no prediction field '{f}': run "
                 "`imagenetx predict`, import predictions with `imagenetx "
                 "import-predictions`, or pass an existing field")
-        if not samples.has_field(f"{f}.class_index"):
+        if not samples.has_field(f"{f}.class_index") and not samples.has_field(f"{f}.label"):
             raise ImageNetXError(
-                f"Field '{f}' of dataset '{name}' has no class_index: it must "
-                "be a fo.Classification written by `imagenetx predict` or "
-                "`imagenetx import-predictions` (or with a class_index "
-                "attribute, 0-999)")
+                f"Field '{f}' of dataset '{name}' has no class_index or label: it must "
+                "be a fo.Classification (written by `imagenetx predict`, `imagenetx "
+                "import-predictions`, FiftyOne's apply_model, or with a label)")
     return pred_fields
 
 
@@ -221,9 +220,17 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
              *extra_paths]
     if group is not None:
         paths.append(group.path)
+    by_label = [f for f in pred_fields if not samples.has_field(f"{f}.class_index")]
     for f in pred_fields:
         paths += [*space.model_paths(f), f"{f}.confidence"]
+    paths += [f"{f}.label" for f in by_label] + ([f"{s.gt_field}.label"] if by_label else [])
     columns = read_columns(view, paths, ids=ids)
+    if by_label:
+        columns = dict(columns)  # the cache's lists stay as read
+        for f in by_label:
+            columns[f"{f}.class_index"] = _indices_by_label(
+                name, f, columns[f"{f}.label"], columns[f"{s.gt_field}.label"],
+                columns[gt_path])
     n = len(columns[gt_path])
     if not n:
         raise ImageNetXError(
@@ -271,6 +278,27 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
         out.confidence[f] = derived("float_column", [confidence],
                                     lambda: float_column(confidence))
     return out
+
+
+def _indices_by_label(name: str, field: str, labels: list, gt_labels: list,
+                      gt_indices: list) -> list:
+    """A labels-only prediction field's class indices: each label's index
+    in the ground truth (the ``class_index`` its samples' ground truth
+    gives that label).
+
+    Raises:
+        ImageNetXError: for labels the ground truth never gives
+    """
+    index = {g: int(i) for g, i in zip(gt_labels, gt_indices)
+             if g is not None and i is not None}
+    outside = sorted({str(v) for v in labels if v is not None and v not in index})
+    if outside:
+        raise ImageNetXError(
+            f"Field '{field}' of dataset '{name}' predicts {len(outside):,} label(s) the "
+            f"ground truth never gives ({', '.join(repr(v) for v in outside[:3])}"
+            f"{', ...' if len(outside) > 3 else ''}): map them to the ground truth's labels "
+            "(`view.map_labels`) or narrow the view")
+    return [None if v is None else index[v] for v in labels]
 
 
 def _score(space: LabelSpace, field: str, columns: Dict[str, list],

@@ -62,6 +62,9 @@ def register(group: CommandGroup) -> None:
                                  "(a field, saved views; a slicing for ratios and the panel)")
     p.add_argument("--overwrite", action="store_true",
                    help="with --key: replace the slices stored under it")
+    p.add_argument("--fit-all", action="store_true",
+                   help="with --embeddings: fit on every sample and measure on the same "
+                        "(default: fit on half, measure each slice on the other half)")
     p.add_argument("--describe-with", metavar="SPEC",
                    help="with --embeddings: the open_clip:ARCH/PRETRAINED model that made "
                         "them, to describe each slice by its nearest texts")
@@ -138,7 +141,7 @@ def run_discover_embeddings(args) -> int:
     result = discover_error_slices(
         args.dataset, args.pred_field, args.embeddings, k=args.top, key=args.key,
         overwrite=args.overwrite, describe_with=args.describe_with, texts=args.texts,
-        **settings(args)).to_dict()
+        **({"fit_share": None} if args.fit_all else {}), **settings(args)).to_dict()
     return print_result(args, result, format_error_slices)
 
 

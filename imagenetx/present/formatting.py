@@ -230,20 +230,33 @@ def format_error_slices(result: dict) -> str:
              f"embeddings '{result['embeddings']}' ({result['components']} mixture components "
              f"over {result['dimensions']} dimensions), correct = {result['correct']}",
              f"{result['n']:,} samples, accuracy {_num(result['accuracy'], '.4f')}"
-             + (f"; stored as slicing '{result['key']}'" if result["key"] else ""), ""]
+             + (f"; stored as slicing '{result['key']}'" if result["key"] else ""),
+             _split_line(result), ""]
     if not result["slices"]:
         lines.append("No slice errs above average")
         return "\n".join(lines)
     lines.append(f"{'#':>3}  {'slice':<10}{'samples':>9}{'accuracy':>10}{'ratio':>8}  "
-                 f"{'interval':<15}")
+                 f"{'interval':<17}{'members':>8}")
     for s in result["slices"]:
         low, high = s["interval"]
         lines.append(f"{s['rank']:>3}  {s['name']:<10}{s['size']:>9,}"
                      f"{_num(s['accuracy'], '.3f'):>10}{_num(s['error_ratio'], '.2f'):>8}  "
-                     f"[{_num(low, '.3f')}, {_num(high, '.3f')}]")
+                     f"{'[' + _num(low, '.3f') + ', ' + _num(high, '.3f') + ']':<17}"
+                     f"{s.get('members', s['size']):>8,}")
         for d in s.get("descriptions") or ():
             lines.append(f"{'':5}'{d['text']}' (similarity {d['similarity']:.3f})")
     return "\n".join(lines)
+
+
+def _split_line(result: dict) -> str:
+    """Where an error slicing's numbers come from."""
+    split = result.get("split") or {}
+    if not result.get("held_out"):
+        return ("Fitted on all samples: each slice's numbers are measured on the samples "
+                "that chose it (optimistic)")
+    return (f"Fitted on {split['fit']:,} samples (share {split['fit_share']}, seed "
+            f"{split['seed']}); samples, accuracy and interval are of the {split['held_out']:,} "
+            "held-out samples; members counts every sample")
 
 
 def discovery_rows(result: dict) -> list:
