@@ -347,3 +347,34 @@ def _predict_wrong_where(ds, field, wrong, classes):
         label=g.label, class_index=(g.class_index + 1) % classes if w else g.class_index)
         for w, g in zip(wrong, gt)])
     ds.add_dynamic_sample_fields()
+
+
+def test_a_labels_only_prediction_field_slices_and_charts(planted, caplog):
+    """A fo.Classification without class_index (as FiftyOne's apply_model or
+    a user's set_values writes it) is scored by label against the ground
+    truth's label: it slices like ``pred`` and charts; a label the ground
+    truth never gives counts as wrong, said in one logged line."""
+    import logging
+
+    from imagenetx.present.charts import ERROR_RATIOS
+
+    ds, truth = planted
+    labels = [p.label for p in ds.values("pred")]
+    ds.set_values("labels_only", [fo.Classification(label=v, confidence=0.9) for v in labels])
+    assert not ds.has_field("labels_only.class_index")
+    by_label = discover_error_slices(ds, "labels_only", "emb", k=2, key="label_slices")
+    by_index = discover_error_slices(ds, "pred", "emb", k=2)
+    assert [s.members.tolist() for s in by_label.found.slices] == \
+        [s.members.tolist() for s in by_index.found.slices]
+    assert by_label.found.accuracy == by_index.found.accuracy
+    _, _, summary, title = ERROR_RATIOS.draw(ds, ["labels_only"], {"slicing": "label_slices"})
+    assert title == "error slice" and "slice 1" in summary
+    ds.set_values("outside", [fo.Classification(label="a shark" if t else "tench")
+                              for t in truth])
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="imagenetx.analysis.engine"):
+        outside = discover_error_slices(ds, "outside", "emb", k=2)
+    said = [r.getMessage() for r in caplog.records if "never gives" in r.getMessage()]
+    assert said == ["Field 'outside' of dataset 'error-slices-test' predicts 1 label(s) "
+                    "the ground truth never gives ('a shark'): counted as wrong"]
+    assert outside.found.accuracy == pytest.approx(1 - truth[~outside.found.fitted].mean())

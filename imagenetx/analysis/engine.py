@@ -9,6 +9,7 @@ images and the correctness are the same everywhere: a mistake view's count
 is always ``n - correct`` of its slice.
 """
 
+import logging
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -26,6 +27,8 @@ from imagenetx.metrics.slicing import Slicing
 from imagenetx.metrics.summary import ErrorRatios, Scored
 from imagenetx.store.datasets import get_dataset
 from imagenetx.metrics.slices import cooccurrence, prevalence
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -283,21 +286,28 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
 def _indices_by_label(name: str, field: str, labels: list, gt_labels: list,
                       gt_indices: list) -> list:
     """A labels-only prediction field's class indices: each label's index
-    in the ground truth (the ``class_index`` its samples' ground truth
-    gives that label).
+    in the ground truth (the ``class_index`` its samples' ground truth gives
+    that label). A label the ground truth never gives is wrong wherever it
+    is predicted, and said in one logged line: it takes its ImageNet index
+    when it names an ImageNet class, else an index the ground truth never
+    uses."""
+    from imagenetx.classes.imagenet import class_table
 
-    Raises:
-        ImageNetXError: for labels the ground truth never gives
-    """
     index = {g: int(i) for g, i in zip(gt_labels, gt_indices)
              if g is not None and i is not None}
     outside = sorted({str(v) for v in labels if v is not None and v not in index})
     if outside:
-        raise ImageNetXError(
-            f"Field '{field}' of dataset '{name}' predicts {len(outside):,} label(s) the "
-            f"ground truth never gives ({', '.join(repr(v) for v in outside[:3])}"
-            f"{', ...' if len(outside) > 3 else ''}): map them to the ground truth's labels "
-            "(`view.map_labels`) or narrow the view")
+        logger.warning(
+            "Field '%s' of dataset '%s' predicts %d label(s) the ground truth never gives "
+            "(%s%s): counted as wrong", field, name, len(outside),
+            ", ".join(repr(v) for v in outside[:3]), ", ..." if len(outside) > 3 else "")
+        names = class_table().names
+        used = set(index.values())
+        free = (i for i in range(10 ** 9) if i not in used)
+        for v in outside:
+            imagenet = names.index(v) if v in names else -1
+            index[v] = imagenet if imagenet >= 0 and imagenet not in used else next(free)
+            used.add(index[v])
     return [None if v is None else index[v] for v in labels]
 
 
