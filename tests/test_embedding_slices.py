@@ -272,22 +272,27 @@ def test_a_planted_texture_class_is_the_top_slice_on_real_embeddings(cue_conflic
     """The issue's planted failure: a prediction wrong on every image of one
     texture class and on a random 10 % elsewhere; for each of the 16 classes
     in turn the top slice holds the planted images with precision and recall
-    of at least 0.8. (In lite0's space a class is three clusters, one per
-    texture photo; Domino's slicer, components not joined, reaches both for 3
-    of the 16: ``perf/error_slices.py --cue-conflict``.)"""
+    of at least 0.8 on the held-out half (Domino's mixture, true and
+    predicted classes as the categorical terms). (In lite0's space a class is
+    three clusters, one per texture photo; the issue-45 slicer without the
+    join reached both for 3 of the 16; ``perf/slices.py`` measures the
+    kinds.)"""
     from imagenetx.metrics.error_slices import find_error_slices
 
     ds = cue_conflict_embedded
     x = np.stack(ds.values("emb"))
     texture = np.array(ds.values("texture"))
     rng = np.random.default_rng(0)
+    classes = np.unique(texture, return_inverse=True)[1]
     recovered = {}
     for value in sorted(set(texture)):
         planted = texture == value
         wrong = planted | (rng.random(len(x)) < 0.10)
-        top = find_error_slices(x, ~wrong, k=1).slices[0].members
+        predicted = np.where(wrong, (classes + 1) % 16, classes)
+        found = find_error_slices(x, ~wrong, k=1, targets=classes, predicted=predicted)
+        top, held = found.slices[0].held_out, planted & ~found.fitted
         hit = planted[top].sum()
-        recovered[value] = (hit / len(top), hit / planted.sum())
+        recovered[value] = (hit / len(top), hit / held.sum())
     assert len(recovered) == 16
     missed = {v: pr for v, pr in recovered.items() if min(pr) < 0.8}
     assert not missed, missed
@@ -299,10 +304,11 @@ def test_a_planted_texture_class_is_the_top_slice_on_real_embeddings(cue_conflic
     result = discover_error_slices(ds, "planted", "emb", k=3, key="planted_slices")
     top = result.to_dict()["slices"][0]
     ids = np.array(ds.values("id"))
-    hit = len(set(ids[planted]) & set(top["sample_ids"]))
-    assert hit / top["size"] >= 0.8 and hit / planted.sum() >= 0.8
+    held = set(ids[planted & ~result.found.fitted])
+    hit = len(held & set(top["held_out_ids"]))
+    assert hit / top["size"] >= 0.8 and hit / len(held) >= 0.8
     view = mistakes_view(ds, "planted", top["name"], slicing="planted_slices")
-    assert view.count() == top["size"] - top["correct"]
+    assert view.count() == wrong[np.isin(ids, top["sample_ids"])].sum()
 
 
 def test_on_an_imagenet_x_dataset_each_slice_says_which_factors_it_overlaps(demo_build):

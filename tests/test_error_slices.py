@@ -105,8 +105,9 @@ def test_planted_failure_is_the_top_slice_on_held_out_samples():
     np.testing.assert_allclose(found.probabilities.sum(axis=1), 1)
     assert (found.assignment == found.probabilities.argmax(axis=1)).all()
     # best first, no row in two slices
-    rates = [1 - s.fit_accuracy for s in found.slices]
-    assert rates == sorted(rates, reverse=True)
+    bounds = [1 - wilson_interval(round(s.fit_accuracy * s.fit_size), s.fit_size)[1]
+              for s in found.slices]
+    assert bounds == sorted(bounds, reverse=True)
     rows = np.concatenate([s.members for s in found.slices])
     assert len(rows) == len(set(rows.tolist()))
     assert found.slices[0].to_dict()["size"] == top.size

@@ -20,6 +20,7 @@ from imagenetx.analysis.results import SliceResults
 from imagenetx.analysis.settings import Settings
 from imagenetx.benchmarks import get_benchmark
 from imagenetx.benchmarks.base import Benchmark, field_slicing
+from imagenetx.classes.imagenet import class_table
 from imagenetx.classes.spaces import LabelSpace, int_column
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.slices import SliceTable, slice_table
@@ -291,8 +292,6 @@ def _indices_by_label(name: str, field: str, labels: list, gt_labels: list,
     is predicted, and said in one logged line: it takes its ImageNet index
     when it names an ImageNet class, else an index the ground truth never
     uses."""
-    from imagenetx.classes.imagenet import class_table
-
     index = {g: int(i) for g, i in zip(gt_labels, gt_indices)
              if g is not None and i is not None}
     outside = sorted({str(v) for v in labels if v is not None and v not in index})
