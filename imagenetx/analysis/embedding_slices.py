@@ -116,7 +116,7 @@ def saved_view_name(key: str, rank: int) -> str:
 def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
                           key: Optional[str] = None, overwrite: bool = False,
                           components: int = COMPONENTS, fit_share: Optional[float] = FIT_SHARE,
-                          seed: int = 0,
+                          class_terms: bool = True, seed: int = 0,
                           describe_with: Optional[str] = None, texts: Sequence[str] = (),
                           pretrained: bool = True, settings: Settings = None,
                           **kwargs) -> EmbeddingSliceResults:
@@ -137,6 +137,11 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
             mixture is fitted on ``fit_share`` of the samples (drawn with
             ``seed``) and each slice's numbers come from the others; every
             sample is given its slice. ``fit_share=None``: fit on all
+        class_terms (True): Domino's categorical terms of the true and the
+            predicted class (a slice tends to be one confusion cell); False:
+            a term of the correctness only, for a failure that spans many
+            classes (one texture across 16 shapes: Domino's terms split it
+            by class, ``perf/slices.py``)
         describe_with (None): the image-text model that made the embeddings
             (``open_clip:ARCH/PRETRAINED``): each slice gets its nearest
             texts of :func:`description_vocabulary` (plus ``texts``); None:
@@ -182,10 +187,13 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
         np.zeros((0, 0), np.float32)
     correct = p.correct[pred_field][keep]
     check_embeddings(x, correct, k, name=f"embeddings='{embeddings}'")
-    predicted = p.label_space.predicted(pred_field, p.columns)[keep]
-    found = find_error_slices(x, correct, k=k, targets=p.classes[keep], predicted=predicted,
-                              confidence=p.confidence[pred_field][keep],
-                              components=components, fit_share=fit_share, seed=seed)
+    terms = {}
+    if class_terms:
+        terms = dict(targets=p.classes[keep],
+                     predicted=p.label_space.predicted(pred_field, p.columns)[keep],
+                     confidence=p.confidence[pred_field][keep])
+    found = find_error_slices(x, correct, k=k, components=components, fit_share=fit_share,
+                              seed=seed, **terms)
     ids = [i for i, kept in zip(p.ids, keep) if kept]
     sample_ids = [[ids[i] for i in s.members] for s in found.slices]
     overlap = None
