@@ -252,6 +252,7 @@ def lite0(loaded):
     return path
 
 
+@pytest.mark.heavy  # a real model run on the CPU
 def test_a_model_run_sees_objectnet_without_its_frame(loaded, lite0):
     from imagenetx.models.sources import ModelRequest, load_model
 
