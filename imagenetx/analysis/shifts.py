@@ -80,7 +80,7 @@ def read_shift(samples, pred_field: str, key: str, gt_field: str = "ground_truth
                                     else key][0]]
     samples = get_dataset(samples)
     name = samples._dataset.name
-    benchmark = (samples._dataset.info or {}).get("benchmark")
+    benchmark = ((samples._dataset.info or {}).get("imagenetx") or {}).get("benchmark")
     if benchmark != layout.benchmark:
         raise ImageNetXError(
             f"Dataset '{name}' is not an {layout.title} dataset (its benchmark: "
