@@ -22,6 +22,7 @@ from imagenetx.analysis.engine import prepare
 from imagenetx.analysis.populations import val_images
 from imagenetx.analysis.shifts import read_shift
 from imagenetx.benchmarks.ood.layouts import SEVERITIES
+from imagenetx.benchmarks.ood.tuning import check_tunable
 from imagenetx.classes.spaces import ClassSubset
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.calibration import (
@@ -127,6 +128,7 @@ def calibration_readout(dataset, pred_field: str, shifts: Mapping[str, str] = No
         :func:`calibration_row`
     """
     val = get_dataset(dataset)
+    check_tunable(val)  # the temperature is fitted on it (ObjectNet's licence forbids)
     gt_path = f"{gt_field}.class_index"
     logits_path = f"{pred_field}.logits"
     if not val.has_field(pred_field):

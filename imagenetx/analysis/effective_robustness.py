@@ -182,9 +182,10 @@ def _check_field(samples, pred_field: str, what: str) -> None:
 def clean_top1(val, pred_field: str, subset: Optional[str] = None,
                gt_field: str = "ground_truth") -> Tuple[float, int]:
     """``(top-1 percent, images)`` of a field on the ImageNet val images of
-    ``val``: all of them, or (``subset`` ``"a"``/``"r"``) those of ImageNet-A's
-    or -R's 200 classes with the output restricted to those classes (the
-    testbed's ``val-on-imagenet-{a,r}-classes``; needs stored logits)."""
+    ``val``: all of them, or (``subset`` ``"a"``/``"r"``/``"objectnet"``) those
+    of ImageNet-A's or -R's 200 classes, or ObjectNet's 125, with the output
+    restricted to those classes (the testbed's ``val-on-imagenet-{a,r}-classes``
+    and ``val-on-objectnet-classes``; needs stored logits)."""
     images = val_images(val)
     if subset is None:
         t = whole_set_top1(images, [pred_field], gt_field)[pred_field]
@@ -202,8 +203,8 @@ def clean_top1(val, pred_field: str, subset: Optional[str] = None,
     if not has_logits:
         raise ImageNetXError(
             f"Field '{pred_field}' on '{val._dataset.name}' has no stored logits, and "
-            f"{LAYOUTS[subset].title}'s clean top-1 restricts the output to its 200 "
-            "classes: predict again with `logits=True`")
+            f"{LAYOUTS[subset].title}'s clean top-1 restricts the output to its "
+            f"{len(classes)} ImageNet classes: predict again with `logits=True`")
     correct, counted = space.score(pred_field, columns)
     keep = counted & np.isin(truth, classes)
     if not keep.any():

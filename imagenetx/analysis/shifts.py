@@ -5,7 +5,8 @@
 for every ImageNetV2 variant a dataset holds) and the dataset loaded with
 that shift's release (``imagenetx load``). :func:`read_shift` checks the
 two belong together and scores the field as the shift's benchmark scores it
-(ImageNet-A/-R: the argmax over their 200 classes).
+(ImageNet-A/-R: the argmax over their 200 classes; ObjectNet: over the 125
+ImageNet classes of its 113, right if any of the image's class's).
 """
 
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ SHIFT_DATASETS: Dict[str, Tuple[str, Optional[str]]] = {
     "imagenet-a": ("a", "a"),
     "imagenet-r": ("r", "r"),
     "imagenet-c": ("c", None),
+    "objectnet": ("objectnet", "objectnet"),
 }
 
 #: ``imagenet-v2=DATASET``: every variant the dataset holds
