@@ -223,3 +223,61 @@ def _shift_confidence(q, pred_field: str, logits_path: str, temperature: Optiona
     if temperature is None or logits is None:
         return before, None
     return before, scaled_confidence(logits, temperature)[1]
+
+
+def reliability_readout(samples, pred_fields, settings=None, n_bins: int = ECE_BINS,
+                        **kwargs) -> dict:
+    """Each field's reliability diagram over the counted images of a view
+    (equal-width bins), its calibration row and its ECE per slice: the
+    panel's calibration chart.
+
+    Args:
+        samples: a dataset, view, or dataset name
+        pred_fields: one prediction field or a list of them
+        settings (None): as in :func:`imagenetx.analysis.compute_ratios`,
+            with keyword overrides
+        n_bins (15): equal-width confidence bins
+
+    Returns:
+        ``{"dataset", "slice_title", "n_bins", "models": {field: row of
+        :func:`calibration_row` with ``reliability`` and ``slices``:
+        {slice: ECE or None}}}``
+    """
+    kwargs["intervals"] = False
+    p = prepare(samples, pred_fields, settings, **kwargs)
+    models = {}
+    for field in p.correct:
+        keep = p.counted[field]
+        correct, conf = p.correct[field][keep], p.confidence[field][keep]
+        row = calibration_row(correct, conf, n_bins=n_bins, reliability=True)
+        members = p.membership[keep]
+        row["slices"] = {str(v): (None if not members[:, j].any() else
+                                  expected_calibration_error(correct[members[:, j]],
+                                                             conf[members[:, j]], n_bins))
+                         for j, v in enumerate(p.slicing.values)}
+        models[field] = row
+    return to_json({"dataset": p.dataset_name, "slice_title": p.slicing.label,
+                    "n_bins": n_bins, "models": models})
+
+
+def confidence_bin(value: str):
+    """``(low, high)`` of a bin named ``"low:high"`` (a reliability point's
+    id in the panel's chart)."""
+    try:
+        low, high = (float(v) for v in str(value).split(":"))
+    except ValueError:
+        raise ImageNetXError(f"Confidence bin '{value}' is not LOW:HIGH, e.g. 0.8:0.9") from None
+    return low, high
+
+
+def confidence_mistakes_view(samples, pred_field: str, low: float, high: float,
+                             settings=None, **kwargs):
+    """The samples ``pred_field`` gets wrong with a confidence in
+    ``(low, high]`` (0 included in the first bin, as
+    :func:`~imagenetx.metrics.calibration.reliability_bins` counts it)."""
+    kwargs["intervals"] = False
+    p = prepare(samples, [pred_field], settings, ids=True, **kwargs)
+    conf = p.confidence[pred_field]
+    inside = (conf > low) | ((low <= 0) & (conf >= 0))
+    wrong = p.counted[pred_field] & ~p.correct[pred_field] & inside & (conf <= high)
+    return p.view.select([i for i, w in zip(p.ids, wrong) if w])

@@ -249,7 +249,10 @@ def reliability_chart(rows: dict, title: str = "Reliability") -> tuple:
             if not rel:
                 continue
             keep = [i for i, c in enumerate(rel["count"]) if c]
+            lows = [0.0, *rel["upper"][:-1]]
             traces.append({"type": "scatter", "mode": "lines+markers", "name": name + which,
+                           # each point's bin, "low:high": what a click in the panel shows
+                           "ids": [f"{lows[i]!r}:{rel['upper'][i]!r}" for i in keep],
                            "x": [rel["confidence"][i] for i in keep],
                            "y": [rel["accuracy"][i] for i in keep],
                            "customdata": [rel["count"][i] for i in keep],
