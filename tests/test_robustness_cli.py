@@ -377,3 +377,42 @@ def test_report_sections(small, tmp_path):
     rows = (tmp_path / "r_effective_robustness.csv").read_text().splitlines()
     assert rows[1].startswith("model,imagenet-v2-matched-frequency,")
     assert "clean (val)" in (tmp_path / "r_calibration.csv").read_text()
+
+
+# -- the panel's chart -------------------------------------------------------------
+
+
+def test_the_panels_chart_places_the_field_on_its_shifts_line(small, capsys):
+    """On an ImageNetV2 dataset the panel offers the effective-robustness
+    chart; it places the field by its top-1 there against its clean top-1 on
+    the val dataset holding the same field, as `imagenetx robustness` does;
+    a field no val dataset holds is said, not drawn; a click shows the
+    field's mistakes there."""
+    from imagenetx.analysis.effective_robustness import BENCHMARK_SHIFTS
+    from imagenetx.benchmarks import get_benchmark
+    from imagenetx.present.charts import BENCHMARK_CHARTS, CHARTS, charts_for
+
+    assert {n for n, c in BENCHMARK_CHARTS.items() if "effective robustness" in c} == set(
+        BENCHMARK_SHIFTS)
+    ds, truth, logits, v2_truth, v2_logits = small
+    v2 = fo.load_dataset(V2 + "-small")
+    v2.set_values("unplaced", v2.values("model"))
+    assert "effective robustness" in [c.name for c in charts_for(v2, get_benchmark(v2))]
+    chart = CHARTS.get("effective robustness")
+    traces, layout, summary, _ = chart.draw(v2.view(), ["model", "unplaced"], {})
+    cli = _run(capsys, "--dataset", SMALL, "--pred-field", "model", "--shift",
+               f"imagenet-v2={V2}-small")["shifts"]["imagenet-v2-matched-frequency"]
+    star = next((t for t in traces if t["name"] == "model"), None)
+    assert star is not None, summary
+    top1 = 100.0 * np.mean(v2_logits.argmax(axis=1) == v2_truth)
+    assert star["customdata"][0][3] == pytest.approx(top1)
+    clean = star["customdata"][0][2] / 100
+    assert star["x"][0] == pytest.approx(np.log(clean / (1 - clean)))  # the chart's logit axis
+    assert star["customdata"][0][1:3] == pytest.approx([cli["effective_robustness"],
+                                                        cli["clean_top1"]])
+    assert f"top-1 {top1:.2f} % on 400 images here" in summary
+    assert f"**{cli['effective_robustness']:+.2f} points**" in summary
+    assert "**unplaced**: not placed: no ImageNet val dataset holds 'unplaced'" in summary
+    assert not [t for t in traces if t["name"] == "unplaced"]
+    drill = chart.click(v2.view(), "model", star["x"][0], {})
+    assert drill.count == int(np.sum(v2_logits.argmax(axis=1) != v2_truth))

@@ -27,6 +27,7 @@ from imagenetx.analysis.columns import read_columns
 from imagenetx.analysis.engine import compute_ratios
 from imagenetx.analysis.populations import val_images, whole_set_top1
 from imagenetx.analysis.shifts import SHIFT_DATASETS, parse_shifts, read_shift
+from imagenetx.benchmarks import get_benchmark
 from imagenetx.benchmarks.imagenet_x.factors import FACTORS
 from imagenetx.benchmarks.imagenet_x.reference import read_reference
 from imagenetx.benchmarks.ood.layouts import CORRUPTIONS, LAYOUTS, SEVERITIES
@@ -445,3 +446,71 @@ def robustness(dataset=None, pred_field: Optional[str] = None,
                 users=None if ratio is None else {pred_field: (ratio, r.effective_robustness)})
             for name, r in result.shifts.items()}
     return replace(result, **extra) if extra else result
+
+
+# -- the panel's chart: this shift's cloud with the fields placed on it -------
+
+#: the shift benchmarks' keys for :func:`field_robustness`, by benchmark name
+BENCHMARK_SHIFTS: Dict[str, str] = {
+    LAYOUTS[kind].benchmark: ("imagenet-v2" if kind == "v2" else key)
+    for key, (kind, _) in SHIFT_DATASETS.items()}
+#: the ImageNetV2 variant the chart draws when a dataset holds several
+V2_DRAWN = "imagenet-v2-matched-frequency"
+
+
+def _benchmark_of(dataset) -> Optional[str]:
+    return ((dataset.info or {}).get("imagenetx") or {}).get("benchmark")
+
+
+def clean_dataset_of(pred_field: str, names: Optional[Sequence[str]] = None) -> Optional[str]:
+    """The ImageNet val dataset (ImageNet-X's benchmark) that holds
+    ``pred_field``, the largest if several do; None if none does."""
+    import fiftyone as fo  # lazy: the analysis reads without FiftyOne's listing
+
+    found = []
+    for name in names if names is not None else fo.list_datasets():
+        dataset = fo.load_dataset(name)
+        if dataset.has_field(pred_field) and get_benchmark(dataset).name == "imagenet_x":
+            found.append((len(dataset), name))
+    return max(found)[1] if found else None
+
+
+def shift_chart_data(samples, pred_fields: Sequence[str],
+                     clean_dataset: Optional[str] = None) -> dict:
+    """A shift dataset's testbed cloud and each field placed on it: its
+    top-1 on this dataset (all of it) against its class-matched clean top-1
+    on the ImageNet val dataset that holds the same field
+    (:func:`clean_dataset_of`, or ``clean_dataset``).
+
+    Returns:
+        ``{"dataset", "shift", "cloud": shift_cloud, "results": [field's
+        robustness dict], "missing": {field: why it is not placed}}``
+
+    Raises:
+        ImageNetXError: a dataset that is not a shift's (ImageNetV2, -Sketch,
+            -A, -R, -C, ObjectNet)
+    """
+    dataset = get_dataset(samples)._dataset
+    benchmark = _benchmark_of(dataset)
+    if benchmark not in BENCHMARK_SHIFTS:
+        raise ImageNetXError(
+            f"Dataset '{dataset.name}' is not a dataset of a shift with a testbed line "
+            f"(its benchmark: {benchmark or 'none'}): load one with `imagenetx load` "
+            f"({', '.join(sorted(BENCHMARK_SHIFTS))})")
+    key = BENCHMARK_SHIFTS[benchmark]
+    results, missing = [], {}
+    for field_name in pred_fields:
+        clean = clean_dataset or clean_dataset_of(field_name)
+        if clean is None:
+            missing[field_name] = (f"no ImageNet val dataset holds '{field_name}': predict the "
+                                   "same field there to place it")
+            continue
+        try:
+            results.append(field_robustness(clean, field_name, {key: dataset.name}).to_dict())
+        except ImageNetXError as e:
+            missing[field_name] = str(e)
+    placed = [s for r in results for s in r["shifts"]]
+    shift = (V2_DRAWN if key == "imagenet-v2" and (V2_DRAWN in placed or not placed)
+             else placed[0] if placed else key)
+    return to_json({"dataset": dataset.name, "shift": shift, "cloud": shift_cloud(shift),
+                    "results": results, "missing": missing})
