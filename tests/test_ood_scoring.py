@@ -280,3 +280,47 @@ def test_feature_detectors_say_what_they_need(openood):
     # KNN reads the features alone
     assert score_ood(openood, "pred", ["knn"], features_field="emb", store=False,
                      options={"knn": {"k": 5}}, intervals=False).detectors["knn"].metrics.n_id == 108
+
+
+def _update_commands() -> int:
+    import fiftyone.core.odm as foo
+
+    status = foo.get_db_client().admin.command("serverStatus")
+    return int(status["metrics"]["commands"]["update"]["total"])
+
+
+def test_scores_are_written_in_bulk(openood):
+    """Five detectors' scores of 250 samples: a handful of update commands
+    (one bulk write per field, and the schema's), not one per sample (the
+    server counts commands for every database: the bound leaves room for
+    others' writes meanwhile)."""
+    for name in LOGIT_DETECTORS:
+        if openood.has_field(score_field("pred", name)):
+            openood.delete_sample_field(score_field("pred", name))
+    before = _update_commands()
+    score_ood(openood, "pred", LOGIT_DETECTORS, intervals=False)
+    writes = _update_commands() - before
+    assert writes < 100 < len(openood) * len(LOGIT_DETECTORS)
+    assert all(v is not None for v in openood.values(score_field("pred", "gen")))
+
+
+def test_report_section_and_score_chart(openood):
+    from imagenetx.present.figures import ood_score_chart
+    from imagenetx.present.report import ood_section
+
+    result = score_ood(openood, "pred", ["msp", "energy"], store=False, intervals=False)
+    sets = result.distributions("energy")
+    assert list(sets) == ["ID", "ninco", "ssb_hard", "inaturalist", "textures"]
+    assert [len(v) for v in sets.values()] == [120, 30, 40, 30, 30]
+    traces, layout = ood_score_chart(sets, "energy", id_threshold(sets["ID"]))
+    assert [t["name"] for t in traces] == ["ID (120)", "ninco (30)", "ssb_hard (40)",
+                                           "inaturalist (30)", "textures (30)"]
+    # densities: each set's bars integrate to 1, its counts to its images
+    for t, scores in zip(traces, sets.values()):
+        assert sum(t["customdata"]) == len(scores)
+        assert sum(t["y"]) * t["width"] == pytest.approx(1.0)
+    assert layout["shapes"][0]["x0"] == id_threshold(sets["ID"])
+    title, content = ood_section(result)
+    assert "openood_imagenet" in title and content.count("plotly-graph-div") == 2
+    auroc = result.detectors["msp"].sources["textures"].auroc
+    assert f"{auroc:.4f}" in content and "near_auroc" in content
