@@ -539,7 +539,7 @@ def false_positives_per_factor(samples, pred_field: str, detector: str,
     for role, s, f in zip(cols[ROLE_FIELD], cols[name], factors):
         if role != ID or s is None or not f:
             continue
-        low = s < threshold
+        low = int(s < threshold)
         total += 1
         hits += low
         for factor in ([f] if slicing == "top_factor" else f):
@@ -555,7 +555,7 @@ def false_positives_per_factor(samples, pred_field: str, detector: str,
         share = flagged[factor] / n[factor]
         low, high = wilson_interval(flagged[factor], n[factor])
         rows.append({"factor": factor, "n": n[factor], "flagged": flagged[factor],
-                     "share": share, "ci_low": low, "ci_high": high,
+                     "share": share, "ci_low": float(low), "ci_high": float(high),
                      "ratio": share / overall if overall else None})
     return FactorFalsePositives(name, slicing, threshold, tpr, rows, total, hits)
 
@@ -569,7 +569,7 @@ def flagged_id_view(samples, pred_field: str, detector: str, factor: Optional[st
 
     samples, name, cols = _stored(samples, pred_field, detector)
     threshold = _threshold(cols, name, tpr)
-    view = samples.match((F(ROLE_FIELD) == ID) & (F(name) < threshold))
+    view = samples.match((F(ROLE_FIELD) == ID) & F(name).exists() & (F(name) < threshold))
     if factor is not None:
         view = view.match(F("imagenetx.top_factor") == factor)
     return view.sort_by(name)
