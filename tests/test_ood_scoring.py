@@ -35,6 +35,7 @@ from imagenetx.metrics.ood import (
 )
 from imagenetx.ood.features import ash_s, fit_knn, fit_react, fit_vim, knn, react, vim
 from imagenetx.ood.logits import energy, fit_temperature, gen, max_logit, msp
+from imagenetx.store.schema import declare_classification
 
 LOGIT_DETECTORS = ("msp", "max_logit", "energy", "gen", "temp_scaling")
 D = 24
@@ -89,11 +90,13 @@ def build(name, tmp_path, benchmark, sets, classes=None, info=None, seed=0,
                     top_factor=FACTORS[j % 3], factors=list(FACTORS[: 1 + j % 3]))
             top = int(np.argmax(z))
             sample["pred"] = fo.Classification(
-                label=labels[top], confidence=float(msp(z[None])[0]),
+                label=labels[top], class_index=top, confidence=float(msp(z[None])[0]),
                 logits=z.astype(np.float32) if logits else None)
             sample["emb"] = f.astype(np.float32)
             samples.append(sample)
     ds = fo.Dataset(name)
+    for field in ("ground_truth", "pred"):  # with class_index, as the project declares them
+        declare_classification(ds, field)
     ds.add_samples(samples)
     ds.info["imagenetx"] = {"benchmark": benchmark, **(info or {})}
     ds.save()
@@ -324,3 +327,21 @@ def test_report_section_and_score_chart(openood):
     assert "openood_imagenet" in title and content.count("plotly-graph-div") == 2
     auroc = result.detectors["msp"].sources["textures"].auroc
     assert f"{auroc:.4f}" in content and "near_auroc" in content
+
+
+def test_report_of_an_ood_dataset_has_the_section(openood, tmp_path):
+    import csv
+
+    from imagenetx.present.report import write_report
+
+    summary = write_report(openood, ["pred"], str(tmp_path / "report.html"))
+    page = (tmp_path / "report.html").read_text()
+    assert "OOD detection: pred (openood_imagenet, openood convention)" in page
+    rows = list(csv.DictReader(open(tmp_path / "report_ood_pred.csv")))
+    assert str(tmp_path / "report_ood_pred.csv") in summary.csvs
+    assert {r["detector"] for r in rows} == {"msp", "max_logit", "energy", "gen",
+                                            "temp_scaling"}
+    msp_textures = next(r for r in rows if r["detector"] == "msp" and r["set"] == "textures")
+    assert float(msp_textures["auroc"]) == score_ood(
+        openood, "pred", ["msp"], store=False, intervals=False
+    ).detectors["msp"].sources["textures"].auroc

@@ -110,3 +110,53 @@ def test_wrong_ground_truth_type_is_refused(photos_dir):
 def test_unknown_dataset_name():
     with pytest.raises(ImageNetXError, match="No FiftyOne dataset named 'nope'"):
         tag_dataset("nope")
+
+
+def _stores(ds):
+    """The project's and the Model Evaluation panel's execution store
+    entries of a dataset, with their write times."""
+    import fiftyone.core.odm as foo
+
+    return sorted(
+        (d["store_name"], d["key"], d.get("updated_at"), repr(d.get("value")))
+        for d in foo.get_db_conn().execution_store.find({"dataset_id": ds._doc.id}))
+
+
+def test_a_retag_writes_nothing_and_leaves_indexes_and_scenarios_as_they_are(
+        photos_dir, monkeypatch):
+    import imagenetx.benchmarks.base as base
+    from imagenetx.store.scenarios import (
+        read_scenarios, record_written, write_scenarios, written_scenarios)
+
+    ds = make_dataset("tag-again", photos_dir)
+    tag_dataset(ds)
+    scenarios = {s["name"] for s in read_scenarios(ds).values()}
+    assert {"ImageNet-X: top factor", "ImageNet-X: metaclass"} <= scenarios
+    indexes, stores, before = ds.get_index_information(), _stores(ds), _state(ds)
+    assert {"tags", "imagenetx.top_factor"} <= set(indexes)
+
+    worked_out = []
+    real = base.wanted_scenarios
+    monkeypatch.setattr(base, "wanted_scenarios",
+                        lambda *a, **k: worked_out.append(1) or real(*a, **k))
+    again = tag_dataset(ds)
+    assert again.samples_written == 0 and not again.labels_made_unique
+    assert _state(ds) == before  # not a sample stamped
+    assert ds.get_index_information() == indexes
+    assert _stores(ds) == stores  # no scenario, record or write record rewritten
+    assert not worked_out  # the samples were not read for the scenarios again
+
+    # what is gone is made again: an index dropped, the scenarios deleted in the panel
+    ds.drop_index("imagenetx.top_factor")
+    write_scenarios(ds, {})
+    tag_dataset(ds)
+    assert set(ds.get_index_information()) == set(indexes)
+    assert {s["name"] for s in read_scenarios(ds).values()} == scenarios
+    assert _state(ds) == before
+
+    # a slicing without its scenario (one a later version adds) gets one
+    kept = {i: s for i, s in read_scenarios(ds).items() if s["name"] != "ImageNet-X: metaclass"}
+    write_scenarios(ds, kept)
+    record_written(ds, {i: r for i, r in written_scenarios(ds).items() if i in kept})
+    tag_dataset(ds)
+    assert {s["name"] for s in read_scenarios(ds).values()} == scenarios

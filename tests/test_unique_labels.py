@@ -234,3 +234,30 @@ def test_a_second_tag_of_crane_and_maillot_images_changes_nothing():
     again = tag_dataset(ds)
     assert again.samples_written == 0 and not again.labels_made_unique
     ds.delete()
+
+
+def test_a_prediction_field_is_migrated_on_the_first_tag_that_sees_it(monkeypatch):
+    """The migration of earlier versions' labels reads each prediction field
+    once per dataset: a re-tag does not read them again, a field added
+    later is read on the next tag."""
+    import imagenetx.store.classifications as classifications
+
+    ds = _earlier_version_dataset("labels-once")
+    assert tag_dataset(ds).labels_made_unique == {"ground_truth": 5, "resnet": 4}
+
+    reads = []
+    real = classifications.relabel_shared_names
+    monkeypatch.setattr(classifications, "relabel_shared_names",
+                        lambda samples, fields: reads.append(fields) or real(samples, fields))
+    assert not tag_dataset(ds).labels_made_unique
+    assert reads == []
+
+    # a field as an earlier version wrote it: crane with the bird's index
+    ds.add_sample_field("older", fo.EmbeddedDocumentField,
+                        embedded_doc_type=fo.Classification)
+    ds.add_sample_field("older.class_index", fo.IntField)
+    ds.set_values("older", [fo.Classification(label="crane", class_index=134)] * len(ds))
+    assert tag_dataset(ds).labels_made_unique == {"older": len(ds)}
+    assert reads == [["older"]]
+    assert set(ds.distinct("older.label")) == {"crane (bird)"}
+    assert not tag_dataset(ds).labels_made_unique and reads == [["older"]]

@@ -4,8 +4,8 @@ images, the benchmark's headline as its authors compute it, the false
 positives per ImageNet-X factor and the OOD images a detector misses.
 
 The dataset is an OOD-detection benchmark as its loaders write it
-(:data:`ROLE_FIELD`, :data:`SOURCE_FIELD`, :data:`CLASS_FIELD`; ID images
-with their ground truth); the logits are a prediction field's stored logits
+(:mod:`imagenetx.benchmarks.ood_detection.contract`: ``ood_role``,
+``ood_source``, ``ood_class``; ID images with their ground truth); the logits are a prediction field's stored logits
 (``imagenetx predict --logits``), the features an embeddings field
 (``imagenetx embed``). The scores are :mod:`imagenetx.ood`'s detectors, the
 metrics :mod:`imagenetx.metrics.ood`.
@@ -16,6 +16,19 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from imagenetx.benchmarks.ood_detection.contract import (
+    CLASS_FIELD,
+    ID,
+    IMAGENET_O,
+    IMAGENET_VAL,
+    INFO_KEY,
+    NINCO,
+    OPENOOD_IMAGENET,
+    OOD_ROLES,
+    ROLE_FIELD,
+    SOURCE_FIELD,
+    SOURCES,
+)
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.ood import (
     TPR_LEVEL,
@@ -30,26 +43,11 @@ from imagenetx.metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, to_json
 from imagenetx.ood import FitStats, Outputs, get_detector
 from imagenetx.store.datasets import get_dataset
 
-# --- the data contract of an OOD-detection dataset (the loaders write it) ---
-
-#: whether a sample is in-distribution (``"id"``), near, far or plain OOD
-ROLE_FIELD = "ood_role"
-#: the set a sample comes from: ``"imagenet_val"`` for ID images, else the OOD set
-SOURCE_FIELD = "ood_source"
-#: a sample's OOD class (None on ID images)
-CLASS_FIELD = "ood_class"
-#: the key of ``dataset.info["imagenetx"]`` with a benchmark's OOD facts
-INFO_KEY = "ood"
-ID = "id"
-#: the roles that are out of distribution, in the order results list them
-OOD_ROLES = ("near", "far", "ood")
-#: the OOD sets, in the order results list them
-OOD_SOURCES = ("imagenet_o", "ninco", "ninco_unit_tests", "ssb_hard", "inaturalist",
-               "textures", "openimage_o")
+#: the OOD sets in the order results list them
+OOD_SOURCES = tuple(s for s in SOURCES if s != IMAGENET_VAL)
 
 #: each benchmark's convention, as its authors compute FPR@95 and the AUPRs
-BENCHMARK_CONVENTIONS = {"imagenet_o": "hendrycks", "ninco": "ninco",
-                         "openood_imagenet": "openood"}
+BENCHMARK_CONVENTIONS = {IMAGENET_O: "hendrycks", NINCO: "ninco", OPENOOD_IMAGENET: "openood"}
 #: the detectors scored when none are named: those that read the logits alone
 DEFAULT_DETECTORS = ("msp", "max_logit", "energy", "gen", "temp_scaling")
 #: the share of the ID images held out to fit a detector's statistics
@@ -377,7 +375,7 @@ def score_ood(
         _store(dataset, c.ids, {score_field(pred_field, n): s for n, s in scores.items()})
     counts = {"roles": {r: int((c.roles == r).sum()) for r in _ordered(c.roles, (ID,) + OOD_ROLES)},
               "sources": {s: int((c.sources == s).sum())
-                          for s in _ordered(c.sources, ("imagenet_val",) + OOD_SOURCES)}}
+                          for s in _ordered(c.sources, SOURCES)}}
     return OODScores(dataset.name, pred_field, benchmark, convention, results, counts,
                      {"fraction": fit_fraction, "seed": seed, "n": int(len(fit))},
                      [c.ids[k] for k in fit], c.ids, c.roles, c.sources, scores)
@@ -387,13 +385,13 @@ def _headline(result: DetectorScores, benchmark, dataset, c: _Columns, s, id_row
               fitted, head, held_out: bool, fit) -> None:
     """Sets ``result.headline`` (or its note) as the benchmark's authors
     compute it."""
-    if benchmark == "ninco":
+    if benchmark == NINCO:
         rows = c.sources == "ninco"
         if rows.any():
             result.headline = ninco_headline(s[id_rows], s[rows], c.classes[rows])
         else:
             result.note = "no 'ninco' images: NINCO's headline is over its 64 classes"
-    elif benchmark == "openood_imagenet":
+    elif benchmark == OPENOOD_IMAGENET:
         near, far = ({src: m if m.convention == "openood" else ood_metrics(
             s[id_rows], s[(c.sources == src) & (c.roles == role)], "openood", resamples=0)
             for src, m in result.sources.items()
@@ -402,7 +400,7 @@ def _headline(result: DetectorScores, benchmark, dataset, c: _Columns, s, id_row
             result.headline = openood_headline(near, far)
         else:
             result.note = "OpenOOD's headline needs near- and far-OOD sets"
-    elif benchmark == "imagenet_o":
+    elif benchmark == IMAGENET_O:
         _imagenet_o(result, dataset, c, id_rows, det, fitted, head, held_out, fit)
 
 

@@ -18,6 +18,7 @@ from imagenetx.benchmarks.scenarios import (
     FieldNames,
     ScenarioChanges,
     apply_scenarios,
+    kept_scenario_fields,
     prune_scenarios,
     wanted_scenarios,
 )
@@ -51,8 +52,11 @@ class Benchmark:
             by :meth:`load` (the generic benchmark: any dataset)
         keeps_geometry: its images are already the model's input size and
             go to the model as they are, without its resize and crop
-            (ImageNet-C and -C-bar: 224 x 224 centre crops made by the
-X
+            (ImageNet-C, -C-bar and -3DCC: 224 x 224 centre crops made by
+            the authors' scripts)
+        border_crop: pixels the model run cuts from every side of each
+            image before the model's own preprocessing (ObjectNet's 2-pixel
+            frame); 0: none
     """
 
     name = "generic"
@@ -64,6 +68,7 @@ X
     needs_logits = False
     output_classes = "imagenet"
     keeps_geometry = False
+    border_crop = 0
     loading: Optional[Loading] = None
 
     def load(self, progress=None, token: Optional[str] = None, **options):
@@ -130,7 +135,7 @@ X
         decisions; None: the ImageNet class itself."""
         return None
 
-    def tagged(self, dataset, settings=None) -> ScenarioChanges:
+    def tagged(self, dataset, settings=None, changed: bool = True) -> ScenarioChanges:
         """Called after this benchmark's fields were written on a dataset:
         registers its slicings as Model Evaluation scenarios and indexes
         what the panels and views query (tags, the slicings' fields).
@@ -139,8 +144,19 @@ X
             dataset: the dataset
             settings (None): where its fields are (an analysis ``Settings``
                 or a :class:`~imagenetx.benchmarks.scenarios.FieldNames`)
+            changed (True): whether the fields may have changed since the
+                scenarios were made; False (a re-tag that wrote nothing)
+                keeps the scenarios this project wrote when all of them are
+                still there and each slicing has one, without reading the
+                samples, and only makes the missing indexes on the fields
+                they read
         """
         settings = settings or FieldNames()
+        if not changed:
+            fields = kept_scenario_fields(dataset, self, settings)
+            if fields is not None:
+                ensure_indexes(dataset, ["tags", *fields])
+                return ScenarioChanges()
         wanted = wanted_scenarios(dataset, self, settings)
         ensure_indexes(dataset, ["tags", *(p for _, fields in wanted.values() for p in fields)])
         return apply_scenarios(dataset, wanted)

@@ -115,10 +115,10 @@ def labels_to_indices(labels, hints=None, source="labels") -> np.ndarray:
         ImageNetXError: if any label cannot be mapped
     """
     unique = {}
-    out = np.empty(len(labels), dtype=np.int64)
+    out = [0] * len(labels)
     bad = {}
     for i, label in enumerate(labels):
-        key = label if isinstance(label, (int, np.integer)) else str(label)
+        key = label if isinstance(label, (str, int, np.integer)) else str(label)
         cands = unique.get(key)
         if cands is None:
             cands = unique[key] = label_candidates(label)
@@ -145,4 +145,4 @@ def labels_to_indices(labels, hints=None, source="labels") -> np.ndarray:
             )
             + ", or pass another ground truth field"
         )
-    return out
+    return np.array(out, dtype=np.int64)

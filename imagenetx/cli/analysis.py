@@ -1,5 +1,5 @@
 """Commands that score prediction fields on a dataset: ``ratios``,
-``discover``, ``paired``, ``shape-bias``, ``ood``."""
+``discover``, ``paired``, ``shape-bias``, ``ood``, ``robustness``."""
 
 # lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
 
@@ -130,6 +130,41 @@ def register(group: CommandGroup) -> None:
     add_output(p)
     add_gt_field(p)
 
+    p = group.add("robustness", run_robustness,
+                  "effective robustness on the ImageNet testbed's lines (a field's runs, or a "
+                  "testbed model by name); calibration under shift")
+    p.add_argument("--testbed-model", metavar="NAME",
+                   help="a model of the testbed's table, e.g. resnet50 (instead of a run)")
+    p.add_argument("--dataset", help="the ImageNet val dataset the field predicted")
+    p.add_argument("--pred-field", metavar="F",
+                   help="the prediction field, the same name on every dataset")
+    p.add_argument("--shift", dest="shifts", action="append", metavar="KEY=DATASET",
+                   help="a shift and its dataset, repeatable: imagenet-v2 (every variant "
+                        "the dataset holds), imagenet-v2-threshold-0.7, imagenet-sketch, "
+                        "imagenet-a, imagenet-r, imagenet-c")
+    p.add_argument("--calibration", action="store_true",
+                   help="also ECE (equal-width, equal-mass), RMS calibration error per "
+                        "ImageNet-X factor and per shift, before and after a temperature "
+                        "fitted on held-out clean images (needs stored logits)")
+    p.add_argument("--bins", dest="n_bins", type=int, default=15,
+                   help="--calibration: equal-width bins (default: 15)")
+    p.add_argument("--mass-bins", type=int, default=100,
+                   help="--calibration: equal-mass bins (default: 100, Minderer et al.)")
+    p.add_argument("--rms-bin-size", type=int, default=100,
+                   help="--calibration: images per RMS bin (default: 100, Hendrycks)")
+    p.add_argument("--holdout", type=float, default=0.2,
+                   help="--calibration: the share of val the temperature is fitted on "
+                        "(default: 0.2)")
+    p.add_argument("--seed", type=int, default=0, help="--calibration: the split's seed")
+    p.add_argument("--factor", metavar="NAME",
+                   help="also the factor's error ratio against effective robustness over "
+                        "the testbed models ImageNet-X scored (Spearman's rho), per shift")
+    p.add_argument("--results-dir", metavar="DIR",
+                   help="--factor: a local copy of the ImageNet-X authors' results/ folder")
+    add_no_intervals(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_gt_field(p)
+
 
 def run_ratios(args) -> int:
     from imagenetx.analysis import compute_ratios
@@ -229,3 +264,18 @@ def run_ood(args) -> int:
         head=read_head(args.head) if args.head else None, fit_fraction=args.fit_fraction,
         seed=args.seed, intervals=not args.no_intervals, gt_field=args.gt_field).to_dict()
     return print_result(args, result, format_ood, ood_csv)
+
+
+def run_robustness(args) -> int:
+    from imagenetx.analysis.effective_robustness import robustness
+    from imagenetx.present.robustness import format_robustness
+
+    options = {}
+    if args.calibration:
+        options = dict(n_bins=args.n_bins, mass_bins=args.mass_bins,
+                       rms_bin_size=args.rms_bin_size, holdout=args.holdout, seed=args.seed)
+    result = robustness(args.dataset, args.pred_field, args.shifts, args.testbed_model,
+                        calibration=args.calibration, factor=args.factor,
+                        gt_field=args.gt_field, intervals=not args.no_intervals,
+                        results_dir=args.results_dir, **options).to_dict()
+    return print_result(args, result, format_robustness)

@@ -11,7 +11,9 @@ factor of the source image; with
 ``context_groups``, Figure 4 (the models among published ones, see
 :mod:`imagenetx.analysis.context`); optionally the slices found by slice
 discovery; on an OOD-detection dataset (``ood_role``) each field's OOD
-detectors (:func:`ood_section`). plotly.js is inlined, so the page opens
+detectors (:func:`ood_section`); with ``shifts``, the fields' effective robustness on the ImageNet
+testbed's lines (:mod:`imagenetx.analysis.effective_robustness`) and their
+calibration under shift. plotly.js is inlined, so the page opens
 offline.
 """
 
@@ -23,6 +25,9 @@ from dataclasses import dataclass
 
 from imagenetx.analysis import Settings, compute_ratios, discover_slices, slice_prevalence
 from imagenetx.analysis.context import reference_cloud
+from imagenetx.analysis.effective_robustness import field_robustness, shift_cloud
+from imagenetx.analysis.calibration import calibration_readout
+from imagenetx.analysis.shifts import parse_shifts
 from imagenetx.analysis.ood_detection import ROLE_FIELD, id_threshold, score_ood
 from imagenetx.analysis.paired import paired_scores
 from imagenetx.analysis.published import compare_with_published
@@ -38,6 +43,11 @@ from imagenetx.present.figures import (
     paired_chart,
     published_scatter,
     shape_bias_chart,
+)
+from imagenetx.present.robustness import (
+    effective_robustness_chart,
+    reliability_chart,
+    robustness_rows,
 )
 from imagenetx.present.formatting import (
     context_rows,
@@ -71,7 +81,7 @@ class ReportSummary:
 
 def write_report(samples, pred_fields, out: str, settings=None,
                  context_groups=None, results_dir: str = None,
-                 discover: bool = False, **ratio_kwargs) -> ReportSummary:
+                 discover: bool = False, shifts=None, **ratio_kwargs) -> ReportSummary:
     """Writes the HTML report of prediction fields over a view.
 
     Args:
@@ -92,6 +102,11 @@ def write_report(samples, pred_fields, out: str, settings=None,
             conjunctions of the benchmark's discovery slicings per field,
             :func:`imagenetx.analysis.discover_slices` with its defaults)
             and its table ``<stem>_discovered_slices.csv``
+        shifts (None): ``{shift: dataset}`` or ``KEY=DATASET`` strings (the
+            dataset is ImageNet val): adds the effective-robustness section
+            (each shift's chart among the testbed's models, the table,
+            ``<stem>_effective_robustness.csv``) and the calibration
+            section (reliability diagrams, ``<stem>_calibration.csv``)
 
     Returns:
         a :class:`ReportSummary`
@@ -221,10 +236,56 @@ def write_report(samples, pred_fields, out: str, settings=None,
             "conjunctions ranked by a Bonferroni lower bound on the error ratio)",
             _html_table(found) if found else
             "<p>No conjunction errs significantly above average.</p>"))
+    if shifts:
+        sections += _robustness_sections(samples, list(ratios["models"]), parse_shifts(shifts),
+                                         stem, csvs, settings.gt_field)
     page = _page(ratios, benchmark.title, sections,
                  readout_notes(samples, list(ratios["models"]), settings))
     write_file(out, page, DISK_ADVICE)
     return ReportSummary(out, csvs)
+
+
+def _robustness_sections(samples, fields, shifts: dict, stem: str, csvs: list,
+                         gt_field: str) -> list:
+    """The fields' effective robustness (a chart per shift among the
+    testbed's models, the table) and their calibration under shift
+    (reliability diagrams, the table); their CSVs are added to ``csvs``."""
+    import plotly.graph_objects as go
+
+    results = [field_robustness(samples, f, shifts, gt_field).to_dict() for f in fields]
+    rows = [r for res in results for r in robustness_rows(res)]
+    csvs.append(_write_csv(f"{stem}_effective_robustness.csv", rows))
+    charts = "".join(
+        go.Figure(*effective_robustness_chart(shift_cloud(shift), results)).to_html(
+            full_html=False, include_plotlyjs=False)
+        for shift in results[0]["shifts"])
+    robustness = ("Effective robustness on the ImageNet testbed's lines (Taori et al. 2020)",
+                  charts + _html_table(rows))
+    cal_rows, figures = [], ""
+    for f in fields:
+        cal = calibration_readout(samples, f, shifts, gt_field=gt_field)
+        named = {"clean (val)": cal["clean"]["all"], **cal["shifts"]}
+        for name, row in {**named, **{f"factor {k}": v for k, v in
+                                      cal["clean"]["slices"].items()}}.items():
+            scaled = row.get("scaled") or {}
+            cal_rows.append({"model": f, "where": name, "n": row["n"], "accuracy": row["accuracy"],
+                             "ece_equal_width": row["ece_equal_width"],
+                             "ece_equal_mass": row["ece_equal_mass"],
+                             "rms_calibration_error": row["rms_calibration_error"],
+                             "temperature": cal["temperature"],
+                             "scaled_ece_equal_width": scaled.get("ece_equal_width"),
+                             "scaled_ece_equal_mass": scaled.get("ece_equal_mass"),
+                             "scaled_rms_calibration_error": scaled.get("rms_calibration_error")})
+        figures += go.Figure(*reliability_chart(named, f"{f}: reliability, clean and under "
+                                                       "shift")).to_html(
+            full_html=False, include_plotlyjs=False)
+        if cal["note"]:
+            figures += f"<p>{html.escape(cal['note'])}</p>"
+    csvs.append(_write_csv(f"{stem}_calibration.csv", cal_rows))
+    calibration = ("Calibration under shift (ECE equal-width / equal-mass, RMS calibration "
+                   "error; after a temperature fitted on held-out clean images)",
+                   figures + _html_table(cal_rows))
+    return [robustness, calibration]
 
 
 def _shape_bias_section(samples, pred_fields, stem: str, csvs: list) -> tuple:

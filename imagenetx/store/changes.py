@@ -12,14 +12,18 @@ A write of this project's bulk writers says which fields it wrote:
     ``{stamp, fields, base}`` in the dataset's execution store
     ``imagenetx_writes``, one key per write, before the first sample is
     written;
--   the write sets ``last_modified_at`` with :meth:`WriteStamp.expression`
-    and marks its record done once every sample is written
+-   the write sets ``last_modified_at`` as :meth:`WriteStamp.expression`
+    says and marks its record done once every sample is written
     (:func:`finish_write`):
     the clean stamp where the sample was last changed no later than
     ``base`` (the dataset's newest stamp when the write began) or by an
     earlier recorded write of the same chain, else the odd millisecond
     after it, which no record names: a sample someone else changed while
-    the write ran is then read again whole.
+    the write ran is then read again whole. The bulk writer
+    (:func:`imagenetx.store.bulk.write_raw`) looks up the samples that
+    :meth:`WriteStamp.changed_query` selects when it takes the stamp and
+    gives only those the expression; the others get the clean stamp, or
+    keep a later stamp that a write after the lookup gave them.
 
 A reader that read the dataset when its newest stamp was ``t0``
 (:func:`changed_fields`) may then treat a sample carrying a recorded stamp
@@ -33,7 +37,8 @@ reader's read.
 
 What this cannot see, like ``last_modified_at`` itself: a write that
 stamps nothing, and a write stamped in the same millisecond as a
-record's stamp, or applied after a later-stamped one.
+record's stamp (or, after the writer's lookup, the one before), or
+applied after a later-stamped one.
 """
 
 from dataclasses import dataclass
@@ -93,6 +98,12 @@ class WriteStamp:
         if self.trusted:
             clean.append({"$in": ["$last_modified_at", list(self.trusted)]})
         return {"$cond": [{"$or": clean}, self.stamp, self.stamp + _MS]}
+
+    def changed_query(self) -> dict:
+        """The query of the samples that this expression gives the other
+        stamp: changed since ``base`` by a write outside the chain (a range
+        of FiftyOne's ``last_modified_at`` index)."""
+        return {"last_modified_at": {"$gt": self.base, "$nin": list(self.trusted)}}
 
 
 def _store(dataset) -> ExecutionStore:

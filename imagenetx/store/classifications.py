@@ -10,10 +10,16 @@ from typing import Sequence
 
 import fiftyone as fo
 from bson import ObjectId
+from fiftyone.operators.store import ExecutionStore
 
 from imagenetx.classes.imagenet import class_table
 from imagenetx.store.bulk import chunked, write_raw
 from imagenetx.store.schema import declare_classification, raw_classification
+
+#: the execution store, per dataset, of the fields whose labels
+#: :func:`relabel_shared_names_once` already made unique
+MIGRATION_STORE = "imagenetx_migrations"
+SHARED_NAMES_KEY = "shared_names_checked"
 
 
 def write_classifications(
@@ -96,4 +102,32 @@ def relabel_shared_names(samples, fields: list) -> dict:
 
     items = list(updates.items())
     write_raw(samples._dataset, (dict(chunk) for chunk in chunked(items)))
+    return counts
+
+
+def relabel_shared_names_once(samples, fields: list) -> dict:
+    """:func:`relabel_shared_names` of the fields not yet checked on this
+    dataset, which are then recorded as checked (in its execution store
+    ``imagenetx_migrations``): earlier versions' labels are a migration of
+    data from before the first release, and labels this version writes are
+    unique, so a field is read for them once, not on every tag.
+
+    Args:
+        samples: a dataset, or a view of all its samples (every group
+            slice): the record is the whole dataset's
+        fields: ``fo.Classification`` fields; those without a declared
+            ``class_index`` are skipped
+
+    Returns:
+        ``{field: number of labels rewritten}`` for the fields that changed
+    """
+    dataset = samples._root_dataset
+    store = ExecutionStore.create(MIGRATION_STORE, dataset._doc.id)
+    checked = store.get(SHARED_NAMES_KEY) or []
+    todo = [f for f in fields
+            if f not in checked and samples.has_field(f"{f}.class_index")]
+    if not todo:
+        return {}
+    counts = relabel_shared_names(samples, todo)
+    store.set(SHARED_NAMES_KEY, sorted({*checked, *todo}))
     return counts

@@ -10,6 +10,7 @@ with its field (``delete_sample_field``).
 import logging
 from typing import Dict, Iterable, List
 
+from pymongo import IndexModel
 from pymongo.errors import OperationFailure
 
 from imagenetx.store.schema import eval_key_of
@@ -32,19 +33,33 @@ def prediction_index_paths(field: str, eval_key: str = None) -> List[str]:
 def ensure_indexes(dataset, paths: Iterable[str]) -> List[str]:
     """Creates an index on each of ``paths`` that exists and has none.
 
+    The missing indexes are built by one ``createIndexes`` command, which
+    reads the samples once for all of them; one that exists is left as it
+    is (one listing of the indexes, no other query when none is missing).
+
     Returns:
         the paths indexed now
     """
     dataset = dataset._root_dataset
     existing = set(dataset.list_indexes())
+    missing = [p for p in dict.fromkeys(paths)
+               if p not in existing and dataset.has_field(p)]
+    room = max(0, MAX_INDEXES - len(existing))
+    if len(missing) > room:
+        logger.info("Dataset '%s' has %d indexes: %s get none (MongoDB keeps 64)",
+                    dataset.name, len(existing) + room,
+                    ", ".join(f"'{p}'" for p in missing[room:]))
+        missing = missing[:room]
+    if not missing:
+        return []
+    try:
+        dataset._sample_collection.create_indexes(
+            [IndexModel([(dataset._handle_id_fields(p)[0], 1)]) for p in missing])
+        return missing
+    except OperationFailure:  # one by one, as many as the database takes
+        pass
     created = []
-    for path in dict.fromkeys(paths):
-        if path in existing or not dataset.has_field(path):
-            continue
-        if len(existing) + len(created) >= MAX_INDEXES:
-            logger.info("Dataset '%s' has %d indexes: '%s' gets none (MongoDB keeps 64)",
-                        dataset.name, len(existing) + len(created), path)
-            break
+    for path in missing:
         try:
             dataset.create_index(path)
         except OperationFailure as e:  # an index only speeds queries up: never fail a run

@@ -10,10 +10,13 @@ This writes the project's data contract (docs/data-contract.md):
 
 Labels that earlier versions wrote as a name two classes share are made
 unique in the ground truth and in every ``fo.Classification`` field with
-``class_index``, and the project's evaluations of those fields run again.
+``class_index`` (each such field is read for them once per dataset: a
+migration of data from before the first release), and the project's
+evaluations of those fields run again.
 
 All reads happen in one query and all writes are bulk writes of the samples
-that actually change, so a second run changes nothing.
+that actually change, so a second run changes nothing: no sample, and no
+index or Model Evaluation scenario (made again only where one is missing).
 """
 
 import functools
@@ -35,7 +38,10 @@ from imagenetx.classes.imagenet import class_table
 from imagenetx.benchmarks.imagenet_x.factors import FACTORS
 from imagenetx.classes.labels import label_candidates, labels_to_indices
 from imagenetx.memory import gc_paused
-from imagenetx.store.classifications import relabel_shared_names
+from imagenetx.store.classifications import (
+    relabel_shared_names,
+    relabel_shared_names_once,
+)
 from imagenetx.store.evaluation import rerun_evaluations
 from imagenetx.store.schema import (
     IMAGENETX_SUBFIELDS,
@@ -137,7 +143,8 @@ def tag_dataset(
     of earlier versions: a name two classes share (``crane``) becomes the
     unique label (``crane (bird)``) in the ground truth of annotated
     samples, and wherever a ``fo.Classification`` field's ``class_index``
-    says which class it is; evaluations of the changed fields run again.
+    says which class it is (a prediction field the first time a tag sees it
+    on the dataset); evaluations of the changed fields run again.
 
     Args:
         dataset: a dataset or the name of one
@@ -201,21 +208,22 @@ def tag_dataset(
 
     # map every existing label first: an unmappable one raises before any
     # write, leaving the dataset as it was
-    gt_index = _map_ground_truth(gts, rows, annotated, gt_field)
+    class_of = {
+        split: anno.load_split(split).class_index.tolist()
+        for split in summary.by_split
+    }
+    gt_index = _map_ground_truth(gts, rows, annotated, gt_field, class_of)
     shared = {
         label
         for label in {gts[i]["label"] for i in gt_index}
         if len(label_candidates(label)) > 1
     }
+    shared_names = class_table().shared_names
     factor_tags = {factor_tag(f, tag_prefix) for f in FACTORS}
     labels_of_class = class_table().labels
     class_path = f"{gt_field}.class_index"
     label_path = f"{gt_field}.label"
     made_unique = 0
-    class_of = {
-        split: anno.load_split(split).class_index.tolist()
-        for split in summary.by_split
-    }
 
     def updates_of(chunk):
         nonlocal made_unique
@@ -239,7 +247,9 @@ def tag_dataset(
                     made_unique += 1
 
             wanted = _documents(split)[row]
-            if current[i] is None or _strip(current[i]) != wanted:
+            stored = current[i]
+            # as written, else with the user's extra keys, which are kept
+            if stored != wanted and (stored is None or _strip(stored) != wanted):
                 update[field_name] = wanted
 
             top = wanted["top_factor"]
@@ -277,10 +287,12 @@ def tag_dataset(
     )
 
     # earlier versions' shared names elsewhere, by class index: ground truth
-    # of samples without annotation, and prediction fields
-    relabeled = relabel_shared_names(
-        dataset, [gt_field, *prediction_fields(dataset, gt_field)]
-    )
+    # of samples without annotation (read above: only when one has such a
+    # label), and prediction fields (each once per dataset: a migration of
+    # data from before the first release)
+    relabeled = relabel_shared_names_once(dataset, prediction_fields(dataset, gt_field))
+    if any(g and g.get("label") in shared_names for g in gts):
+        relabeled.update(relabel_shared_names(dataset, [gt_field]))
     if made_unique:
         relabeled[gt_field] = relabeled.get(gt_field, 0) + made_unique
     summary.labels_made_unique = relabeled
@@ -288,7 +300,9 @@ def tag_dataset(
     summary.evaluations_rerun = rerun
     summary.evaluations_not_rerun = left
     settings = FieldNames(gt_field=gt_field, field_name=field_name)
-    get_benchmark(dataset, settings=settings).tagged(dataset._dataset, settings)
+    # scenarios and indexes: worked out again only when something changed
+    get_benchmark(dataset, settings=settings).tagged(
+        dataset._dataset, settings, changed=bool(summary.samples_written or relabeled))
     return summary
 
 
@@ -362,19 +376,30 @@ def _locate(names: list) -> list:
     rows_of = {}
     located = []
     for name in names:
-        split = anno.split_of(name)
-        if split is None:
-            located.append(None)
-            continue
-        if split not in rows_of:
-            rows_of[split] = anno.load_split(split).row_of
-        row = rows_of[split].get(name)
-        located.append(None if row is None else (split, row))
+        # a name of a split already seen is one dict lookup, no pattern match
+        for split, row_of in rows_of.items():
+            row = row_of.get(name)
+            if row is not None:
+                located.append((split, row))
+                break
+        else:
+            split = anno.split_of(name)
+            if split is None:
+                located.append(None)
+                continue
+            if split not in rows_of:
+                rows_of[split] = anno.load_split(split).row_of
+            row = rows_of[split].get(name)
+            located.append(None if row is None else (split, row))
     return located
 
 
-def _map_ground_truth(gts, rows, annotated, gt_field) -> dict:
+def _map_ground_truth(gts, rows, annotated, gt_field, class_of) -> dict:
     """{sample position: class index} of the existing ground truth labels.
+
+    Args:
+        class_of: ``{split: class index of each annotation row}``, which
+            settles names two classes share
 
     Raises:
         ImageNetXError: if any label cannot be mapped to an ImageNet class
@@ -384,15 +409,10 @@ def _map_ground_truth(gts, rows, annotated, gt_field) -> dict:
         return {}
     indices = labels_to_indices(
         [gts[i]["label"] for i in present],
-        hints=[_annotation_class(rows[i]) for i in present],
+        hints=[class_of[rows[i][0]][rows[i][1]] for i in present],
         source=f"field '{gt_field}.label'",
     )
-    return {i: int(index) for i, index in zip(present, indices)}
-
-
-def _annotation_class(located) -> int:
-    split, row = located
-    return int(anno.load_split(split).class_index[row])
+    return dict(zip(present, indices.tolist()))
 
 
 @functools.lru_cache(maxsize=None)
