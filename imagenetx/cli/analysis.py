@@ -1,5 +1,5 @@
 """Commands that score prediction fields on a dataset: ``ratios``,
-``discover``, ``paired``, ``shape-bias``, ``robustness``."""
+``discover``, ``paired``, ``shape-bias``, ``ood``, ``robustness``."""
 
 # lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
 
@@ -103,6 +103,32 @@ def register(group: CommandGroup) -> None:
                         "concepts, adversarial, or any column of benchmark.csv")
     add_published_source(p, "--published: ")
     add_output(p)
+
+    p = group.add("ood", run_ood, "OOD detection: score detectors on an OOD benchmark's "
+                                  "stored logits (per image, per OOD set, the headline)")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--pred-field", required=True, metavar="F",
+                   help="the prediction field, predicted with --logits")
+    p.add_argument("--detector", default="msp,max_logit,energy,gen,temp_scaling",
+                   metavar="A,B",
+                   help="detectors, comma-separated (default: the logit-only ones: "
+                        "msp,max_logit,energy,gen,temp_scaling; with --features also "
+                        "knn, and with --head react,ash_s,vim)")
+    p.add_argument("--convention", metavar="NAME",
+                   help="openood, ninco or hendrycks (default: the benchmark's own)")
+    p.add_argument("--features", metavar="FIELD",
+                   help="the embeddings field `imagenetx embed` wrote (penultimate features)")
+    p.add_argument("--head", metavar="NPZ",
+                   help="the classifier head as an .npz with arrays weight (C, D) and bias (C,)")
+    p.add_argument("--fit-fraction", type=float, default=0.1,
+                   help="the share of ID images held out to fit temperatures and feature "
+                        "statistics (default: 0.1)")
+    p.add_argument("--seed", type=int, default=0, help="of the held-out draw and bootstrap")
+    p.add_argument("--no-store", action="store_true",
+                   help="do not write the scores as <F>_ood_<detector> fields")
+    add_no_intervals(p)
+    add_output(p)
+    add_gt_field(p)
 
     p = group.add("robustness", run_robustness,
                   "effective robustness on the ImageNet testbed's lines (a field's runs, or a "
@@ -226,6 +252,18 @@ def run_shape_bias(args) -> int:
         results, measures, args.published_models, published=published).to_dict()
     return print_result(args, result, lambda r: format_shape_bias(r) + "\n\n"
                         + format_published(r["published"]))
+
+
+def run_ood(args) -> int:
+    from imagenetx.analysis.ood_detection import read_head, score_ood
+    from imagenetx.present.formatting import format_ood, ood_csv
+
+    result = score_ood(
+        args.dataset, args.pred_field, args.detector.split(","), convention=args.convention,
+        store=not args.no_store, features_field=args.features,
+        head=read_head(args.head) if args.head else None, fit_fraction=args.fit_fraction,
+        seed=args.seed, intervals=not args.no_intervals, gt_field=args.gt_field).to_dict()
+    return print_result(args, result, format_ood, ood_csv)
 
 
 def run_robustness(args) -> int:

@@ -5,10 +5,13 @@ The App panel hands these dicts to its plot and the HTML report to
 dict of a result (``.to_dict()``): :func:`imagenetx.analysis.compute_ratios`
 for :func:`error_ratio_chart`, :func:`imagenetx.analysis.shape_bias.
 shape_bias` for :func:`shape_bias_chart`, :func:`imagenetx.analysis.
-published.compare_with_published` for :func:`published_scatter`.
+published.compare_with_published` for :func:`published_scatter`;
+:func:`ood_score_chart` takes a detector's score arrays.
 """
 
 import math
+
+import numpy as np
 
 #: the paper's palette order is not fixed; these read well in both App themes
 COLORS = ("#FF6D04", "#499CEF", "#6D04FF", "#2BA02B", "#E6194B", "#8C564B")
@@ -731,5 +734,66 @@ def attack_success_chart(result: dict) -> tuple:
         "shapes": shapes,
         "legend": {"orientation": "h", "y": 1.12},
         "margin": {"t": 70, "b": 90, "l": 55, "r": 10},
+    }
+    return traces, layout
+
+
+def ood_score_chart(distributions: dict, detector: str, threshold=None,
+                    bins: int = 60) -> tuple:
+    """A detector's score distributions: one density histogram per set (the
+    ID images, then each OOD set) on the same bins, overlaid, with the
+    threshold that keeps 95 % of the ID images as a dashed line. The
+    histograms are binned here, so the figure's size does not grow with the
+    images.
+
+    Args:
+        distributions: ``{set name: scores}``, the ID set first
+            (:meth:`imagenetx.analysis.ood_detection.OODScores.distributions`)
+        detector: its name, for the title
+        threshold (None): the score drawn as the operating point
+        bins (60): the number of bins over all scores' range
+
+    Returns:
+        ``(traces, layout)``
+    """
+    sets = {k: np.asarray(v, dtype=np.float64).ravel() for k, v in distributions.items()}
+    pooled = np.concatenate(list(sets.values()) or [np.zeros(0)])
+    lo, hi = (float(pooled.min()), float(pooled.max())) if len(pooled) else (0.0, 1.0)
+    edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
+    width = float(edges[1] - edges[0])
+    centers = ((edges[:-1] + edges[1:]) / 2).tolist()
+    traces = []
+    for k, (name, scores) in enumerate(sets.items()):
+        counts = np.histogram(scores, edges)[0]
+        density = counts / (max(len(scores), 1) * width)
+        traces.append({
+            "type": "bar",
+            "name": f"{name} ({len(scores):,})",
+            "x": centers,
+            "y": density.tolist(),
+            "width": width,
+            "opacity": 0.55,
+            "customdata": counts.tolist(),
+            "marker": {"color": "#555555" if k == 0 else COLORS[(k - 1) % len(COLORS)]},
+            "hovertemplate": f"{name}<br>score %{{x:.4g}}: %{{customdata:,}} images"
+                             "<extra></extra>",
+        })
+    shapes = [] if threshold is None else [{
+        "type": "line", "xref": "x", "yref": "paper", "x0": threshold, "x1": threshold,
+        "y0": 0, "y1": 1, "line": {"dash": "dash", "width": 1.5, "color": "#222222"}}]
+    layout = {
+        "barmode": "overlay",
+        "bargap": 0,
+        "height": 380,
+        "autosize": True,
+        "title": {"text": f"{detector}: scores of the ID images and of each OOD set "
+                          "(higher = more in-distribution"
+                          + ("; dashed: keeps 95% of ID" if threshold is not None else "")
+                          + ")", "font": {"size": 13}},
+        "xaxis": {"title": {"text": f"{detector} score"}},
+        "yaxis": {"title": {"text": "density"}},
+        "legend": {"orientation": "h", "y": 1.12},
+        "shapes": shapes,
+        "margin": {"t": 70, "b": 50, "l": 55, "r": 10},
     }
     return traces, layout

@@ -10,7 +10,8 @@ dataset of edits (ImageNet-E) the paired drop per edit and per ImageNet-X
 factor of the source image; with
 ``context_groups``, Figure 4 (the models among published ones, see
 :mod:`imagenetx.analysis.context`); optionally the slices found by slice
-discovery; with ``shifts``, the fields' effective robustness on the ImageNet
+discovery; on an OOD-detection dataset (``ood_role``) each field's OOD
+detectors (:func:`ood_section`); with ``shifts``, the fields' effective robustness on the ImageNet
 testbed's lines (:mod:`imagenetx.analysis.effective_robustness`) and their
 calibration under shift. plotly.js is inlined, so the page opens
 offline.
@@ -27,6 +28,7 @@ from imagenetx.analysis.context import reference_cloud
 from imagenetx.analysis.effective_robustness import field_robustness, shift_cloud
 from imagenetx.analysis.calibration import calibration_readout
 from imagenetx.analysis.shifts import parse_shifts
+from imagenetx.analysis.ood_detection import ROLE_FIELD, id_threshold, score_ood
 from imagenetx.analysis.paired import paired_scores
 from imagenetx.analysis.published import compare_with_published
 from imagenetx.analysis.readouts import readout_notes
@@ -37,6 +39,7 @@ from imagenetx.errors import ImageNetXError
 from imagenetx.present.figures import (
     context_chart,
     error_ratio_chart,
+    ood_score_chart,
     paired_chart,
     published_scatter,
     shape_bias_chart,
@@ -50,6 +53,7 @@ from imagenetx.present.formatting import (
     context_rows,
     describe_settings,
     discovery_rows,
+    ood_rows,
     paired_rows,
     ratios_rows,
     shape_bias_csv,
@@ -197,6 +201,9 @@ def write_report(samples, pred_fields, out: str, settings=None,
     if benchmark.name == "imagenet_e":
         sections.insert(1, _paired_section(samples, pred_fields, stem, csvs,
                                            settings.gt_field))
+    if samples.has_field(ROLE_FIELD):
+        for field in pred_fields if isinstance(pred_fields, (list, tuple)) else [pred_fields]:
+            sections.append(_ood_section(samples, field, stem, csvs))
     if context_groups:
         from dataclasses import replace
 
@@ -333,6 +340,43 @@ def _paired_section(samples, pred_fields, stem: str, csvs: list, gt_field: str) 
         ).to_html(full_html=False, include_plotlyjs=False)
     return ("Edits against their originals (paired: drop, flip rate, McNemar's exact "
             "test, bootstrap over groups)", content)
+
+
+def _ood_section(samples, pred_field: str, stem: str, csvs: list) -> tuple:
+    """The OOD-detection section of a field (its logit-only detectors,
+    scores not stored); a note instead when its logits are missing. Its
+    CSV is added to ``csvs``."""
+    try:
+        result = score_ood(samples, pred_field, store=False)
+    except ImageNetXError as e:
+        return (f"OOD detection: {pred_field}",
+                f"<p>Not scored: {html.escape(str(e))}</p>")
+    csvs.append(_write_csv(f"{stem}_ood_{pred_field}.csv", ood_rows(result.to_dict())))
+    return ood_section(result)
+
+
+def ood_section(result) -> tuple:
+    """``(title, html)`` of an :func:`imagenetx.analysis.ood_detection.
+    score_ood` result: the metrics of each detector against each role and
+    OOD source, the benchmark's headline, and each detector's score
+    distributions (:func:`imagenetx.present.figures.ood_score_chart`)."""
+    import plotly.graph_objects as go
+
+    data = result.to_dict()
+    headline = [{"detector": name, **(det["headline"] or {}).get("values", {})}
+                for name, det in data["detectors"].items()]
+    figures = []
+    for name in result.detectors:
+        sets = result.distributions(name)
+        traces, layout = ood_score_chart(sets, name, id_threshold(sets["ID"]))
+        figures.append(go.Figure(data=traces, layout=layout).to_html(
+            full_html=False, include_plotlyjs=False))
+    title = (f"OOD detection: {result.pred_field} ({result.benchmark or 'OOD sets'}, "
+             f"{result.convention} convention)")
+    return title, ("<h3>Headline, as the benchmark's authors compute it</h3>"
+                   + _html_table(headline)
+                   + "<h3>Each detector against each role and OOD set</h3>"
+                   + _html_table(ood_rows(data)) + "".join(figures))
 
 
 def _published_section(result) -> str:
