@@ -345,3 +345,29 @@ def test_report_of_an_ood_dataset_has_the_section(openood, tmp_path):
     assert float(msp_textures["auroc"]) == score_ood(
         openood, "pred", ["msp"], store=False, intervals=False
     ).detectors["msp"].sources["textures"].auroc
+
+
+def test_the_panels_false_positive_chart_and_its_click(openood):
+    """The panel's chart on an OOD dataset: per factor the share of ID
+    images the field's first stored detector flags (the table above), a
+    click shows exactly those; a field without scores is said."""
+    from imagenetx.benchmarks import get_benchmark
+    from imagenetx.present.charts import CHARTS, charts_for
+
+    score_ood(openood, "pred", ["msp", "energy"], intervals=False)
+    openood.set_values("unscored", openood.values("pred"))
+    assert [c.name for c in charts_for(openood, get_benchmark(openood))][0] == \
+        "OOD false positives"
+    chart = CHARTS.get("OOD false positives")
+    traces, layout, summary, title = chart.draw(openood.view(), ["pred", "unscored"], {})
+    table = false_positives_per_factor(openood, "pred", "msp")
+    bars = next(t for t in traces if t["name"] == "pred")
+    shares = {r["factor"]: r["share"] for r in table.rows}
+    assert dict(zip(bars["x"], bars["y"])) == pytest.approx(shares)
+    assert "detector msp (also stored: energy)" in summary
+    assert "**unscored**: no stored OOD scores" in summary
+    worst = max(table.rows, key=lambda r: r["share"])
+    drill = chart.click(openood.view(), "pred", worst["factor"], {})
+    assert drill.count == worst["flagged"] > 0
+    assert set(drill.view.values("imagenetx.top_factor")) == {worst["factor"]}
+    assert set(drill.view.values(ROLE_FIELD)) == {"id"}

@@ -16,6 +16,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from imagenetx.benchmarks.imagenet_x.factors import FACTORS
 from imagenetx.benchmarks.ood_detection.contract import (
     CLASS_FIELD,
     ID,
@@ -40,7 +41,7 @@ from imagenetx.metrics.ood import (
     openood_headline,
 )
 from imagenetx.metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, to_json, wilson_interval
-from imagenetx.ood import FitStats, Outputs, get_detector
+from imagenetx.ood import FitStats, Outputs, detector_names, get_detector
 from imagenetx.store.datasets import get_dataset
 
 #: the OOD sets in the order results list them
@@ -606,3 +607,34 @@ def read_head(path: str) -> Tuple[np.ndarray, np.ndarray]:
         raise ImageNetXError(
             f"The head file `head={path}` has no array {e}: save it with "
             "np.savez(path, weight=W, bias=b)") from None
+
+
+def stored_detectors(samples, pred_field: str) -> List[str]:
+    """The detectors whose scores of ``pred_field`` a dataset holds
+    (:func:`score_field`), in the registry's order."""
+    dataset = get_dataset(samples)._dataset
+    return [d for d in detector_names() if dataset.has_field(score_field(pred_field, d))]
+
+
+def factor_false_positives(samples, pred_fields: Sequence[str], tpr: float = TPR_LEVEL) -> dict:
+    """Per prediction field, its first stored detector's false positives per
+    ImageNet-X factor (:func:`false_positives_per_factor`): the panel's
+    chart of which kinds of ID images look OOD to the model.
+
+    Returns:
+        ``{"slice_title", "values": factors, "models": {field: table dict with
+        "detector" and "others" (its other stored detectors)}, "missing":
+        {field: why it has none}}``
+    """
+    models, missing = {}, {}
+    for field_name in pred_fields:
+        stored = stored_detectors(samples, field_name)
+        if not stored:
+            missing[field_name] = (f"no stored OOD scores: score it with `score_ood`, "
+                                   f"`pred_field='{field_name}'` (imagenetx ood)")
+            continue
+        table = false_positives_per_factor(samples, field_name, stored[0], tpr=tpr).to_dict()
+        models[field_name] = {**table, "detector": stored[0], "others": stored[1:]}
+    seen = {r["factor"] for m in models.values() for r in m["rows"]}
+    values = [f for f in FACTORS if f in seen] + sorted(seen - set(FACTORS))
+    return {"slice_title": "factor", "values": values, "models": models, "missing": missing}

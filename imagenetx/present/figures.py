@@ -674,25 +674,28 @@ def paired_chart(result: dict) -> tuple:
     return traces, layout
 
 
-def attack_success_chart(result: dict) -> tuple:
-    """Attack success per slice and adversarial field: bars of the share of
-    a slice's images right before the attack that it made wrong, with
-    Wilson intervals, and each field's overall rate as a dashed line of its
-    colour. Each bar's trace is the field and its ``x`` the slice, so a
-    click tells which broken images to show.
+def rate_bars(order: list, rows: dict, overall: dict, hover: str, title: str,
+              y_title: str) -> tuple:
+    """Bars of a rate per slice and field with Wilson intervals, each
+    field's overall rate as a dashed line of its colour. Each bar's trace is
+    the field and its ``x`` the slice, so a click tells which images to show.
 
     Args:
-        result: an :func:`imagenetx.analysis.attacks.attack_success` result
+        order: the slices, in order
+        rows: ``{field: [row per slice]}``, a row's ``rate``, ``ci_low``,
+            ``ci_high`` and ``customdata`` (a list; ``%{customdata[k]}`` in
+            ``hover``)
+        overall: ``{field: overall rate or None}``
+        hover: the hover lines after the slice and field
+        title, y_title: the chart's and the y axis's titles
 
     Returns:
         ``(traces, layout)``
     """
-    order = result["values"]
     traces, shapes = [], []
-    for k, (field, model) in enumerate(result["models"].items()):
+    for k, (field, field_rows) in enumerate(rows.items()):
         color = COLORS[k % len(COLORS)]
-        rows = [model["slices"][v] for v in order]
-        ys = [r["success_rate"] for r in rows]
+        ys = [r["rate"] for r in field_rows]
         traces.append({
             "type": "bar",
             "name": field,
@@ -702,22 +705,17 @@ def attack_success_chart(result: dict) -> tuple:
             "error_y": {
                 "type": "data",
                 "symmetric": False,
-                "array": [_gap(r["ci_high"], y) for r, y in zip(rows, ys)],
-                "arrayminus": [_gap(y, r["ci_low"]) for r, y in zip(rows, ys)],
+                "array": [_gap(r["ci_high"], y) for r, y in zip(field_rows, ys)],
+                "arrayminus": [_gap(y, r["ci_low"]) for r, y in zip(field_rows, ys)],
                 "thickness": 1.2,
                 "width": 3,
             },
-            "customdata": [[r["n"], r["clean_right"], r["broken"],
-                            _pct(r["ci_low"]), _pct(r["ci_high"])] for r in rows],
-            "hovertemplate": (
-                "<b>%{x}</b><br>" f"{field}<br>"
-                "attack success %{y:.1%} [%{customdata[3]}, %{customdata[4]}]<br>"
-                "%{customdata[2]:,} of %{customdata[1]:,} right images broken<br>"
-                "n = %{customdata[0]:,}<extra></extra>"),
+            "customdata": [r["customdata"] for r in field_rows],
+            "hovertemplate": "<b>%{x}</b><br>" f"{field}<br>" + hover + "<extra></extra>",
         })
-        if model["success_rate"] is not None:
+        if overall.get(field) is not None:
             shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1,
-                           "y0": model["success_rate"], "y1": model["success_rate"],
+                           "y0": overall[field], "y1": overall[field],
                            "line": {"dash": "dash", "width": 1.5, "color": color}})
     layout = {
         "barmode": "group",
@@ -725,17 +723,70 @@ def attack_success_chart(result: dict) -> tuple:
         "autosize": True,
         "bargap": 0.25,
         "hovermode": "closest",
-        "title": {"text": f"Attack success per {result['slice_title']} (correct = "
-                          f"{result['label_space']}; dashed: overall; 95% Wilson "
-                          "intervals)", "font": {"size": 13}},
+        "title": {"text": title, "font": {"size": 13}},
         "xaxis": {"type": "category", "tickvals": order, "tickangle": -40},
-        "yaxis": {"title": {"text": "right images made wrong"}, "range": [0, 1.05],
-                  "tickformat": ".0%"},
+        "yaxis": {"title": {"text": y_title}, "range": [0, 1.05], "tickformat": ".0%"},
         "shapes": shapes,
         "legend": {"orientation": "h", "y": 1.12},
         "margin": {"t": 70, "b": 90, "l": 55, "r": 10},
     }
     return traces, layout
+
+
+def attack_success_chart(result: dict) -> tuple:
+    """Attack success per slice and adversarial field: bars of the share of
+    a slice's images right before the attack that it made wrong, with
+    Wilson intervals, and each field's overall rate as a dashed line of its
+    colour (:func:`rate_bars`).
+
+    Args:
+        result: an :func:`imagenetx.analysis.attacks.attack_success` result
+
+    Returns:
+        ``(traces, layout)``
+    """
+    order = result["values"]
+    rows = {field: [{"rate": r["success_rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
+                     "customdata": [r["n"], r["clean_right"], r["broken"], _pct(r["ci_low"]),
+                                    _pct(r["ci_high"])]}
+                    for r in (model["slices"][v] for v in order)]
+            for field, model in result["models"].items()}
+    return rate_bars(
+        order, rows, {f: m["success_rate"] for f, m in result["models"].items()},
+        "attack success %{y:.1%} [%{customdata[3]}, %{customdata[4]}]<br>"
+        "%{customdata[2]:,} of %{customdata[1]:,} right images broken<br>"
+        "n = %{customdata[0]:,}",
+        f"Attack success per {result['slice_title']} (correct = {result['label_space']}; "
+        "dashed: overall; 95% Wilson intervals)", "right images made wrong")
+
+
+def ood_false_positive_chart(result: dict) -> tuple:
+    """Which ID images look OOD to a detector: per ImageNet-X factor and
+    field, the share of the ID images its detector flags at the threshold
+    keeping 95 % of them, with Wilson intervals; dashed: the overall 5 %
+    (:func:`rate_bars`).
+
+    Args:
+        result: an :func:`imagenetx.analysis.ood_detection.factor_false_positives`
+            result
+    """
+    order = result["values"]
+    rows = {}
+    for field, model in result["models"].items():
+        by = {r["factor"]: r for r in model["rows"]}
+        rows[field] = [
+            {"rate": by[v]["share"], "ci_low": by[v]["ci_low"], "ci_high": by[v]["ci_high"],
+             "customdata": [by[v]["n"], by[v]["flagged"], _pct(by[v]["ci_low"]),
+                            _pct(by[v]["ci_high"]), model["detector"]]}
+            if v in by else {"rate": None, "ci_low": None, "ci_high": None,
+                             "customdata": [0, 0, "n/a", "n/a", model["detector"]]}
+            for v in order]
+    return rate_bars(
+        order, rows, {f: m["share"] for f, m in result["models"].items()},
+        "%{customdata[4]}: %{y:.1%} flagged as OOD [%{customdata[2]}, %{customdata[3]}]<br>"
+        "%{customdata[1]:,} of %{customdata[0]:,} ID images",
+        "ID images flagged as OOD per factor, at the threshold keeping 95% of the ID images "
+        "(dashed: overall; 95% Wilson intervals)", "ID images flagged as OOD")
 
 
 def ood_score_chart(distributions: dict, detector: str, threshold=None,

@@ -211,6 +211,8 @@ CHARTS.register("shape bias", "imagenetx.present.charts.cue_conflict:SHAPE_BIAS"
 CHARTS.register("edits (paired)", "imagenetx.present.charts.imagenet_e:PAIRED")
 CHARTS.register("attack success", "imagenetx.present.charts.attacks:ATTACK_SUCCESS")
 CHARTS.register("calibration", "imagenetx.present.charts.calibration:CALIBRATION")
+CHARTS.register("OOD false positives",
+                "imagenetx.present.charts.ood_detection:OOD_FALSE_POSITIVES")
 CHARTS.register("effective robustness",
                 "imagenetx.present.charts.robustness:EFFECTIVE_ROBUSTNESS")
 
@@ -220,6 +222,8 @@ BENCHMARK_CHARTS: Dict[str, tuple] = {
     "imagenet_x": (ERROR_RATIOS.name, "published models"),
     "cue_conflict": ("shape bias", ERROR_RATIOS.name),
     "imagenet_e": ("edits (paired)", ERROR_RATIOS.name),
+    **{name: ("OOD false positives", ERROR_RATIOS.name)
+       for name in ("imagenet_o", "ninco", "openood_imagenet")},
     # the shifts with a testbed line (imagenetx.analysis.effective_robustness.BENCHMARK_SHIFTS)
     **{name: (ERROR_RATIOS.name, "effective robustness")
        for name in ("imagenet_v2", "imagenet_sketch", "imagenet_a", "imagenet_r",
