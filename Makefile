@@ -6,7 +6,7 @@ export FIFTYONE_DO_NOT_TRACK ?= true
 export FIFTYONE_DATABASE_VALIDATION ?= false
 export NO_MKDOCS_2_WARNING ?= 1
 
-.PHONY: install install-test demo test plugin release perf docs docs-screenshots layers
+.PHONY: install install-test demo test test-fast plugin release perf docs docs-screenshots layers
 
 install:
 	$(PYTHON) -m pip install -q -e .
@@ -23,6 +23,11 @@ demo: install
 
 test: install-test
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
+
+# The fast tier, for iterating: no browser, install, whole demo, CPU model
+# runs or private services (the `heavy` marker, tests/conftest.py)
+test-fast: install-test
+	$(PYTHON) -m pytest -m "not heavy" $(PYTEST_ARGS)
 
 plugin: install
 	$(PYTHON) -m imagenetx plugin install

@@ -40,6 +40,8 @@ T = TypeVar("T")
 #: None, "loading" (in the thread that holds the lock) or "loaded"
 _plugins: Optional[str] = None
 _plugins_lock = threading.RLock()
+#: the thread that loads the plug-ins, while it does
+_loader_thread: Optional[int] = None
 
 
 def load_object(reference: str):
@@ -56,10 +58,10 @@ def load_plugins() -> None:
 
     Raises:
         ImageNetXError: naming the entry point and its package, for each
-            plug-in that fails to import or to register (once; the others
-            are loaded)
+            plug-in that fails to import or to register, registers a
+            built-in's name or exits (once; the others are loaded)
     """
-    global _plugins
+    global _plugins, _loader_thread
     if _plugins == "loaded":
         return
     with _plugins_lock:  # another thread's look-up waits until they are loaded
@@ -70,11 +72,15 @@ def load_plugins() -> None:
         from importlib.metadata import entry_points
 
         errors = []
-        for point in entry_points(group=PLUGIN_GROUP):
-            try:
-                _load_plugin(point)
-            except ImageNetXError as e:  # the others still load
-                errors.append(str(e))
+        _loader_thread = threading.get_ident()
+        try:
+            for point in entry_points(group=PLUGIN_GROUP):
+                try:
+                    _load_plugin(point)
+                except ImageNetXError as e:  # the others still load
+                    errors.append(str(e))
+        finally:
+            _loader_thread = None
         _plugins = "loaded"
     if errors:
         raise ImageNetXError("; ".join(errors))
@@ -85,13 +91,22 @@ def _load_plugin(point: "EntryPoint") -> None:
         plugin = point.load()
         if callable(plugin):
             plugin()
-    except Exception as e:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # a plug-in's SystemExit is its failure, not the process's
         dist = point.dist
         package = f"{dist.name} {dist.version}" if dist is not None else "an unknown package"
         raise ImageNetXError(
             f"The imagenetx plug-in '{point.name} = {point.value}' of {package} failed to "
             f"load ({type(e).__name__}: {e}): fix it, or uninstall {dist.name if dist else 'it'}"
         ) from e
+
+
+def _own(entry) -> bool:
+    """Whether a registered entry is the library's own (its module is in
+    ``imagenetx``)."""
+    module = entry if isinstance(entry, str) else getattr(entry, "__module__", None)
+    return isinstance(module, str) and module.split(":")[0].split(".")[0] == "imagenetx"
 
 
 class Registry(Generic[T]):
@@ -113,8 +128,8 @@ class Registry(Generic[T]):
         self._values: Dict[str, T] = {}
 
     def register(self, name: str, entry=None):
-        """Adds ``entry`` under ``name`` (replacing one of that name) and
-        returns it; without ``entry``, a decorator that registers what it
+        """Adds ``entry`` under ``name`` (replacing one of that name, but
+        for an installed plug-in a built-in's) and returns it; without ``entry``, a decorator that registers what it
         decorates.
 
         ``entry``: the object, or ``"module:Name"`` (a module's dotted name)
@@ -127,9 +142,22 @@ class Registry(Generic[T]):
             return decorator
         if self._check_name is not None:
             self._check_name(name)
+        if _loader_thread == threading.get_ident():
+            self._check_plugin_name(name)
         self._entries[name] = entry
         self._values.pop(name, None)
         return entry
+
+    def _check_plugin_name(self, name: str) -> None:
+        """Raises for an installed plug-in's ``name`` that is a built-in's
+        (``imagenet-x`` and ``imagenet_x`` alike): a plug-in adds, it does
+        not silently replace."""
+        same = str(name).replace("-", "_")
+        for known, entry in self._entries.items():
+            if str(known).replace("-", "_") == same and _own(entry):
+                raise ImageNetXError(
+                    f"Cannot register {self.kind} '{name}': '{known}' is imagenetx's own; "
+                    "give yours another name")
 
     def unregister(self, name: str) -> None:
         """Takes ``name`` out (nothing if it is not registered)."""

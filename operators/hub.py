@@ -32,14 +32,18 @@ class PushToHub(foo.Operator):
                    description="USER/NAME, in your token's namespace")
         inputs.bool("private", default=False, label="Private repo")
         inputs.bool("with_media", default=False, label="Upload images from gated repos too")
-        inputs.str("allow_media_outside", label="Allow media outside",
+        inputs.bool("confirm_folders", default=False, label="Upload from the folders shown",
+                    description="for a dataset of no Hub origin (your own files): the "
+                                "folders below, checked (system folders only when named)")
+        inputs.str("media_roots", label="Media folders",
                    description="optional: folders (one per line) whose files may be "
-                               "uploaded though they lie outside the folders a dataset from "
-                               "the Hub got its media from")
+                               "uploaded: outside the folders a dataset from the Hub got its "
+                               "media from, or a system folder such as /etc")
         if is_large(lambda c: c.dataset, ctx, PLAN_UP_TO):  # the form stays quick
             inputs.view("plan", types.Notice(
                 label="The push says what it uploads when it runs (and refuses media outside "
-                      "the folders a dataset from the Hub got its files from)"))
+                      "the folders a dataset from the Hub got its files from, or of a dataset "
+                      "of no origin, outside the folders confirmed)"))
         elif ctx.dataset is not None:  # what it will upload, or why it refuses
             from imagenetx.errors import ImageNetXError
             from imagenetx.present.push import cached_plan
@@ -69,6 +73,7 @@ class PushToHub(foo.Operator):
 def _media_params(ctx) -> dict:
     """The form's media choices as :func:`imagenetx.present.push.plan_push`
     takes them."""
-    folders = (ctx.params.get("allow_media_outside") or "").splitlines()
+    folders = (ctx.params.get("media_roots") or "").splitlines()
     return {"with_media": bool(ctx.params.get("with_media")),
-            "allow_media_outside": [f.strip() for f in folders if f.strip()]}
+            "media_roots": [f.strip() for f in folders if f.strip()],
+            "confirm_folders": bool(ctx.params.get("confirm_folders"))}

@@ -22,7 +22,7 @@ class ShowProbeMistakes(foo.Operator):
 
     def resolve_input(self, ctx):
         from imagenetx.probes.base import CLEAN
-        from imagenetx.probes.run import probe_fields
+        from imagenetx.probes.stored import probe_fields
 
         inputs = types.Object()
         runs = probe_fields(ctx.dataset)
@@ -47,7 +47,7 @@ class ShowProbeMistakes(foo.Operator):
     def execute(self, ctx):
         from imagenetx.analysis.probes import probe_mistakes_view
         from imagenetx.errors import ImageNetXError
-        from imagenetx.probes.run import probe_fields
+        from imagenetx.probes.stored import probe_fields
 
         runs = probe_fields(ctx.dataset)
         info = runs.get(ctx.params.get("probe_field"))

@@ -53,6 +53,27 @@ def scaled(value: float) -> float:
     return value * TIMEOUT_SCALE
 SHARED_DATA = REPO.parent / "shared" / "data" / "imagenetx"
 
+#: the test files outside the fast tier (`make test-fast`, ``pytest -m "not
+#: heavy"``): each drives a browser, installs packages, builds the whole demo,
+#: runs real models on the CPU or starts its own database or Hub service
+HEAVY_FILES = frozenset({
+    "test_as_authors_ran.py", "test_attacks.py", "test_browser.py", "test_cbar.py",
+    "test_claims.py", "test_cue_conflict.py", "test_demo.py", "test_distributed.py",
+    "test_embedding_slices.py", "test_hub_imagenet.py", "test_inference.py",
+    "test_install.py", "test_model_sources.py", "test_plugin.py", "test_plugins.py",
+    "test_probes.py", "test_protocol_models.py", "test_service.py",
+    "test_write_failures.py", "test_zero_shot.py",
+})
+
+
+def pytest_collection_modifyitems(config, items):
+    """Marks the tests outside the fast tier ``heavy``: the files of
+    :data:`HEAVY_FILES` and any test marked ``slow`` or ``browser``."""
+    for item in items:
+        if (item.path.name in HEAVY_FILES or item.get_closest_marker("slow")
+                or item.get_closest_marker("browser")):
+            item.add_marker(pytest.mark.heavy)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _drop_test_database():

@@ -190,3 +190,35 @@ def test_views_take_a_recorded_write_from_the_datasets_columns(ds, monkeypatch):
     write_classifications(ds, "a", ids[2:], new[2:], confidence=[0.7] * (N - 2))
     for v in (other, view, ds):
         _assert_fresh(v)
+
+
+def test_a_view_on_last_modified_at_follows_a_recorded_write(ds):
+    """The App's "modified since" filter and "the 50 latest": a recorded
+    write of another field stamps its samples, so the view's samples and
+    order change though its stages name none of the written fields."""
+    from fiftyone import ViewField as F
+
+    ids = ds.values("id")
+    since = ds.match(F("last_modified_at") > ds.max("last_modified_at"))
+    latest = ds.sort_by("last_modified_at", reverse=True).limit(50)
+    for v in (ds, since, latest):
+        read_columns(v, PATHS)
+    assert read_columns(since, PATHS, ids=True)["id"] == []
+    write_classifications(ds, "a", ids[-10:], [3] * 10, confidence=[0.5] * 10)
+    assert sorted(_assert_fresh(since)["id"]) == sorted(ids[-10:])
+    assert set(_assert_fresh(latest)["id"][:10]) == set(ids[-10:])
+    assert _ratios(latest) == _fresh_ratios(latest)
+
+
+def test_a_write_stamped_behind_the_newest_stamp_is_read(ds):
+    """A second client whose clock runs behind rewrites a field: the newest
+    stamp goes backwards, and the kept columns are read again."""
+    from datetime import timedelta
+
+    before = read_columns(ds, PATHS)
+    assert set(before["b.class_index"]) != {5}
+    behind = ds.max("last_modified_at") - timedelta(hours=1)
+    # what FiftyOne's own set_values does from a client one hour behind
+    ds._sample_collection.update_many(
+        {}, {"$set": {"b.class_index": 5, "last_modified_at": behind}})
+    assert _assert_fresh(ds)["b.class_index"] == [5] * N

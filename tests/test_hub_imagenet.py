@@ -709,24 +709,93 @@ def test_a_push_refuses_media_outside_the_repo_unless_named(passwd_repo, tmp_pat
     assert ("'hub-passwd-fo' has 2 samples whose media lies outside the folders its Hub "
             "origin gives it") in err[0]
     assert f"/etc/passwd, {secret}; a push would upload them" in err[0]
-    assert f"--allow-media-outside /etc {os.path.dirname(secret)}" in err[0]
+    assert f"--media-root /etc {os.path.dirname(secret)}" in err[0]
     assert not (uploads / "test-user" / "leak").exists()
     # the App's form says the same before its Execute (with its own input's label),
     # and what naming a folder allows
     assert _push_form("hub-passwd-fo", {}) == ("Error", err[0].split("error: ", 1)[1].replace(
-        "--allow-media-outside", "Allow media outside"))
-    allowed = _push_form("hub-passwd-fo", {"allow_media_outside": "/etc\n"
+        "--media-root", "Media folders"))
+    allowed = _push_form("hub-passwd-fo", {"media_roots": "/etc\n"
                                                                   + os.path.dirname(secret)})
     assert allowed[0] == "Notice" and allowed[1].startswith("Uploading 4 media files (")
 
     ds.delete_samples(ds.match({"filepath": "/etc/passwd"}))
     assert main(["push", "--dataset", "hub-passwd-fo", "--repo", "test-user/leak",
-                 "--allow-media-outside", os.path.dirname(secret)]) == 0
+                 "--media-root", os.path.dirname(secret)]) == 0
     out = capsys.readouterr().out
     assert out.index("Uploading 3 media files (") < out.index("Pushed 3 samples"), out
     assert f"from 2 folders: " in out and f"{os.path.dirname(secret)} (1)" in out
     pushed = sorted(os.listdir(uploads / "test-user" / "leak" / "data"))
     assert "secret.txt" in pushed and "passwd" not in pushed
+
+
+#: the samples of a repo that names system files only, as the issue found them
+ETC_FILES = ["/etc/passwd", "/etc/hostname", "../" * 12 + "etc/hosts"]
+
+
+def test_a_push_of_a_dataset_of_no_visible_origin_uploads_only_confirmed_folders(
+        passwd_repo, tmp_path, jpegs, capsys, monkeypatch):
+    """A dataset FiftyOne's own load_from_hub made of a repo that names only
+    /etc/passwd, /etc/hostname and a ``../`` escape to /etc/hosts has no
+    origin a push can see: refused in one line, nothing uploaded; the
+    checkbox of the folders shown does not confirm /etc (a system folder),
+    naming it does. A dataset of the user's own files uploads once its
+    folder is confirmed (the flag or the App form's checkbox)."""
+    import fiftyone.utils.huggingface as fouh
+    from hub_server import accept_uploads
+
+    from imagenetx.cli import main
+
+    uploads = tmp_path / "uploads"
+    accept_uploads(HUB_PORT, str(uploads), "test-user")
+    monkeypatch.setenv("HF_TOKEN", "write-token")
+    photo = tmp_path / "photo.jpg"
+    photo.write_bytes(jpegs[sorted(VAL)[0]])
+    _fiftyone_repo(tmp_path / "repo", [photo], ETC_FILES, keep_photos=False)
+    server = serve_repo(HUB_PORT, "test-org/etc-only", str(tmp_path / "repo"))
+    try:
+        ds = fouh.load_from_hub("test-org/etc-only", name="hub-etc-fo", overwrite=True,
+                                persistent=True)
+    finally:
+        server.shutdown()
+    assert sorted(os.path.normpath(p) for p in ds.values("filepath")) == [
+        "/etc/hostname", "/etc/hosts", "/etc/passwd"]
+    capsys.readouterr()
+
+    for extra in ([], ["--confirm-folders"], ["--media-root", "/"]):
+        assert main(["push", "--dataset", "hub-etc-fo", "--repo", "test-user/etc", *extra]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1, err
+        assert "/etc/passwd" in err[0] and "--media-root /etc" in err[0], err
+        assert not (uploads / "test-user" / "etc").exists()
+    assert _push_form("hub-etc-fo", {"confirm_folders": True})[0] == "Error"
+    assert main(["push", "--dataset", "hub-etc-fo", "--repo", "test-user/etc",
+                 "--media-root", "/etc"]) == 0
+    assert sorted(os.listdir(uploads / "test-user" / "etc" / "data")) == [
+        "hostname", "hosts", "passwd"]
+    capsys.readouterr()  # the upload's progress bars
+
+    own = tmp_path / "own"
+    own.mkdir()
+    names = sorted(VAL)[:2]
+    for n in names:
+        (own / n).write_bytes(jpegs[n])
+    mine = fo.Dataset("push-own-files")
+    try:
+        mine.add_samples([fo.Sample(filepath=str(own / n)) for n in names])
+        assert main(["push", "--dataset", mine.name, "--repo", "test-user/own"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{own} (2)" in err[0] and "--confirm-folders" in err[0], err
+        assert not (uploads / "test-user" / "own").exists()
+        view, label = _push_form(mine.name, {})
+        assert view == "Error" and "Upload from the folders shown (ticked)" in label, label
+        assert _push_form(mine.name, {"confirm_folders": True})[1].startswith(
+            "Uploading 2 media files (")
+        assert main(["push", "--dataset", mine.name, "--repo", "test-user/own",
+                     "--confirm-folders"]) == 0
+        assert sorted(os.listdir(uploads / "test-user" / "own" / "data")) == names
+    finally:
+        mine.delete()
 
 
 def _masks_repo(root, photos: list) -> None:
@@ -877,14 +946,16 @@ def test_the_push_form_plans_once_per_dataset_state(tmp_path, jpegs, monkeypatch
     ds = fo.Dataset("push-form-plans")
     try:
         ds.add_samples([fo.Sample(filepath=str(tmp_path / n)) for n in names])
-        first = _push_form(ds.name, {})
+        ok = {"confirm_folders": True}  # no Hub origin: the folders confirmed
+        first = _push_form(ds.name, ok)
         assert first[1].startswith("Uploading 2 media files (")
-        assert _push_form(ds.name, {"private": True}) == first and len(planned) == 1
-        assert _push_form(ds.name, {"allow_media_outside": "/srv"}) == first
+        assert _push_form(ds.name, dict(ok, private=True)) == first and len(planned) == 1
+        assert _push_form(ds.name, dict(ok, media_roots="/srv")) == first
         assert len(planned) == 2  # another choice, another plan
+        assert _push_form(ds.name, {})[0] == "Error" and len(planned) == 3
         ds.delete_samples(ds.take(1))
-        assert _push_form(ds.name, {})[1].startswith("Uploading 1 media file (")
-        assert len(planned) == 3
+        assert _push_form(ds.name, ok)[1].startswith("Uploading 1 media file (")
+        assert len(planned) == 4
     finally:
         ds.delete()
 

@@ -207,3 +207,39 @@ def test_a_plugin_function_is_called_once_and_registers(tmp_path):
               "print(probe_names(), probe_names() and labprobes.CALLS)"], env, tmp_path)
     assert r.stdout.strip() == "['spectral', 'corruption', 'critical_band', 'lab_blur'] [1]", \
         r.stderr
+
+
+def test_a_plugin_may_not_replace_a_built_in_nor_exit(tmp_path):
+    """A plug-in that registers a built-in's name (``imagenet-x``, the
+    command line's spelling of ``imagenet_x``) is refused in one line naming
+    it, and the built-in stays; one that raises SystemExit is reported, not
+    an exit, and doctor says it failed."""
+    site = tmp_path / "site"
+    (site / "fakebench").mkdir(parents=True)
+    (site / "fakebench" / "__init__.py").write_text(
+        "from types import SimpleNamespace\n"
+        "from imagenetx.benchmarks import register_benchmark\n"
+        "register_benchmark(SimpleNamespace(name='imagenet-x'))\n")
+    _write_dist(site, "fakebench", "fake = fakebench")
+    (site / "byeplug").mkdir()
+    (site / "byeplug" / "__init__.py").write_text("raise SystemExit('bye')\n")
+    _write_dist(site, "byeplug", "bye = byeplug")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(site)]))
+    r = _run(["python", "-c", "from imagenetx.benchmarks import benchmarks\n"
+              "try:\n    benchmarks()\nexcept Exception as e:\n    print(e)\n"
+              "known = benchmarks()\n"
+              "print(type(known['imagenet_x']).__name__, 'imagenet-x' in known)"],
+             env, tmp_path)
+    assert r.returncode == 0, r.stderr
+    errors, last = r.stdout.splitlines()
+    assert last == "ImageNetX False"
+    bye = ("The imagenetx plug-in 'bye = byeplug' of byeplug 1.0 failed to load "
+           "(SystemExit: bye): fix it, or uninstall byeplug")
+    fake = ("The imagenetx plug-in 'fake = fakebench' of fakebench 1.0 failed to load "
+            "(ImageNetXError: Cannot register benchmark 'imagenet-x': 'imagenet_x' is "
+            "imagenetx's own; give yours another name): fix it, or uninstall fakebench")
+    assert errors in (f"{bye}; {fake}", f"{fake}; {bye}"), errors
+    r = _run(["python", "-c", "from imagenetx.doctor import plugins\n"
+              "print(*plugins(), sep='\\n')"], env, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == f"--  plug-ins     {errors}"

@@ -50,7 +50,7 @@ from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.correlation import RankCorrelation, RankPosition, kendall_tau, rank_position
 from imagenetx.metrics.stats import to_json
 from imagenetx.protocols.base import departure_note
-from imagenetx.probes.run import probe_info
+from imagenetx.probes.stored import probe_info
 from imagenetx.store.datasets import get_dataset
 from imagenetx.store.names import INFO_KEY
 from imagenetx.store.schema import prediction_fields

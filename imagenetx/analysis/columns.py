@@ -16,9 +16,12 @@ in about a millisecond):
     new sample) is read again whole; the view's ids are read each time, so
     deleted samples and samples that left or joined the view are exact
     (unless nothing but recorded writes changed, the sample count is the
-    same and the view's stages name none of their fields: then a view of a
-    dataset whose own columns are kept takes the changed columns from
-    them, one read for the dataset and all its views).
+    same and the view's stages name none of their fields nor
+    ``last_modified_at``: then a view of a dataset whose own columns are
+    kept takes the changed columns from them, one read for the dataset and
+    all its views). A newest stamp that went backwards (a client whose
+    clock runs behind rewrote the newest samples) reads the view again
+    whole.
     Columns of a field deleted or made again since (the dataset's schema,
     one small read each time) are dropped. Where more than a quarter of the
     samples would be read again, or on grouped and generated datasets, the
@@ -28,7 +31,10 @@ A column that did not change stays the same list object, so computations
 kept by :func:`derived` on it stay valid.
 
 Like ``last_modified_at`` itself, this cannot see a write that stamps
-nothing (FiftyOne's ``clear_sample_field``, a raw database update).
+nothing (FiftyOne's ``clear_sample_field``, a raw database update), nor a
+write stamped behind the newest stamp that leaves the newest stamp and the
+sample count as they were (a client whose clock runs behind, writing some
+samples but not the newest).
 """
 
 import json
@@ -57,6 +63,9 @@ CACHE_SIZE = 4
 PATCH_SHARE = 0.25
 #: how many results :func:`derived` keeps
 DERIVED_SIZE = 512
+#: the stamp every write changes: a view whose stages name it ("modified
+#: since", "the 50 latest") may hold other samples after any write
+STAMP = "last_modified_at"
 
 
 @dataclass
@@ -207,8 +216,9 @@ def _update(view, entry: _Entry, version: tuple, schema: Dict[str, object]) -> O
     """``entry`` after the dataset changed: reads again the columns of the
     recorded writes' fields and the samples anything else changed (see the
     module docstring); None where the view is better read again whole."""
-    if entry.newest is None:
-        return None
+    newest = _newest_of(version)
+    if entry.newest is None or newest is None or newest < entry.newest:
+        return None  # stamped behind (a client whose clock runs late): anything changed
     dataset = view._dataset
     coll = dataset._sample_collection
     stamps = coll.distinct("last_modified_at", {"last_modified_at": {"$gte": entry.newest}})
@@ -232,7 +242,7 @@ def _update(view, entry: _Entry, version: tuple, schema: Dict[str, object]) -> O
     # fields the view's stages do not name: the view holds the same samples
     stages = _stages(view)
     same_samples = (not unknown and version[0] == entry.version[0]
-                    and not any(_names(stages, root) for root in changed))
+                    and not any(_names(stages, root) for root in [*changed, STAMP]))
     sample_ids, whole = _read_again(view, again, version, entry.ids if same_samples else None)
     same_rows = sample_ids == entry.ids
     if same_rows:

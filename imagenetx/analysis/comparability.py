@@ -34,7 +34,8 @@ PUBLISHED_COLUMNS: Dict[str, Tuple[str, Dict[str, str]]] = {
         "imagenet_x": "top1_acc/imagenet",
         ATTACK: "top1_acc/PGD-40/low",
         "cue_conflict": "shape-bias",
-        **{lay.benchmark: lay.column for lay in LAYOUTS.values()},
+        **{lay.benchmark: lay.column for lay in LAYOUTS.values()
+           if lay.column.startswith("top1_acc/")},  # the others: not in the table
     }),
     "robustbench": ("RobustBench's ImageNet L-inf leaderboard", {
         "imagenet_x": "clean accuracy", ATTACK: "AutoAttack robust accuracy"}),

@@ -3,7 +3,8 @@ released ImageNet-C dataset (:mod:`imagenetx.benchmarks.ood`), and the
 plain top-1 / top-5 accuracy per corruption and severity with its mean over
 the cells on a released ImageNet-C or ImageNet-C-bar dataset, as Gavrikov &
 Keuper report them (``top1_acc/imagenet-c``: 19 corruptions x 5
-severities; ``top1_acc/imagenet-cbar``: 10 x 5).
+severities; ``top1_acc/imagenet-cbar``: 10 x 5), and on ImageNet-3DCC as
+RobustBench's ``corruptions_3d`` does (``corruptions_acc_3d``: 12 x 5).
 
 Corruptions made on the fly have theirs in the probe results
 (:mod:`imagenetx.analysis.probes`); both end in
@@ -34,7 +35,10 @@ from imagenetx.classes.spaces import int_column
 from imagenetx.store.datasets import get_dataset
 
 #: the benchmarks whose release folders hold corruption x severity images
-CORRUPTION_BENCHMARKS = ("imagenet_c", "imagenet_cbar")
+CORRUPTION_BENCHMARKS = ("imagenet_c", "imagenet_cbar", "imagenet_3dcc")
+#: the table that publishes each one's mean over the cells
+_TABLES = {"imagenet_3dcc": "RobustBench's ImageNet corruptions_3d leaderboard"}
+_GAVRIKOV = "Gavrikov & Keuper's benchmark.csv"
 
 
 def imagenet_c_errors(samples, field: str, clean_dataset: Optional[str] = None,
@@ -117,15 +121,15 @@ def imagenet_c_errors(samples, field: str, clean_dataset: Optional[str] = None,
 @dataclass(frozen=True)
 class CorruptionAccuracyResult:
     """Accuracy per corruption and severity of one field on a released
-    ImageNet-C or -C-bar dataset.
+    ImageNet-C, -C-bar or -3DCC dataset.
 
     Attributes:
         dataset: the dataset's name
         field: the prediction field
-        benchmark: ``imagenet_c`` or ``imagenet_cbar``
+        benchmark: ``imagenet_c``, ``imagenet_cbar`` or ``imagenet_3dcc``
         title: its display name
-        column: the ``benchmark.csv`` column that ``100 * mean_top1`` is
-            (Gavrikov & Keuper, accuracies in percent)
+        column: the published column that ``100 * mean_top1`` is
+            (accuracies in percent)
         of_corruptions: the release's corruptions (the table's rows)
         accuracy: the table
         notes: what makes the mean not comparable with the published one
@@ -139,13 +143,14 @@ class CorruptionAccuracyResult:
     of_corruptions: int
     accuracy: CorruptionAccuracy
     notes: List[str] = dc_field(default_factory=list)
+    table: str = _GAVRIKOV
 
     def to_dict(self) -> dict:
         """JSON-ready: the table, its means and the published column."""
         acc = self.accuracy.to_dict()
         mean = acc["mean_top1"]
         return {"dataset": self.dataset, "field": self.field, "benchmark": self.benchmark,
-                "title": self.title, **acc, "column": self.column,
+                "title": self.title, **acc, "column": self.column, "table": self.table,
                 "column_value": None if mean is None else 100.0 * mean,
                 "notes": list(self.notes)}
 
@@ -153,9 +158,10 @@ class CorruptionAccuracyResult:
 def corruption_accuracy_of(samples, field: str, gt_field: str = "ground_truth"
                            ) -> CorruptionAccuracyResult:
     """Top-1 and top-5 accuracy of ``field`` per corruption and severity of
-    a released ImageNet-C or ImageNet-C-bar dataset, and their unweighted
+    a released ImageNet-C, -C-bar or -3DCC dataset, and their unweighted
     mean over the cells (Gavrikov & Keuper's ``eval_imagenet_c.py``,
-    ``eval_imagenet_cbar.py``). Top-5 needs the field's stored logits
+    ``eval_imagenet_cbar.py``; RobustBench's ``corruptions_evaluation``
+    for ``corruptions_3d``). Top-5 needs the field's stored logits
     (``imagenetx predict --logits``); without them it is None. Images
     without a prediction are left out, as in the other tables.
 
@@ -174,8 +180,8 @@ def corruption_accuracy_of(samples, field: str, gt_field: str = "ground_truth"
     benchmark = get_benchmark(samples)
     if benchmark.name not in CORRUPTION_BENCHMARKS:
         raise ImageNetXError(
-            f"Dataset '{name}' is not ImageNet-C or ImageNet-C-bar: load the released "
-            "folders as ImageNet-C or ImageNet-C-bar from `dir=...`")
+            f"Dataset '{name}' is not ImageNet-C, -C-bar or -3DCC: load the released "
+            "folders as ImageNet-C, ImageNet-C-bar or ImageNet-3DCC from `dir=...`")
     if not samples.has_field(f"{field}.class_index"):
         raise ImageNetXError(
             f"Dataset '{name}' has no prediction field '{field}': predict it first "
@@ -208,7 +214,8 @@ def corruption_accuracy_of(samples, field: str, gt_field: str = "ground_truth"
         notes.append(f"no top-5: '{field}' has neither top5 nor logits for every image "
                      "(predict with `imagenetx predict`)")
     return CorruptionAccuracyResult(name, field, benchmark.name, benchmark.title,
-                                    layout.column, len(layout.corruptions), table, notes)
+                                    layout.column, len(layout.corruptions), table, notes,
+                                    _TABLES.get(benchmark.name, _GAVRIKOV))
 
 
 def _top5(view, field: str, counted: np.ndarray, gt: np.ndarray) -> Optional[np.ndarray]:

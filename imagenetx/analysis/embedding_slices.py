@@ -140,7 +140,8 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
 
     Raises:
         ImageNetXError: before anything is written, for a missing field, a
-            sample without an embedding, embeddings of mixed or wrong
+            field of no vectors (a label, a string), a sample without an
+            embedding, embeddings of mixed or wrong
             dimension, NaN rows, ``k`` out of range, or a ``key`` in use
     """
     view = get_dataset(samples)
@@ -150,6 +151,7 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
             f"`embeddings='{embeddings}'` is not a field of dataset '{dataset.name}': "
             "compute it first (`imagenetx.models.embed.run_embed`) or pass the field that holds "
             "them")
+    _check_vectors(view, embeddings)
     if key is not None:
         _check_key(dataset, key, overwrite)
     settings = Settings.create(settings, **kwargs)
@@ -194,6 +196,24 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
         _store(dataset, key, result)
         result.key = key
     return result
+
+
+def _check_vectors(view, embeddings: str) -> None:
+    """Raises for a field declared as anything but one vector per sample (a
+    label, a string); an undeclared list is checked by its values."""
+    import fiftyone as fo
+
+    field = view.get_field(embeddings)
+    if isinstance(field, (fo.VectorField, fo.ArrayField)) or (
+            isinstance(field, fo.ListField)
+            and (field.field is None or isinstance(field.field, (fo.FloatField, fo.IntField)))):
+        return
+    kind = (field.document_type.__name__ if isinstance(field, fo.EmbeddedDocumentField)
+            else type(field).__name__)
+    raise ImageNetXError(
+        f"`embeddings='{embeddings}'` is a {kind} field of dataset '{view._dataset.name}', "
+        "not embeddings: give a field of one vector per sample (written by `imagenetx embed` "
+        "or FiftyOne Brain's compute_embeddings)")
 
 
 def _has_default_slicing(view, settings: Settings) -> bool:

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from imagenetx.errors import ImageNetXError
-from imagenetx.metrics.critical_band import CriticalBandFit, fit_critical_band
+from imagenetx.metrics.critical_band import CriticalBandFit, critical_band_levels, fit_critical_band
 from imagenetx.metrics.corruption import (
     CORRUPTIONS,
     SEVERITIES,
@@ -22,10 +22,9 @@ from imagenetx.metrics.corruption import (
 )
 from imagenetx.metrics.spectral import SpectralBias, fractions_of_clean, spectral_bias
 from imagenetx.probes.base import CLEAN, PROBES
-from imagenetx.probes.run import probe_field, probe_info
+from imagenetx.probes.stored import probe_field, probe_info
 from imagenetx.store.datasets import get_dataset
-from imagenetx.probes.critical_band import CriticalBand
-from imagenetx.probes.spectral import HIGH, LOW, parse_level
+from imagenetx.probes.spectral_levels import HIGH, LOW, parse_level
 
 
 @dataclass
@@ -183,7 +182,7 @@ def _critical_band(result: ProbeResults) -> Optional[CriticalBandFit]:
     """The fit, once every level has images scored and the clean accuracy is
     above 0 (else None: the per-level table is all there is)."""
 
-    levels = CriticalBand().levels()
+    levels = critical_band_levels()
     if any(not result.n.get(level) for level in levels) or not result.correct[CLEAN]:
         return None
     return fit_critical_band({lv: result.accuracy(lv) for lv in levels}, levels)

@@ -62,6 +62,10 @@ def launch_app(dataset, port: int = None, address: str = None,
     """
     logging.getLogger("fiftyone.core.service").addFilter(_NoStaleServiceWarning())
     dataset = get_dataset(dataset)
+    address = app_address(address)
+    # a port another program holds: one line now, not the App server's
+    # minute of waiting and its tracebacks (and before anything is changed)
+    check_app_port(address, port or fo.config.default_app_port)
     plugins_dir = fo.config.plugins_dir
     linked = bool(plugins_dir) and os.path.lexists(os.path.join(plugins_dir, LINK_NAME))
     link = install_plugin()
@@ -72,10 +76,6 @@ def launch_app(dataset, port: int = None, address: str = None,
     # operator and panel request (about 0.2 s each); FiftyOne still reloads
     # a plugin whose folder changes
     os.environ.setdefault("FIFTYONE_PLUGINS_CACHE_ENABLED", "true")
-    address = app_address(address)
-    # a port another program holds: one line now, not the App server's
-    # minute of waiting and its tracebacks
-    check_app_port(address, port or fo.config.default_app_port)
     proc = None
     if worker:
         enable_delegation()

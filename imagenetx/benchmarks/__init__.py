@@ -7,8 +7,10 @@ command line and report work on any of them.
 -   :mod:`~imagenetx.benchmarks.imagenet_d`: ImageNet-D nuisances
 -   :mod:`~imagenetx.benchmarks.cue_conflict`: texture-shape cue conflict
 -   :mod:`~imagenetx.benchmarks.imagenet_e`: attribute edits, grouped
--   :mod:`~imagenetx.benchmarks.ood`: ImageNet-A, -R, -Sketch, V2 and -C
-    from their release folders
+-   :mod:`~imagenetx.benchmarks.ood`: ImageNet-A, -R, -Sketch, V2, -C,
+    -C-bar, -3DCC and ObjectNet from their release folders
+-   :mod:`~imagenetx.benchmarks.ood_detection`: OOD detection: ImageNet-O,
+    NINCO and OpenOOD v1.5's ImageNet-1K, ImageNet val as in-distribution
 -   :mod:`~imagenetx.benchmarks.base`: the generic benchmark, any dataset
     sliced by any categorical field
 
@@ -51,6 +53,13 @@ BENCHMARKS.register("imagenet_sketch", "imagenetx.benchmarks.ood.benchmark:IMAGE
 BENCHMARKS.register("imagenet_v2", "imagenetx.benchmarks.ood.benchmark:IMAGENET_V2")
 BENCHMARKS.register("imagenet_c", "imagenetx.benchmarks.ood.benchmark:IMAGENET_C")
 BENCHMARKS.register("imagenet_cbar", "imagenetx.benchmarks.ood.benchmark:IMAGENET_CBAR")
+BENCHMARKS.register("imagenet_3dcc", "imagenetx.benchmarks.ood.benchmark:IMAGENET_3DCC")
+BENCHMARKS.register("objectnet", "imagenetx.benchmarks.ood.benchmark:OBJECTNET")
+BENCHMARKS.register("imagenet_o",
+                    "imagenetx.benchmarks.ood_detection.benchmark:IMAGENET_O_BENCHMARK")
+BENCHMARKS.register("ninco", "imagenetx.benchmarks.ood_detection.benchmark:NINCO_BENCHMARK")
+BENCHMARKS.register("openood_imagenet",
+                    "imagenetx.benchmarks.ood_detection.benchmark:OPENOOD_IMAGENET_BENCHMARK")
 
 def register_benchmark(benchmark):
     """Adds a benchmark: a :class:`~imagenetx.benchmarks.base.Benchmark`

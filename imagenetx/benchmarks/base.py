@@ -52,8 +52,11 @@ class Benchmark:
             by :meth:`load` (the generic benchmark: any dataset)
         keeps_geometry: its images are already the model's input size and
             go to the model as they are, without its resize and crop
-            (ImageNet-C and -C-bar: 224 x 224 centre crops made by the
-X
+            (ImageNet-C, -C-bar and -3DCC: 224 x 224 centre crops made by
+            the authors' scripts)
+        border_crop: pixels the model run cuts from every side of each
+            image before the model's own preprocessing (ObjectNet's 2-pixel
+            frame); 0: none
     """
 
     name = "generic"
@@ -65,6 +68,7 @@ X
     needs_logits = False
     output_classes = "imagenet"
     keeps_geometry = False
+    border_crop = 0
     loading: Optional[Loading] = None
 
     def load(self, progress=None, token: Optional[str] = None, **options):

@@ -17,6 +17,7 @@ source is named (cue conflict's download).
 """
 
 import importlib
+import os
 from dataclasses import dataclass
 from typing import Callable, Dict, Optional, Tuple
 
@@ -168,6 +169,48 @@ CUE_CONFLICT = Loading("cue_conflict", "Cue-conflict", "cue-conflict", (
 ))
 
 
+def _imagenet_val(role: str) -> Option:
+    return Option("imagenet_dir", "ImageNet val folder", f"an ImageNet val folder: {role}")
+
+
+IMAGENET_O = Loading("imagenet_o", "ImageNet-O", "imagenet-o", (
+    Source("dir", "release folder", "the ImageNet-O release folder, <wnid>/<image> (2,000 "
+           "images of 200 classes)",
+           "imagenetx.benchmarks.ood_detection.loaders:load_imagenet_o", "folder",
+           (_imagenet_val("its images of ImageNet-O's 200 classes are the ID ones "
+                          "(required)"),)),
+))
+
+NINCO = Loading("ninco", "NINCO", "ninco", (
+    Source("dir", "release folder", "the NINCO release folder (NINCO_OOD_classes/<class>/"
+           "<image>, ...), with its OOD unit tests generated",
+           "imagenetx.benchmarks.ood_detection.loaders:load_ninco", "folder",
+           (_imagenet_val("the ID images, and the unit tests' sources"),
+            Option("unit_tests", "Unit tests per kind", "the OOD unit-test images generated "
+                   "per kind, of NINCO's 400 (0: none)", type="int", default=400),
+            Option("seed", "Seed", "the seed of the generated unit tests", type="int",
+                   default=0),
+            Option("unit_tests_dir", "Unit tests folder", "where the generated unit-test "
+                   "images are written (default: the dataset's folder in FiftyOne's dataset "
+                   "folder)"))),
+))
+
+OPENOOD_IMAGENET = Loading("openood_imagenet", "OpenOOD ImageNet-1K", "openood-imagenet", (
+    Source("dir", "data folder", "OpenOOD v1.5's data folder (images_largescale/, "
+           "images_classic/), read as its ImageNet-1K lists name the files",
+           "imagenetx.benchmarks.ood_detection.loaders:load_openood_imagenet", "folder",
+           (Option("split", "Split", "the ID and OOD lists: test (45,000 ID; SSB-hard, NINCO, "
+                   "iNaturalist, Textures, OpenImage-O) or val (5,000 ID; OpenImage-O)",
+                   choices=("test", "val"), default="test"),
+            Option("sets", "OOD sets", "the OOD sets to load, comma-separated (default: all "
+                   "of the split's: ssb_hard, ninco, inaturalist, textures, openimage_o)"),
+            _imagenet_val("the ID images, by file name (default: "
+                          "images_largescale/imagenet_1k/val/)"),
+            Option("lists_dir", "Lists folder", "a local copy of OpenOOD's benchmark_imglist/ "
+                   "(default: $IMAGENETX_OPENOOD_DIR, else downloaded into the cache)"))),
+))
+
+
 def ood_loading(layout: Layout) -> Loading:
     """How an OOD benchmark's release folder is loaded."""
     options = ((Option("variant", "Variant", "the variant of a folder whose name does not "
@@ -183,7 +226,8 @@ def ood_loading(layout: Layout) -> Loading:
 #: the built-in benchmarks' loadings, by benchmark name
 LOADINGS: Dict[str, Loading] = {lo.benchmark: lo for lo in (
     IMAGENET_X, IMAGENET_D, IMAGENET_E, CUE_CONFLICT,
-    *(ood_loading(layout) for layout in LAYOUTS.values()))}
+    *(ood_loading(layout) for layout in LAYOUTS.values()),
+    IMAGENET_O, NINCO, OPENOOD_IMAGENET)}
 
 
 def _quoted(names) -> str:
@@ -239,7 +283,8 @@ def load_with(loading: Loading, progress=None, token: Optional[str] = None, **op
 
     Raises:
         ImageNetXError: before anything is loaded, for a source the
-            benchmark has not or an option its source does not take; then
+            benchmark has not, an option its source does not take or a
+            file given as a folder (``dir``); then
             whatever the loader raises
     """
     given = {k: v for k, v in options.items() if v is not None}
@@ -255,6 +300,11 @@ def load_with(loading: Loading, progress=None, token: Optional[str] = None, **op
     others = [k for k in given if k not in {o.name for o in (*source.options, *DATASET_OPTIONS)}]
     if others:
         raise ImageNetXError(_not_taken(loading, source, others[0]))
+    if source.name == "dir" and location is not None and os.path.isfile(
+            os.path.expanduser(str(location))):
+        raise ImageNetXError(
+            f"`dir='{location}'` is a file, not a folder: give the folder that holds "
+            f"{loading.title}'s images: {source.help}")
     kwargs = dict(source.fixed)
     if source.location:
         kwargs[source.location] = location

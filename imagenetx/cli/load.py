@@ -38,10 +38,15 @@ def register(group: CommandGroup) -> None:
                    help="upload images pulled from a gated repo too (default: 1-pixel "
                         "stand-ins, re-attached with load imagenet-x --hub REPO "
                         "--media-from SOURCE)")
-    p.add_argument("--allow-media-outside", nargs="+", default=[], metavar="FOLDER",
-                   help="upload these folders' files too, though they lie outside the "
-                        "folders a dataset from the Hub got its media from (refused by "
-                        "default: a repo may name files such as /etc/passwd)")
+    p.add_argument("--media-root", "--allow-media-outside", dest="media_roots",
+                   action="extend", nargs="+", default=[], metavar="DIR",
+                   help="upload the files under DIR (repeatable): folders a dataset's Hub "
+                        "origin does not give it, or those of a dataset of no origin; a "
+                        "system folder (/etc, /usr, ...) only when named (a repo may name "
+                        "files such as /etc/passwd)")
+    p.add_argument("--confirm-folders", action="store_true",
+                   help="for a dataset of no Hub origin: upload from the folders the push "
+                        "shows (system folders only with --media-root)")
 
     p = group.add("edit", run_edit, "edit the masked objects of a dataset (size, position, "
                                     "direction, background) into group slices of the originals")
@@ -187,7 +192,7 @@ def run_push(args) -> int:
 
     print(push_results(args.dataset, args.repo, private=args.private,
                        with_media=args.with_media,
-                       allow_media_outside=args.allow_media_outside,
+                       media_roots=args.media_roots, confirm_folders=args.confirm_folders,
                        announce=lambda plan: print(plan, flush=True)))
     return 0
 

@@ -121,10 +121,12 @@ def register(group: CommandGroup) -> None:
     add_gt_field(p)
 
     p = group.add("corruption-accuracy", run_corruption_accuracy,
-                  "ImageNet-C or -C-bar (released folders): top-1 and top-5 accuracy per "
-                  "corruption and severity and their mean, as Gavrikov & Keuper report them")
+                  "ImageNet-C, -C-bar or -3DCC (released folders): top-1 and top-5 accuracy "
+                  "per corruption and severity and their mean, as Gavrikov & Keuper and "
+                  "RobustBench (corruptions_3d) report them")
     p.add_argument("--dataset", required=True,
-                   help="a dataset loaded with `load imagenet-c` or `load imagenet-cbar`")
+                   help="a dataset loaded with `load imagenet-c`, `load imagenet-cbar` or "
+                        "`load imagenet-3dcc`")
     p.add_argument("--pred-field", required=True, metavar="F",
                    help="the prediction field (top-5 needs it predicted with --logits)")
     add_output(p, csv="print one CSV row per corruption and severity")

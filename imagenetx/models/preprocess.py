@@ -74,6 +74,35 @@ def without_resize(prep: Preprocessing) -> Preprocessing:
     return dataclasses.replace(prep, geometry=geometry)
 
 
+class BorderCrop:
+    """Cuts ``border`` pixels from every side of a PIL image, as
+    ``PIL.ImageOps.crop(image, border)`` (the ImageNet testbed's ObjectNet
+    ``crop_image``) does; a class, so that loader workers can pickle it."""
+
+    def __init__(self, border: int):
+        self.border = border
+
+    def __call__(self, image):
+        from PIL import ImageOps
+
+        return ImageOps.crop(image, border=self.border)
+
+    def __repr__(self):
+        return f"BorderCrop(border={self.border})"
+
+
+def with_border_crop(prep: Preprocessing, border: int) -> Preprocessing:
+    """The same preprocessing after cutting a frame of ``border`` pixels
+    off each image (ObjectNet's 2: its images carry a frame the model must
+    not see); decoded on the CPU, with PIL, as a geometry the tensor path
+    does not reproduce."""
+    import dataclasses
+
+    import torchvision.transforms as T
+
+    return dataclasses.replace(prep, geometry=T.Compose([BorderCrop(border), prep.geometry]))
+
+
 def from_timm_config(cfg: dict) -> Preprocessing:
     """The preprocessing of a timm data config (``resolve_data_config``)."""
     import torchvision.transforms as T

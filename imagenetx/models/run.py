@@ -62,7 +62,7 @@ from imagenetx.models.config import RunOptions
 from imagenetx.models.device import Engine, Placement, amp_dtype, place
 from imagenetx.models.distributed import Ranks
 from imagenetx.models.loader import DeviceInputs, ImageFiles, crop_reader, make_loader
-from imagenetx.models.preprocess import without_resize
+from imagenetx.models.preprocess import with_border_crop, without_resize
 from imagenetx.models.protocol_run import ProtocolRun, check_dataset, resolve_run, settle_run
 from imagenetx.models.sources import ModelRequest, check_request, load_model
 from imagenetx.protocols.published import published_top1
@@ -255,10 +255,15 @@ def run(samples, model: str, field: str, task: Task, request: ModelRequest,
         protocol = protocol.with_departures(task.departures, task.departure_details)
         if benchmark.keeps_geometry:  # images already at the input size: no zoom
             classifier.preprocessing = without_resize(classifier.preprocessing)
+        if benchmark.border_crop:  # a frame round every image (ObjectNet's): cut first
+            classifier.preprocessing = with_border_crop(classifier.preprocessing,
+                                                        benchmark.border_crop)
         decode_on = at.device if task.decode_on_device else torch.device("cpu")
         reader, gpu_share = crop_reader(classifier, options.decoder, decode_on)
         record = run_record(classifier, {**task.record(), **protocol.record(),
-                                         **run_environment(at.device, precision, tf32)})
+                                         **run_environment(at.device, precision, tf32),
+                                         **({"border_crop": benchmark.border_crop}
+                                            if benchmark.border_crop else {})})
         if claim.takeovers:
             record["takeovers"] = claim.takeovers
         this = ModelRun(

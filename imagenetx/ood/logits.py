@@ -61,7 +61,10 @@ def energy(logits, temperature: float = 1.0) -> np.ndarray:
     """The negative free energy ``T * logsumexp(z / T)`` (Liu et al. 2020;
     OpenOOD ebo_postprocessor.py:21-22)."""
     temperature = _positive(temperature, "temperature")
-    return temperature * logsumexp(as_logits(logits) / temperature)
+    z = as_logits(logits)
+    if temperature == 1.0:  # one pass less over the logits, the same numbers
+        return logsumexp(z)
+    return temperature * logsumexp(z / temperature)
 
 
 def gen(logits, gamma: float = 0.1, m: int = 100) -> np.ndarray:

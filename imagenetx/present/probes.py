@@ -112,7 +112,7 @@ def format_corruption_accuracy(result: dict) -> str:
     lines.append(
         f"Mean over the cells (unweighted): top-1 {_num(result['mean_top1'], '.4f')}, "
         f"top-5 {_num(result['mean_top5'], '.4f')}; {result['column']} = "
-        f"{_num(result['column_value'], '.2f')} (percent, as Gavrikov & Keuper's table)")
+        f"{_num(result['column_value'], '.2f')} (percent, as {result['table']})")
     lines.extend(f"Note: {n}" for n in result["notes"])
     return "\n".join(lines)
 

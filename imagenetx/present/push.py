@@ -31,7 +31,7 @@ from imagenetx.present.figures import error_ratio_chart
 from imagenetx.present.formatting import code_span, ratios_rows, readout_markdown
 from imagenetx.store.datasets import all_slices, get_dataset
 from imagenetx.store.hub import _hub_error, _token, check_repo_id
-from imagenetx.store.media import examples, outside, sample_media
+from imagenetx.store.media import Folders, examples, outside, sample_media, system_folder
 from imagenetx.store.schema import prediction_fields
 
 CARD_SECTION = "## ImageNet-X results"
@@ -100,18 +100,25 @@ class PushPlan:
         return "Uploading " + (" and ".join(parts) or "no media file")
 
 
-def plan_push(dataset, with_media: bool = False,
-              allow_media_outside: Sequence[str] = ()) -> PushPlan:
-    """What :func:`push_results` would upload, refusing media outside the
-    dataset's known media roots
-    (:func:`~imagenetx.benchmarks.imagenet_x.hub_pull.known_media_roots`:
-    where a dataset from the Hub got its files) unless their folders are
-    in ``allow_media_outside``. A dataset with no Hub origin uploads its
-    own files.
+def plan_push(dataset, with_media: bool = False, media_roots: Sequence[str] = (),
+              confirm_folders: bool = False) -> PushPlan:
+    """What :func:`push_results` would upload, refusing any media file
+    outside the folders it may upload from:
+
+    -   a dataset from the Hub: the folders its origin gives it
+        (:func:`~imagenetx.benchmarks.imagenet_x.hub_pull.known_media_roots`)
+        and those named in ``media_roots``;
+    -   a dataset of no origin a push can see (built from the user's files,
+        or by FiftyOne's own ``load_from_hub``, whose samples may name
+        ``/etc/passwd``): the folders the plan shows, once confirmed
+        (``confirm_folders``), and those named in ``media_roots``;
+    -   either way, a file in a system folder
+        (:data:`~imagenetx.store.media.SYSTEM_FOLDERS`) only from a folder
+        named at or below it.
 
     Raises:
-        ImageNetXError: for media outside the known roots, naming the
-            samples' files and the option that allows their folders
+        ImageNetXError: for media outside those folders, naming the files
+            and the folders to confirm or name
     """
     dataset = get_dataset(dataset)
     source = gated_source(dataset)
@@ -119,24 +126,56 @@ def plan_push(dataset, with_media: bool = False,
     every = sample_media(dataset)
     # with stand-ins the images are not uploaded, the other media files are
     found = sample_media(dataset, skip=["filepath"]) if stand_ins else every
-    roots = known_media_roots(dataset, [p for _, p in every])
-    if roots:
-        refused = outside(found, [*roots, *allow_media_outside])
-        if refused:
-            paths = [p for _, p in refused]
-            folders = list(dict.fromkeys(os.path.dirname(os.path.abspath(p)) for p in paths))
-            n = len({i for i, _ in refused})
-            raise ImageNetXError(
-                f"Dataset '{dataset.name}' has {n:,} sample{'s' if n > 1 else ''} whose "
-                f"media lies outside the folders its Hub origin gives it ({', '.join(roots)}): "
-                f"{examples(paths)}; a push would upload them. Delete those samples, or name "
-                "their folders to upload them: `allow_media_outside="
-                + " ".join(shlex.quote(f) for f in folders[:3]) + "`")
     paths = list(dict.fromkeys(p for _, p in found))
-    by_folder = Counter(os.path.dirname(os.path.abspath(p)) for p in paths)
+    by_folder = Counter(os.path.dirname(os.path.abspath(p)) for p in paths).most_common()
+    origin = known_media_roots(dataset, [p for _, p in every])
+    _check_folders(dataset, found, by_folder, origin,
+                   [os.path.abspath(os.path.expanduser(f)) for f in media_roots],
+                   confirm_folders)
     size = sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
-    return PushPlan(len(paths), size, by_folder.most_common(),
+    return PushPlan(len(paths), size, by_folder,
                     source["hub"] if stand_ins else None, len(all_slices(dataset)))
+
+
+def _check_folders(dataset, found: list, by_folder: list, origin: List[str],
+                   named: List[str], confirmed: bool) -> None:
+    """Raises for the media files a push may not upload (:func:`plan_push`)."""
+    shown = [f for f, _ in by_folder] if confirmed and not origin else []
+    refused = outside(found, [*origin, *named, *(f for f in shown if not system_folder(f))])
+    in_origin, named_system = Folders(origin), Folders(n for n in named if system_folder(n))
+    refused += [(i, p) for i, p in found if p not in in_origin and system_folder(p)
+                and p not in named_system and (i, p) not in refused]
+    if not refused:
+        return
+    paths = list(dict.fromkeys(p for _, p in refused))
+    folders = list(dict.fromkeys(os.path.dirname(os.path.abspath(p)) for p in paths))
+    name_them = ("`media_roots=" + " ".join(shlex.quote(f) for f in folders[:FOLDERS_SHOWN])
+                 + "`")
+    n = len({i for i, _ in refused})
+    samples = f"{n:,} sample{'s' if n > 1 else ''}"
+    if origin:
+        raise ImageNetXError(
+            f"Dataset '{dataset.name}' has {samples} whose media lies outside the folders "
+            f"its Hub origin gives it ({', '.join(origin)}): {examples(paths)}; a push would "
+            f"upload them. Delete those samples, or name their folders to upload them: "
+            + name_them)
+    system = sorted({system_folder(p) for p in paths} - {None})
+    if all(system_folder(p) for p in paths):
+        raise ImageNetXError(
+            f"Dataset '{dataset.name}' has {samples} whose media lies in system folders "
+            f"({', '.join(system)}): {examples(paths)}; a push uploads those only from a "
+            f"folder you name: {name_them}, or delete those samples")
+    counts = Counter(os.path.dirname(os.path.abspath(p)) for p in paths).most_common()
+    listed = ", ".join(f"{f} ({k:,})" for f, k in counts[:FOLDERS_SHOWN]) + (
+        f" and {len(counts) - FOLDERS_SHOWN:,} more" if len(counts) > FOLDERS_SHOWN else "")
+    raise ImageNetXError(
+        f"Dataset '{dataset.name}' has no Hub origin that says where its media may lie: a "
+        f"push would upload {len(paths):,} file{'s' if len(paths) > 1 else ''} of "
+        f"{samples} from {len(counts):,} folder{'s' if len(counts) > 1 else ''} "
+        f"({listed}). Check them, then confirm the folders shown with "
+        f"`confirm_folders=True` or name the folders to upload: {name_them}"
+        + (f" (files in system folders such as {system[0]} only by naming their folder)"
+           if system else ""))
 
 
 #: plans :func:`cached_plan` remembers (the most recent datasets and choices)
@@ -144,8 +183,8 @@ PLANS_KEPT = 8
 _plans: "OrderedDict[tuple, object]" = OrderedDict()
 
 
-def cached_plan(dataset, with_media: bool = False,
-                allow_media_outside: Sequence[str] = ()) -> PushPlan:
+def cached_plan(dataset, with_media: bool = False, media_roots: Sequence[str] = (),
+                confirm_folders: bool = False) -> PushPlan:
     """:func:`plan_push`, remembered while the dataset and its samples are
     unchanged: a form re-resolves on every keystroke of any field, and a
     plan reads every sample's media paths and stats every file. The key is
@@ -158,10 +197,11 @@ def cached_plan(dataset, with_media: bool = False,
     dataset = get_dataset(dataset)
     samples = all_slices(dataset)
     key = (dataset.name, dataset.last_modified_at, len(samples),
-           samples.max("last_modified_at"), bool(with_media), tuple(allow_media_outside))
+           samples.max("last_modified_at"), bool(with_media), tuple(media_roots),
+           bool(confirm_folders))
     if key not in _plans:
         try:
-            _plans[key] = plan_push(dataset, with_media, allow_media_outside)
+            _plans[key] = plan_push(dataset, with_media, media_roots, confirm_folders)
         except ImageNetXError as e:
             _plans[key] = e
         while len(_plans) > PLANS_KEPT:
@@ -178,7 +218,8 @@ def push_results(
     private: bool = False,
     with_media: bool = False,
     token: Optional[str] = None,
-    allow_media_outside: Sequence[str] = (),
+    media_roots: Sequence[str] = (),
+    confirm_folders: bool = False,
     announce: Optional[Callable[[PushPlan], None]] = None,
 ) -> PushSummary:
     """Pushes a dataset with its prediction fields and evaluations.
@@ -191,9 +232,11 @@ def push_results(
         with_media (False): upload images pulled from a gated repo too
         token (None): a Hugging Face token with write access (default:
             ``HF_TOKEN``)
-        allow_media_outside (()): folders whose files may be uploaded
-            though they lie outside the dataset's known media roots
-            (:func:`plan_push`)
+        media_roots (()): folders whose files may be uploaded, though the
+            dataset's Hub origin does not give them (:func:`plan_push`); a
+            file in a system folder only from a folder named at or below it
+        confirm_folders (False): confirms the folders the plan shows, for a
+            dataset of no Hub origin (system folders excepted)
         announce (None): called with the :class:`PushPlan` before anything
             is uploaded
 
@@ -201,8 +244,8 @@ def push_results(
         a :class:`PushSummary`
 
     Raises:
-        ImageNetXError: for an unknown dataset, media outside its known
-            roots, a repo outside the token's namespace, or any Hub error;
+        ImageNetXError: for an unknown dataset, media outside the folders
+            it may upload from (:func:`plan_push`), a repo outside the token's namespace, or any Hub error;
             the dataset is left as it was
     """
     import fiftyone.utils.huggingface as fouh
@@ -210,7 +253,7 @@ def push_results(
 
     dataset = get_dataset(dataset)
     check_repo_id(repo_id)
-    plan = plan_push(dataset, with_media, allow_media_outside)
+    plan = plan_push(dataset, with_media, media_roots, confirm_folders)
     owner, name = repo_id.split("/")
     token = _token(token)
     try:

@@ -42,39 +42,8 @@ from imagenetx.models.run import (
     FAILURES_SHOWN, ModelRun, Pass, Task, record_differences, run)
 from imagenetx.models.sources import ModelRequest
 from imagenetx.probes.base import get_probe
+from imagenetx.probes.stored import INFO_KEY, NOT_RUN, probe_field, probe_fields, probe_info
 from imagenetx.store.datasets import all_slices, get_dataset
-#: the key of a probe field's ``info``
-INFO_KEY = "imagenetx_probe"
-#: a level's entry before it has run
-NOT_RUN = -1
-
-
-def probe_field(field: str, probe: str) -> str:
-    """The list field of ``probe``'s results for the prediction field
-    ``field``: ``lite0`` + ``spectral`` -> ``lite0_spectral``."""
-    return f"{field}_{probe}"
-
-
-def probe_info(samples, field: str, probe: str) -> Optional[dict]:
-    """The stored description of a probe field: ``{"probe", "field",
-    "model", "levels"}``, or None if it has not been run."""
-    dataset = get_dataset(samples)._dataset
-    name = probe_field(field, probe)
-    if not dataset.has_field(name):
-        return None
-    info = dataset.get_field(name).info or {}
-    return info.get(INFO_KEY)
-
-
-def probe_fields(samples) -> Dict[str, dict]:
-    """``{probe field: its info}`` of every probe run on the dataset."""
-    dataset = get_dataset(samples)._dataset
-    out = {}
-    for name, f in dataset.get_field_schema().items():
-        info = (f.info or {}).get(INFO_KEY)
-        if info:
-            out[name] = info
-    return out
 
 
 @dataclass

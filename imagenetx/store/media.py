@@ -10,7 +10,8 @@ a dataset whose next push uploads them.
 """
 
 import os
-from typing import Dict, Iterable, List, Sequence, Tuple
+import tempfile
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import fiftyone.core.threed as fo3d
 
@@ -18,6 +19,11 @@ from imagenetx.store.datasets import all_slices
 
 #: outside files named in a message
 EXAMPLES_SHOWN = 3
+#: folders of the system, whose files a push uploads only from a folder
+#: named at or below them (confirming the folders a plan shows, or naming
+#: ``/``, does not cover them)
+SYSTEM_FOLDERS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
+                  "/proc", "/root", "/run", "/sbin", "/sys", "/usr", "/var")
 
 
 def media_path_fields(samples, frames: bool = False) -> List[str]:
@@ -92,6 +98,19 @@ def outside(media: Sequence[Tuple[str, str]], folders: Iterable[str]) -> List[Tu
     """The ``(sample id, path)`` pairs whose path lies in none of ``folders``."""
     inside = Folders(folders)
     return [(i, p) for i, p in media if p not in inside]
+
+
+def system_folder(path: str) -> Optional[str]:
+    """The system folder (:data:`SYSTEM_FOLDERS`) ``path`` lies in, its
+    symbolic links resolved, or None; the user's home and the temporary
+    folder are no system folder wherever they are (a home of ``/root``)."""
+    real = os.path.realpath(os.path.expanduser(path))
+    for own in (os.path.expanduser("~"), tempfile.gettempdir()):
+        own = os.path.realpath(own)
+        if real == own or real.startswith(os.path.join(own, "")):
+            return None
+    return next((f for f in SYSTEM_FOLDERS
+                 if real == f or real.startswith(f + os.sep)), None)
 
 
 def examples(paths: Sequence[str]) -> str:

@@ -16,6 +16,13 @@ ImageNet-C      ``[<group>/]<corruption>/<severity>/<wnid>/<image>``
 ImageNet-C-bar  ``<corruption>/<severity>/<wnid>/<image>``
                 (severity: 1..5 or the parameter      ``corruption``,
                 value, ``0.80``; :data:`CBAR_PARAMS`) ``severity``
+ImageNet-3DCC   ``<corruption>/<severity 1..5>/<wnid>/<image>``
+                (:data:`CORRUPTIONS_3DCC`)            ``corruption``,
+                                                      ``severity``
+ObjectNet       ``[objectnet-1.0/]images/<folder>/<image>.png``
+                (the 113 of its 313 class folders     (class)
+                that overlap ImageNet; the others
+                are skipped)
 =============== ===================================== =====================
 
 :func:`find_images` walks a folder in one layout and returns the images
@@ -66,6 +73,19 @@ CBAR_PARAMS: Dict[str, Tuple[float, ...]] = {
     "sparkles": (1.0, 2.0, 3.0, 5.0, 6.0),
 }
 CBAR_CORRUPTIONS = tuple(CBAR_PARAMS)
+#: ImageNet-3DCC's 12 corruptions (Kar et al., CVPR 2022), in RobustBench's
+#: ``CORRUPTIONS_3DCC`` order (``robustbench/data.py``), scored as its
+#: ``corruptions_3d`` threat model: the mean accuracy over the 12 x 5 cells
+CORRUPTIONS_3DCC = ('near_focus', 'far_focus', 'bit_error', 'color_quant',
+                    'flash', 'fog_3d', 'h265_abr', 'h265_crf', 'iso_noise',
+                    'low_light', 'xy_motion_blur', 'z_motion_blur')
+#: the pixels of ObjectNet's frame, cut from every side of its images before
+#: the model's resize (the authors' ``objectnet_pytorch_dataloader.py``:
+#: "crop out red border"; the testbed's ``crop_image(image, border=2)``)
+OBJECTNET_BORDER = 2
+#: why an ObjectNet dataset refuses to be tuned on
+OBJECTNET_LICENCE = ("ObjectNet's licence forbids training or tuning on its images "
+                     "(objectnet.dev): it is a test set only")
 #: the folders the ImageNet-C tar files unpack into, around the corruptions
 CORRUPTION_GROUPS = ("noise", "blur", "weather", "digital", "extra")
 
@@ -92,11 +112,17 @@ class Layout:
         default_name: the dataset name when none is given
         subset: the class subset its models are scored on, or None (1000)
         fields: the slicing fields its folders give each sample
-        column: its accuracy column in Gavrikov & Keuper's ``benchmark.csv``
+        column: its accuracy column in the table that publishes it:
+            Gavrikov & Keuper's ``benchmark.csv`` (``top1_acc/...``),
+            RobustBench's leaderboard (``corruptions_acc_3d``); "" for none
         corruptions: the corruption folders it reads (ImageNet-C, -C-bar)
         keeps_geometry: its images are already the model's 224 x 224 input
             and are fed as they are, without the model's resize and crop
             (as the authors and Gavrikov's ``resize_crop=False`` do)
+        border_crop: pixels cut from every side of each image before the
+            model's own preprocessing (ObjectNet's frame: 2)
+        no_tuning: why nothing may be trained or tuned on it (a licence),
+            else ""
     """
 
     kind: str
@@ -109,13 +135,18 @@ class Layout:
     column: str = ""
     corruptions: Tuple[str, ...] = ()
     keeps_geometry: bool = False
+    border_crop: int = 0
+    no_tuning: str = ""
 
     @property
     def classes(self) -> Tuple[int, ...]:
-        """The ImageNet-1k indices of its classes."""
+        """The ImageNet-1k indices of its classes (ObjectNet: the 125 its
+        113 classes map to)."""
         from imagenetx.classes.imagenet import NUM_CLASSES  # lazy: start-up
-        from imagenetx.classes.ood import subset_indices  # lazy: start-up
+        from imagenetx.classes.ood import objectnet_indices, subset_indices  # lazy: start-up
 
+        if self.subset == "objectnet":
+            return objectnet_indices()
         return subset_indices(self.subset) if self.subset else tuple(range(NUM_CLASSES))
 
 
@@ -137,6 +168,14 @@ LAYOUTS: Dict[str, Layout] = {lay.kind: lay for lay in (
            "<corruption>/<severity 1..5 or parameter>/<wnid>/<image>", "imagenet-cbar",
            fields=("corruption", "severity"), column="top1_acc/imagenet-cbar",
            corruptions=CBAR_CORRUPTIONS, keeps_geometry=True),
+    Layout("3dcc", "imagenet_3dcc", "ImageNet-3DCC",
+           "<corruption>/<severity 1..5>/<wnid>/<image>", "imagenet-3dcc",
+           fields=("corruption", "severity"), column="corruptions_acc_3d",
+           corruptions=CORRUPTIONS_3DCC, keeps_geometry=True),
+    Layout("objectnet", "objectnet", "ObjectNet",
+           "[objectnet-1.0/]images/<ObjectNet class folder>/<image>.png", "objectnet",
+           subset="objectnet", border_crop=OBJECTNET_BORDER,
+           no_tuning=OBJECTNET_LICENCE),
 )}
 
 
@@ -212,6 +251,10 @@ def _looks_like(folder: str) -> Tuple[Layout, ...]:
             return (LAYOUTS["c"],)
         if any(n in CBAR_PARAMS for n in names):
             return (LAYOUTS["cbar"],)
+        if any(n in CORRUPTIONS_3DCC for n in names):
+            return (LAYOUTS["3dcc"],)
+        if "images" in names or any(n in _objectnet_folders() for n in names):
+            return (LAYOUTS["objectnet"],)
         if any(v2_variant(n) for n in names) or all(_class_index_of(n) is not None for n in names):
             return (LAYOUTS["v2"],)
         if all(_WNID.match(n) for n in names):
@@ -231,6 +274,24 @@ def _no_layout(layout: Layout, folder: str, found: str) -> ImageNetXError:
         f"{layout.folders} ({found}): {fix}")
 
 
+def unknown_folders_error(root: str, unknown: List[str], kind: str, listed: str,
+                          folders: str) -> ImageNetXError:
+    """The one line for class folders a release does not have.
+
+    Args:
+        root: the folder holding them
+        unknown: their names
+        kind: what they are not, e.g. ``"ObjectNet classes"``
+        listed: what the release's class folders are, e.g. ``"wnids"``
+        folders: the release's layout
+    """
+    shown = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+    return ImageNetXError(
+        f"Folder '{root}' has {len(unknown)} folder(s) that are not {kind} ({shown}): "
+        f"its class folders are {listed}, laid out as {folders}; remove or rename "
+        "those folders")
+
+
 def _class_folders(layout: Layout, folder: str, parse, what: str) -> List[Tuple[str, int]]:
     """``(path, class index)`` of the class folders of ``folder``.
 
@@ -246,11 +307,8 @@ def _class_folders(layout: Layout, folder: str, parse, what: str) -> List[Tuple[
         else:
             out.append((os.path.join(folder, name), index))
     if unknown:
-        shown = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
-        raise ImageNetXError(
-            f"Folder '{folder}' has {len(unknown)} folder(s) that are not "
-            f"{layout.title} classes ({shown}): its class folders are {what}, "
-            f"laid out as {layout.folders}; remove or rename those folders")
+        raise unknown_folders_error(folder, unknown, f"{layout.title} classes", what,
+                                    layout.folders)
     return out
 
 
@@ -382,6 +440,47 @@ def _severity_folders(layout: Layout, path: str, corruption: str) -> List[Tuple[
     return found
 
 
+def _objectnet_folders() -> Dict[str, str]:
+    from imagenetx.classes.ood import objectnet_folders  # lazy: start-up
+
+    return objectnet_folders()
+
+
+def _objectnet_root(layout: Layout, folder: str) -> str:
+    """The folder holding ObjectNet's class folders: ``folder/images``,
+    ``folder/objectnet-1.0/images`` (the zip's top folder) or ``folder``."""
+    known = _objectnet_folders()
+    for root in (os.path.join(folder, "images"),
+                 os.path.join(folder, "objectnet-1.0", "images"), folder):
+        if os.path.isdir(root) and any(n in known for n in _subdirs(root)):
+            return root
+    raise _no_layout(layout, folder, "no ObjectNet class folders such as "
+                                     "images/alarm_clock/ found")
+
+
+def _find_objectnet(layout: Layout, folder: str) -> List[Image]:
+    """The images of ObjectNet's 113 classes that overlap ImageNet (their
+    class index: the ObjectNet id, 0-112); the other 200 classes' folders
+    are skipped."""
+    from imagenetx.classes.ood import objectnet_classes  # lazy: start-up
+
+    root = _objectnet_root(layout, folder)
+    ids = {c.folder: c.index for c in objectnet_classes()}
+    known = _objectnet_folders()
+    names = _subdirs(root)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise unknown_folders_error(root, unknown, "ObjectNet classes",
+                                    "the release's 313 (alarm_clock, ...)", layout.folders)
+    if not any(n in ids for n in names):
+        raise ImageNetXError(
+            f"Folder '{root}' holds none of the 113 ObjectNet classes that overlap ImageNet "
+            f"({', '.join(names[:3])}{' ...' if len(names) > 3 else ''}: not among them): "
+            "pass the whole release, laid out as " + layout.folders)
+    return [Image(p, ids[n]) for n in names if n in ids
+            for p in _images(os.path.join(root, n))]
+
+
 def _find_corrupted(layout: Layout, folder: str) -> List[Image]:
     wnids = _wnid_index()
     images = []
@@ -420,6 +519,8 @@ def find_images(layout: Layout, folder: str, variant: Optional[str] = None) -> L
             f"not '{variant}'")
     if layout.kind == "v2":
         images = _find_v2(layout, root, variant)
+    elif layout.kind == "objectnet":
+        images = _find_objectnet(layout, root)
     elif layout.corruptions:
         images = _find_corrupted(layout, root)
     else:
