@@ -19,6 +19,7 @@ import time
 from datetime import timedelta
 
 import fiftyone as fo
+import fiftyone.core.odm as foo_db
 import fiftyone.operators as foo
 import psutil
 import pytest
@@ -201,11 +202,12 @@ def _with_truth(ds):
     return ds
 
 
-def _recorded(ds, field="mix") -> bool:
+def _recorded_in_database(name: str, field: str = "mix") -> bool:
     """Whether a run has declared ``field`` and written its record: it is
-    past its listing, into its passes."""
-    ds.reload()
-    return ds.has_field(field) and INFO_KEY in (ds.get_field(field).info or {})
+    past its listing, into its passes (read from the dataset's document)."""
+    doc = foo_db.get_db_conn().datasets.find_one({"name": name}, {"sample_fields": 1})
+    return any(f["name"] == field and INFO_KEY in (f.get("info") or {})
+               for f in doc["sample_fields"])
 
 
 def test_a_paused_holder_on_another_host_stops_before_writing_over_the_run_that_took_over(
@@ -220,7 +222,8 @@ def test_a_paused_holder_on_another_host_stops_before_writing_over_the_run_that_
     _with_truth(ds)
     a = _start(tmp_env, ds.name, LITE0_ARGS)
     try:
-        _wait_for(lambda: _recorded(ds) or a.poll() is not None, "run A to start writing")
+        _wait_for(lambda: _recorded_in_database(ds.name) or a.poll() is not None,
+                  "run A to start writing")
         assert a.poll() is None, a.communicate()
         a.send_signal(signal.SIGSTOP)
         _wait_for(lambda: psutil.Process(a.pid).status() == psutil.STATUS_STOPPED,
@@ -296,7 +299,8 @@ def test_an_import_into_a_field_a_run_is_writing_is_refused(held_dataset, tmp_pa
         batch_size=4)), daemon=True)
     run.start()
     try:
-        _wait_for(lambda: _recorded(ds), "the run to start writing")
+        # read from the database: the dataset object is the running thread's meanwhile
+        _wait_for(lambda: _recorded_in_database(ds.name), "the run to start writing")
         for overwrite in (False, True):
             with pytest.raises(ImageNetXError) as refused:
                 import_predictions(ds, path, "mix", overwrite=overwrite)
