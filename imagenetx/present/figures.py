@@ -785,8 +785,8 @@ def ood_false_positive_chart(result: dict) -> tuple:
         order, rows, {f: m["share"] for f, m in result["models"].items()},
         "%{customdata[4]}: %{y:.1%} flagged as OOD [%{customdata[2]}, %{customdata[3]}]<br>"
         "%{customdata[1]:,} of %{customdata[0]:,} ID images",
-        "ID images flagged as OOD per factor, at the threshold keeping 95% of the ID images "
-        "(dashed: overall; 95% Wilson intervals)", "ID images flagged as OOD")
+        "ID images flagged as OOD per factor (dashed: overall; 95% Wilson intervals)",
+        "ID images flagged as OOD")
 
 
 def ood_score_chart(distributions: dict, detector: str, threshold=None,
