@@ -9,6 +9,7 @@ A sample whose file is a named pipe holds a run mid-way, reading it, for as
 long as the test wants: no fixed sleeps, every wait is for a state."""
 
 import csv
+import glob
 import os
 import signal
 import socket
@@ -210,6 +211,20 @@ def _recorded_in_database(name: str, field: str = "mix") -> bool:
                for f in doc["sample_fields"])
 
 
+def _blocked_on_pipe(pid: int) -> bool:
+    """Whether a thread of the process waits to open the named pipe (Linux:
+    its wchan is the kernel's FIFO wait): the run is past its start's writes
+    and waits for its batch's image, not between a check and a write."""
+    for wchan in glob.glob(f"/proc/{pid}/task/*/wchan"):
+        try:
+            with open(wchan) as f:
+                if f.read().strip() == "wait_for_partner":
+                    return True
+        except OSError:  # the thread ended
+            continue
+    return False
+
+
 def test_a_paused_holder_on_another_host_stops_before_writing_over_the_run_that_took_over(
         tmp_env, held_dataset):
     """The paused-holder case: run A (another process) holds 'mix' and is
@@ -224,6 +239,9 @@ def test_a_paused_holder_on_another_host_stops_before_writing_over_the_run_that_
     try:
         _wait_for(lambda: _recorded_in_database(ds.name) or a.poll() is not None,
                   "run A to start writing")
+        if os.path.exists(f"/proc/{a.pid}/task"):  # paused waiting for data, not mid-write
+            _wait_for(lambda: _blocked_on_pipe(a.pid) or a.poll() is not None,
+                      "run A to wait for its image")
         assert a.poll() is None, a.communicate()
         a.send_signal(signal.SIGSTOP)
         _wait_for(lambda: psutil.Process(a.pid).status() == psutil.STATUS_STOPPED,

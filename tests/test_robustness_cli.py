@@ -396,13 +396,18 @@ def test_the_panels_chart_places_the_field_on_its_shifts_line(small, capsys):
         BENCHMARK_SHIFTS)
     ds, truth, logits, v2_truth, v2_logits = small
     v2 = fo.load_dataset(V2 + "-small")
+    # a field name only these two datasets hold: the chart finds its val dataset by name
+    for d in (ds, v2):
+        d.set_values("er_model", d.values("model"))
     v2.set_values("unplaced", v2.values("model"))
+    for d in (ds, v2):
+        d.add_dynamic_sample_fields()  # class_index, as the copied labels carry it
     assert "effective robustness" in [c.name for c in charts_for(v2, get_benchmark(v2))]
     chart = CHARTS.get("effective robustness")
-    traces, layout, summary, _ = chart.draw(v2.view(), ["model", "unplaced"], {})
-    cli = _run(capsys, "--dataset", SMALL, "--pred-field", "model", "--shift",
+    traces, layout, summary, _ = chart.draw(v2.view(), ["er_model", "unplaced"], {})
+    cli = _run(capsys, "--dataset", SMALL, "--pred-field", "er_model", "--shift",
                f"imagenet-v2={V2}-small")["shifts"]["imagenet-v2-matched-frequency"]
-    star = next((t for t in traces if t["name"] == "model"), None)
+    star = next((t for t in traces if t["name"] == "er_model"), None)
     assert star is not None, summary
     top1 = 100.0 * np.mean(v2_logits.argmax(axis=1) == v2_truth)
     assert star["customdata"][0][3] == pytest.approx(top1)
@@ -414,5 +419,5 @@ def test_the_panels_chart_places_the_field_on_its_shifts_line(small, capsys):
     assert f"**{cli['effective_robustness']:+.2f} points**" in summary
     assert "**unplaced**: not placed: no ImageNet val dataset holds 'unplaced'" in summary
     assert not [t for t in traces if t["name"] == "unplaced"]
-    drill = chart.click(v2.view(), "model", star["x"][0], {})
+    drill = chart.click(v2.view(), "er_model", star["x"][0], {})
     assert drill.count == int(np.sum(v2_logits.argmax(axis=1) != v2_truth))

@@ -176,8 +176,7 @@ def _check_field(samples, pred_field: str, what: str) -> None:
     if not samples.has_field(pred_field):
         raise ImageNetXError(
             f"{what} '{samples._dataset.name}' has no field '{pred_field}': predict it "
-            f"there (`imagenetx predict --dataset {samples._dataset.name} --field "
-            f"{pred_field}`) or name another `pred_field`")
+            f"there (`predict`, `field='{pred_field}'`) or name another `pred_field`")
 
 
 def clean_top1(val, pred_field: str, subset: Optional[str] = None,

@@ -175,7 +175,7 @@ def _check_contract(samples, pred_field: str) -> None:
     if not samples.has_field(pred_field):
         raise ImageNetXError(
             f"Dataset '{name}' has no prediction field '{pred_field}': predict with "
-            "`imagenetx predict --logits` first, or pass `pred_field`")
+            "`logits=True` first, or pass `pred_field`")
 
 
 def _matrix(rows: list, what: str, hint: str) -> np.ndarray:
@@ -453,8 +453,7 @@ def _stored(samples, pred_field: str, detector: str, extra: Sequence[str] = ()):
     if not samples.has_field(name):
         raise ImageNetXError(
             f"No '{name}' scores in dataset '{samples._dataset.name}': score them with "
-            f"`imagenetx ood --dataset {samples._dataset.name} --pred-field {pred_field} "
-            f"--detector {detector}` first")
+            f"`score_ood`, `pred_field='{pred_field}'`, `detectors=['{detector}']` first")
     paths = ["id", ROLE_FIELD, name, *extra]
     return samples, name, dict(zip(paths, samples.values(paths)))
 

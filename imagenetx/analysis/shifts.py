@@ -91,8 +91,7 @@ def read_shift(samples, pred_field: str, key: str, gt_field: str = "ground_truth
     if not samples.has_field(pred_field):
         raise ImageNetXError(
             f"Dataset '{name}' has no field '{pred_field}': predict it there "
-            f"(`imagenetx predict --dataset {name} --field {pred_field}`), or name "
-            "another `pred_field`")
+            f"(`predict`, `field='{pred_field}'`), or name another `pred_field`")
     p = prepare(samples, [pred_field], gt_field=gt_field, intervals=False,
                 extra_paths=[*layout.fields, *extra_paths])
     counted = p.counted[pred_field]
