@@ -150,7 +150,8 @@ def effective_robustness_chart(cloud: dict, results=()) -> tuple:
     for kind in kinds:
         idx = [i for i, t in enumerate(cloud["types"]) if t == kind]
         traces.append({
-            "type": "scattergl", "mode": "markers", "name": f"testbed: {kind.lower()}",
+            # SVG, not WebGL: a few hundred points, drawn where WebGL is not (headless, RDP)
+            "type": "scatter", "mode": "markers", "name": f"testbed: {kind.lower()}",
             "x": [lx[i] for i in idx], "y": [ly[i] for i in idx],
             "text": [cloud["models"][i] for i in idx],
             "customdata": [[cloud["x"][i], cloud["y"][i]] for i in idx],
@@ -210,7 +211,7 @@ def factor_robustness_chart(result: dict) -> tuple:
     Args:
         result: a :func:`~imagenetx.analysis.effective_robustness.factor_robustness`
     """
-    traces = [{"type": "scattergl", "mode": "markers", "name": "testbed models",
+    traces = [{"type": "scatter", "mode": "markers", "name": "testbed models",
                "x": result["error_ratio"], "y": result["effective_robustness"],
                "text": result["models"], "marker": {"size": 5, "color": "#9aa0a6"},
                "hovertemplate": "%{text}<br>error ratio %{x:.2f}<br>ER %{y:+.2f}"
@@ -261,6 +262,7 @@ def reliability_chart(rows: dict, title: str = "Reliability") -> tuple:
                                             "%{customdata} images<extra></extra>"})
     layout = {"title": {"text": title, "font": {"size": 13}},
               "xaxis": {"title": "mean confidence", "range": [0, 1]},
-              "yaxis": {"title": "accuracy", "range": [0, 1]}, "height": 480,
-              "hovermode": "closest"}
+              # a little room above 1: a bin all right is drawn, not cut by the title
+              "yaxis": {"title": "accuracy", "range": [-0.02, 1.05]}, "height": 480,
+              "margin": {"t": 50}, "hovermode": "closest"}
     return traces, layout
