@@ -141,7 +141,7 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--shift", dest="shifts", action="append", metavar="KEY=DATASET",
                    help="a shift and its dataset, repeatable: imagenet-v2 (every variant "
                         "the dataset holds), imagenet-v2-threshold-0.7, imagenet-sketch, "
-                        "imagenet-a, imagenet-r, imagenet-c")
+                        "imagenet-a, imagenet-r, imagenet-c, objectnet")
     p.add_argument("--calibration", action="store_true",
                    help="also ECE (equal-width, equal-mass), RMS calibration error per "
                         "ImageNet-X factor and per shift, before and after a temperature "
