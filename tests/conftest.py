@@ -55,10 +55,11 @@ SHARED_DATA = REPO.parent / "shared" / "data" / "imagenetx"
 
 #: the test files outside the fast tier (`make test-fast`, ``pytest -m "not
 #: heavy"``): each drives a browser, installs packages, builds the whole demo,
-#: runs real models on the CPU or starts its own database or Hub service
+#: runs real models on the CPU, starts its own database or Hub service, or
+#: runs the command line in a process per case
 HEAVY_FILES = frozenset({
     "test_as_authors_ran.py", "test_attacks.py", "test_browser.py", "test_cbar.py",
-    "test_claims.py", "test_cue_conflict.py", "test_demo.py", "test_distributed.py",
+    "test_claims.py", "test_cli.py", "test_cue_conflict.py", "test_demo.py", "test_distributed.py",
     "test_embedding_slices.py", "test_hub_imagenet.py", "test_inference.py",
     "test_install.py", "test_model_sources.py", "test_plugin.py", "test_plugins.py",
     "test_probes.py", "test_protocol_models.py", "test_service.py",
@@ -66,12 +67,19 @@ HEAVY_FILES = frozenset({
 })
 
 
+#: the fixtures that put a test outside the fast tier: all 50,000 val file
+#: names tagged (with predictions imported), a dozen command-line processes
+HEAVY_FIXTURES = frozenset({"val_dataset", "val_resnet50", "cli_runs", "demo_build"})
+
+
 def pytest_collection_modifyitems(config, items):
     """Marks the tests outside the fast tier ``heavy``: the files of
-    :data:`HEAVY_FILES` and any test marked ``slow`` or ``browser``."""
+    :data:`HEAVY_FILES`, the tests using :data:`HEAVY_FIXTURES` and any test
+    marked ``slow`` or ``browser``."""
     for item in items:
         if (item.path.name in HEAVY_FILES or item.get_closest_marker("slow")
-                or item.get_closest_marker("browser")):
+                or item.get_closest_marker("browser")
+                or HEAVY_FIXTURES & set(getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.heavy)
 
 

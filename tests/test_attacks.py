@@ -240,7 +240,7 @@ def test_attack_success_per_slice_its_broken_images_and_the_panel_chart(attacked
     install_plugin()
     panel = PanelSession(mixed.name)
     panel.send("on_load")
-    assert panel.state["options"]["charts"] == ["error ratios", "attack success"]
+    assert panel.state["options"]["charts"] == ["error ratios", "attack success", "calibration"]
     requests = panel.send("set_control", control="chart", value="attack success")
     assert panel.state["status"] == "ok", panel.state.get("message")
     traces = {t["name"]: t for t in panel.data(requests)["chart"]}

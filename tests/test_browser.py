@@ -380,6 +380,8 @@ def _open_panel(page):
         pass
     if not panel.count():
         tic = time.perf_counter()
+        if page.locator(".MuiPopover-root").count():  # a menu the App opened on load
+            page.keyboard.press("Escape")
         page.locator("[title='New panel']").first.click()
         page.get_by_text("ImageNet-X", exact=True).first.click()
         page.locator(".js-plotly-plot .trace").first.wait_for(state="attached",
@@ -1104,6 +1106,154 @@ def test_attack_success_chart_shows_the_images_the_attack_broke(app_url, page):
     page.get_by_text(f"{broken} samples", exact=True).wait_for(timeout=T(60_000))
     _settle(page)  # the grid draws its images
     _shot(page, "panel-attack-success-broken")
+
+
+def _photo_samples(folder_name, names, photos=("chelsea", "coffee", "astronaut", "rocket")):
+    """Real photos saved under ``names`` (ImageNet val file names get their
+    ImageNet-X factors from `tag_dataset`), as samples."""
+    import fiftyone as fo
+
+    from conftest import _TMP, save_photo
+
+    return [fo.Sample(filepath=str(save_photo(_TMP / folder_name / n, photos[k % len(photos)])))
+            for k, n in enumerate(names)]
+
+
+def _random_predictions(ds, field, truth, right, seed):
+    """A prediction field with logits: right where ``right`` (a clear
+    margin), else another class; seeded."""
+    import numpy as np
+    from scipy.special import softmax
+
+    from imagenetx.store.classifications import write_classifications
+
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(0, 1, (len(truth), 1000))
+    logits[np.arange(len(truth)), np.where(right, truth, (truth + 1) % 1000)] += \
+        rng.uniform(1, 6, len(truth))
+    write_classifications(ds, field, ds.values("id"), logits.argmax(axis=1).tolist(),
+                          confidence=softmax(logits, axis=1).max(axis=1).tolist(),
+                          logits=[r.tolist() for r in logits])
+    return logits
+
+
+def test_ood_false_positives_per_factor_and_its_click_through(app_url, page):
+    """An OpenOOD-style dataset of real photos (40 ID val images with their
+    factors, 12 far-OOD photos) scored with MSP: the panel opens on the
+    false positives per factor, drawn as the library computes them, and a
+    click on the most-flagged factor shows exactly its flagged ID images."""
+    import fiftyone as fo
+    import numpy as np
+
+    from imagenetx.analysis.ood_detection import false_positives_per_factor, score_ood
+    from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
+    from imagenetx.store.datasets import mark_benchmark
+
+    name = "browser-ood"
+    if fo.dataset_exists(name):
+        fo.delete_dataset(name)
+    ds = fo.Dataset(name)
+    ds.add_samples(_photo_samples(name, [f"ILSVRC2012_val_{i:08d}.JPEG" for i in range(1, 45)]))
+    tag_dataset(ds)
+    ds = ds.exists("imagenetx.top_factor").clone(name + "-id")  # the annotated val images
+    fo.delete_dataset(name)
+    ds.name = name
+    ds.set_values("ood_role", ["id"] * len(ds))
+    ds.set_values("ood_source", ["imagenet_val"] * len(ds))
+    ood = _photo_samples(name, [f"far{k}.jpg" for k in range(12)])
+    for s in ood:
+        s["ood_role"], s["ood_source"] = "far", "textures"
+    ds.add_samples(ood)
+    mark_benchmark(ds, "openood_imagenet")
+    truth = np.array([-1 if g is None else g.class_index for g in ds.values("ground_truth")])
+    _random_predictions(ds, "pred", np.maximum(truth, 0), truth >= 0, seed=5)
+    score_ood(ds, "pred", ["msp"], intervals=False)
+    table = false_positives_per_factor(ds, "pred", "msp")
+    worst = max(table.rows, key=lambda r: r["share"])
+    assert worst["flagged"] > 0
+
+    page.goto(app_url.rsplit("/", 1)[0] + f"/{name}", wait_until="domcontentloaded",
+              timeout=T(120_000))
+    page.get_by_text(f"{len(ds)} samples", exact=True).wait_for(timeout=T(120_000))
+    _open_panel(page)
+    try:
+        _wait_title(page, "ID images flagged as OOD per factor")
+    finally:
+        _shot(page, "panel-ood-false-positives-opened")
+    _stable_chart(page)
+    _wait_traces(page, [["pred", True]])
+    drawn = page.evaluate("() => document.querySelector('.js-plotly-plot').data[0]")
+    assert dict(zip(drawn["x"], drawn["y"])) == pytest.approx(
+        {r["factor"]: r["share"] for r in table.rows})
+    page.get_by_text("detector msp", exact=False).first.wait_for(timeout=T(60_000))
+    _shot(page, "panel-ood-false-positives")
+    line = _drill(page, "pred", worst["factor"], says="that pred flags as OOD")
+    assert f"that pred flags as OOD (msp)" in line.inner_text()
+    page.get_by_text(f"{worst['flagged']} sample", exact=False).first.wait_for(
+        timeout=T(60_000))
+    _settle(page)
+    _shot(page, "panel-ood-false-positives-flagged")
+
+
+def test_effective_robustness_and_reliability_charts_draw(app_url, page):
+    """An ImageNetV2 dataset of real photos whose field `model` is also on a
+    (file-name only) ImageNet val dataset: the panel's effective-robustness
+    chart places the field's star where `imagenetx robustness` puts it, on
+    the testbed's cloud and line; the calibration chart draws its
+    reliability diagram."""
+    import fiftyone as fo
+    import numpy as np
+
+    from imagenetx.analysis.effective_robustness import field_robustness
+    from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
+    from imagenetx.classes.imagenet import class_table
+    from imagenetx.store.classifications import write_classifications
+    from imagenetx.store.datasets import mark_benchmark
+
+    val_name, v2_name = "browser-er-val", "browser-er-v2"
+    for n in (val_name, v2_name):
+        if fo.dataset_exists(n):
+            fo.delete_dataset(n)
+    val = fo.Dataset(val_name)
+    val.add_samples(fo.Sample(filepath=f"/data/val/ILSVRC2012_val_{i:08d}.JPEG")
+                    for i in range(1, 2001))
+    tag_dataset(val)
+    truth = np.array([-1 if g is None else g.class_index for g in val.values("ground_truth")])
+    rng = np.random.default_rng(11)
+    _random_predictions(val, "model", np.maximum(truth, 0), rng.random(len(truth)) < 0.75, 12)
+    v2 = fo.Dataset(v2_name)
+    v2.add_samples(_photo_samples(v2_name, [f"{k}.jpeg" for k in range(24)]))
+    v2_truth = np.array([281, 967, 7, 8] * 6)
+    labels = class_table().labels
+    v2.set_values("variant", ["matched-frequency"] * len(v2))
+    v2.set_values("ground_truth", [fo.Classification(label=labels[c]) for c in v2_truth])
+    write_classifications(v2, "ground_truth", v2.values("id"), v2_truth.tolist())
+    mark_benchmark(v2, "imagenet_v2")
+    _random_predictions(v2, "model", v2_truth, rng.random(len(v2)) < 0.6, 13)
+    expected = field_robustness(val_name, "model", {"imagenet-v2": v2_name}).to_dict()
+    row = expected["shifts"]["imagenet-v2-matched-frequency"]
+
+    page.goto(app_url.rsplit("/", 1)[0] + f"/{v2_name}", wait_until="domcontentloaded",
+              timeout=T(120_000))
+    page.get_by_text(f"{len(v2)} samples", exact=True).wait_for(timeout=T(120_000))
+    _open_panel(page)
+    _panel_pick(page, "Chart", "effective robustness")
+    _wait_title(page, "shift top-1 against class-matched clean top-1")
+    _stable_chart(page)
+    _wait_traces(page, [["model", True]])
+    star = page.evaluate("""() => document.querySelector('.js-plotly-plot').data
+      .find(t => t.name === 'model')""")
+    assert star["customdata"][0][1:] == pytest.approx(
+        [row["effective_robustness"], row["clean_top1"], row["top1"]])
+    page.get_by_text("effective robustness", exact=False).last.wait_for(timeout=T(60_000))
+    _shot(page, "panel-effective-robustness")
+
+    _panel_pick(page, "Chart", "calibration")
+    _wait_title(page, "Reliability")
+    _stable_chart(page)
+    _wait_traces(page, [["model", True], ["perfect calibration", True]])
+    page.get_by_text("equal-width bins)", exact=False).first.wait_for(timeout=T(60_000))
+    _shot(page, "panel-reliability")
 
 
 def test_fiftyones_model_evaluation_panel_shows_a_factors_accuracy(demo_build, app_url, page):

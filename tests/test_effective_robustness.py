@@ -602,7 +602,9 @@ def test_temperature_scaling_recovers_a_planted_temperature():
 
 
 def test_temperature_is_fitted_on_the_clean_split_only():
-    assert list(inspect.signature(temperature.fit_temperature).parameters) == ["clean_logits", "clean_labels"]
+    # what it is fitted on says clean: no shifted split to pass
+    assert list(inspect.signature(temperature.fit_temperature).parameters) == [
+        "clean_logits", "clean_labels", "bounds"]
     with pytest.raises(ValueError, match="no minimum"):
         # every image right by a wide margin: the best temperature is 0
         temperature.fit_temperature(np.array([[50.0, 0.0], [0.0, 50.0]]), np.array([0, 1]))

@@ -208,7 +208,7 @@ def test_a_benchmark_and_a_model_source_load_predict_score_and_draw(toy):
     assert set(ratios["models"]["lite0"]["slices"]) == {"animal", "object", "person"}
 
     charts = charts_for(dataset, benchmark)
-    assert [c.name for c in charts] == ["scenes", "error ratios"]  # the toy's first
+    assert [c.name for c in charts] == ["scenes", "error ratios", "calibration"]  # the toy's first, then every dataset's
     traces, layout, summary_md, title = charts[0].draw(dataset, ["lite0"], {})
     assert title == "scene" and "lite0" in summary_md
     assert {t["name"] for t in traces} == {"lite0"}

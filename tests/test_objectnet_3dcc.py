@@ -197,6 +197,29 @@ def test_objectnet_scored_as_the_testbed(loaded):
     assert (plain.n, plain.correct) == (len(ds), 0)
 
 
+def test_objectnet_is_a_shift_of_effective_robustness(loaded):
+    """`imagenetx robustness --shift objectnet=D` scores the field as the
+    testbed's ``objectnet_accuracy``; a temperature is never fitted on it."""
+    from imagenetx.analysis.calibration import calibration_readout
+    from imagenetx.analysis.effective_robustness import shift_top1
+    from imagenetx.classes.ood import objectnet_indices
+
+    ds = loaded["objectnet"]
+    logits = np.random.default_rng(1).normal(size=(len(ds), 1000)).astype(np.float32)
+    sets = ds.values("ground_truth.imagenet_indices")
+    for i, valid in enumerate(sets):
+        if i % 3 == 0:
+            logits[i, valid[0]] = 40.0
+    _set_predictions(ds, "er_pred", logits)
+    sublist = list(objectnet_indices())
+    right = [sublist[int(np.argmax(row[sublist]))] in s for row, s in zip(logits, sets)]
+    assert 0 < sum(right) < len(ds)
+    top1, n = shift_top1(ds, "er_pred", "objectnet")["objectnet"]
+    assert n == len(ds) and top1 == pytest.approx(100.0 * sum(right) / len(ds))
+    with pytest.raises(ImageNetXError, match="cannot be used to fit a temperature"):
+        calibration_readout(ds, "er_pred")
+
+
 def test_3dcc_mean_is_robustbenchs_corruptions_3d(loaded, capsys):
     """RobustBench's ``corruptions_evaluation``: accuracy per (corruption,
     severity) cell, then ``model_results.values.mean()`` over the cells."""
@@ -252,6 +275,7 @@ def lite0(loaded):
     return path
 
 
+@pytest.mark.heavy  # a real model run on the CPU
 def test_a_model_run_sees_objectnet_without_its_frame(loaded, lite0):
     from imagenetx.models.sources import ModelRequest, load_model
 

@@ -144,7 +144,7 @@ def test_the_pages_commands_find_the_installed_plugin(installed):
 
     assert "negative" in out["probe"]
     names, *summary = out["check_chart.py"].splitlines()
-    assert names == "accuracy per angle, error ratios"  # the plug-in's chart, the default
+    assert names == "accuracy per angle, error ratios, calibration"  # the plug-in's chart, the default
     # the chart's slices: the text field's angles in numeric order
     assert re.findall(r"(\d+)°", summary[0]) == list(ANGLES), summary
 

@@ -179,6 +179,7 @@ def test_predict_refuses_to_evaluate_against_earlier_ground_truth():
     assert _by_file(ds, "resnet.label")[CRANE_BIRD] == ("crane (machine)",)
 
 
+@pytest.mark.heavy  # all 50,000 val file names
 @pytest.mark.skipif(not RESNET_CSV.is_file(), reason=f"{RESNET_CSV} is absent")
 def test_eval_equals_class_index_correctness_on_all_val_images():
     name = "labels-contract"

@@ -1,5 +1,5 @@
 """Commands that score prediction fields on a dataset: ``ratios``,
-``discover``, ``paired``, ``shape-bias``."""
+``discover``, ``paired``, ``shape-bias``, ``ood``, ``robustness``."""
 
 # lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
 
@@ -107,6 +107,67 @@ def register(group: CommandGroup) -> None:
     add_published_source(p, "--published: ")
     add_output(p)
 
+    p = group.add("ood", run_ood, "OOD detection: score detectors on an OOD benchmark's "
+                                  "stored logits (per image, per OOD set, the headline)")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--pred-field", required=True, metavar="F",
+                   help="the prediction field, predicted with --logits")
+    p.add_argument("--detector", default="msp,max_logit,energy,gen,temp_scaling",
+                   metavar="A,B",
+                   help="detectors, comma-separated (default: the logit-only ones: "
+                        "msp,max_logit,energy,gen,temp_scaling; with --features also "
+                        "knn, and with --head react,ash_s,vim)")
+    p.add_argument("--convention", metavar="NAME",
+                   help="openood, ninco or hendrycks (default: the benchmark's own)")
+    p.add_argument("--features", metavar="FIELD",
+                   help="the embeddings field `imagenetx embed` wrote (penultimate features)")
+    p.add_argument("--head", metavar="NPZ",
+                   help="the classifier head as an .npz with arrays weight (C, D) and bias (C,)")
+    p.add_argument("--fit-fraction", type=float, default=0.1,
+                   help="the share of ID images held out to fit temperatures and feature "
+                        "statistics (default: 0.1)")
+    p.add_argument("--seed", type=int, default=0, help="of the held-out draw and bootstrap")
+    p.add_argument("--no-store", action="store_true",
+                   help="do not write the scores as <F>_ood_<detector> fields")
+    add_no_intervals(p)
+    add_output(p)
+    add_gt_field(p)
+
+    p = group.add("robustness", run_robustness,
+                  "effective robustness on the ImageNet testbed's lines (a field's runs, or a "
+                  "testbed model by name); calibration under shift")
+    p.add_argument("--testbed-model", metavar="NAME",
+                   help="a model of the testbed's table, e.g. resnet50 (instead of a run)")
+    p.add_argument("--dataset", help="the ImageNet val dataset the field predicted")
+    p.add_argument("--pred-field", metavar="F",
+                   help="the prediction field, the same name on every dataset")
+    p.add_argument("--shift", dest="shifts", action="append", metavar="KEY=DATASET",
+                   help="a shift and its dataset, repeatable: imagenet-v2 (every variant "
+                        "the dataset holds), imagenet-v2-threshold-0.7, imagenet-sketch, "
+                        "imagenet-a, imagenet-r, imagenet-c, objectnet")
+    p.add_argument("--calibration", action="store_true",
+                   help="also ECE (equal-width, equal-mass), RMS calibration error per "
+                        "ImageNet-X factor and per shift, before and after a temperature "
+                        "fitted on held-out clean images (needs stored logits)")
+    p.add_argument("--bins", dest="n_bins", type=int, default=15,
+                   help="--calibration: equal-width bins (default: 15)")
+    p.add_argument("--mass-bins", type=int, default=100,
+                   help="--calibration: equal-mass bins (default: 100, Minderer et al.)")
+    p.add_argument("--rms-bin-size", type=int, default=100,
+                   help="--calibration: images per RMS bin (default: 100, Hendrycks)")
+    p.add_argument("--holdout", type=float, default=0.2,
+                   help="--calibration: the share of val the temperature is fitted on "
+                        "(default: 0.2)")
+    p.add_argument("--seed", type=int, default=0, help="--calibration: the split's seed")
+    p.add_argument("--factor", metavar="NAME",
+                   help="also the factor's error ratio against effective robustness over "
+                        "the testbed models ImageNet-X scored (Spearman's rho), per shift")
+    p.add_argument("--results-dir", metavar="DIR",
+                   help="--factor: a local copy of the ImageNet-X authors' results/ folder")
+    add_no_intervals(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_gt_field(p)
+
 
 def run_ratios(args) -> int:
     from imagenetx.analysis import compute_ratios
@@ -194,3 +255,30 @@ def run_shape_bias(args) -> int:
         results, measures, args.published_models, published=published).to_dict()
     return print_result(args, result, lambda r: format_shape_bias(r) + "\n\n"
                         + format_published(r["published"]))
+
+
+def run_ood(args) -> int:
+    from imagenetx.analysis.ood_detection import read_head, score_ood
+    from imagenetx.present.formatting import format_ood, ood_csv
+
+    result = score_ood(
+        args.dataset, args.pred_field, args.detector.split(","), convention=args.convention,
+        store=not args.no_store, features_field=args.features,
+        head=read_head(args.head) if args.head else None, fit_fraction=args.fit_fraction,
+        seed=args.seed, intervals=not args.no_intervals, gt_field=args.gt_field).to_dict()
+    return print_result(args, result, format_ood, ood_csv)
+
+
+def run_robustness(args) -> int:
+    from imagenetx.analysis.effective_robustness import robustness
+    from imagenetx.present.robustness import format_robustness
+
+    options = {}
+    if args.calibration:
+        options = dict(n_bins=args.n_bins, mass_bins=args.mass_bins,
+                       rms_bin_size=args.rms_bin_size, holdout=args.holdout, seed=args.seed)
+    result = robustness(args.dataset, args.pred_field, args.shifts, args.testbed_model,
+                        calibration=args.calibration, factor=args.factor,
+                        gt_field=args.gt_field, intervals=not args.no_intervals,
+                        results_dir=args.results_dir, **options).to_dict()
+    return print_result(args, result, format_robustness)

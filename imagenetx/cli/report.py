@@ -21,6 +21,10 @@ def register(group: CommandGroup) -> None:
                    help="a local copy of the authors' results/ folder")
     p.add_argument("--discover", action="store_true",
                    help="add the slices `imagenetx discover` finds for each field")
+    p.add_argument("--shift", dest="shifts", action="append", metavar="KEY=DATASET",
+                   help="add effective robustness and calibration under shift: a shift "
+                        "(imagenet-v2, imagenet-sketch, imagenet-a, imagenet-r, imagenet-c) and "
+                        "its dataset, repeatable (the report's dataset is ImageNet val)")
     add_analysis(p)
     add_gt_field(p)
 
@@ -31,5 +35,6 @@ def run_report(args) -> int:
     print(write_report(args.dataset, args.pred_fields, args.out,
                        context_groups=args.context_groups,
                        results_dir=args.results_dir, discover=args.discover,
+                       shifts=args.shifts,
                        **settings(args)))
     return 0

@@ -53,7 +53,8 @@ def _checked(logits, labels) -> Tuple[np.ndarray, np.ndarray]:
     return logits, labels
 
 
-def fit_temperature(clean_logits: np.ndarray, clean_labels: np.ndarray) -> float:
+def fit_temperature(clean_logits: np.ndarray, clean_labels: np.ndarray,
+                    bounds: Tuple[float, float] = None) -> float:
     """The temperature minimising the NLL of held-out clean logits.
 
     Takes the clean split only, by design: a temperature fitted on a
@@ -62,14 +63,15 @@ def fit_temperature(clean_logits: np.ndarray, clean_labels: np.ndarray) -> float
     Args:
         clean_logits: ``(n, classes)`` a held-out clean split's logits
         clean_labels: ``(n,)`` their class indices
+        bounds (None): the temperatures searched, ``(lowest, highest)``
+            (None: those of :data:`INVERSE_BOUNDS`)
 
     Raises:
-        ValueError: the NLL falls all the way to a bound of
-            :data:`INVERSE_BOUNDS` (e.g. every image right by a margin:
-            the best temperature is 0)
+        ValueError: the NLL falls all the way to a bound (e.g. every image
+            right by a margin: the best temperature is 0)
     """
     logits, labels = _checked(clean_logits, clean_labels)
-    lo, hi = INVERSE_BOUNDS
+    lo, hi = INVERSE_BOUNDS if bounds is None else (1.0 / bounds[1], 1.0 / bounds[0])
     slope_lo, slope_hi = (_nll_and_slope(logits, labels, b)[1] for b in (lo, hi))
     if slope_lo >= 0 or slope_hi <= 0:
         raise ValueError("the clean NLL has no minimum for T in "

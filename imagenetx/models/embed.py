@@ -14,7 +14,7 @@ Each batch's vectors are written before its predictions are queued, so a
 run stopped midway and run again computes only the samples left.
 """
 
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence
 
 import fiftyone as fo
 import torch
@@ -70,6 +70,9 @@ class Embed(Classify):
     def describe(self, model: str) -> str:
         return f"embed {model}"
 
+    def claims(self, field: str) -> List[str]:
+        return [*super().claims(field), self.field]  # the predictions, and the vectors
+
     def record(self) -> dict:
         return {"embeddings": self.field}
 
@@ -79,7 +82,8 @@ class Embed(Classify):
             run.dataset.add_sample_field(self.field, fo.VectorField)
 
     def compute(self, run: ModelRun):
-        batch = _EmbedBatch(super().compute(run), self.todo.ids, run.dataset, self.field)
+        batch = _EmbedBatch(super().compute(run), self.todo.ids, run.dataset, self.field,
+                            run.claim)
         self.batches.append(batch)
         return batch
 
@@ -95,11 +99,12 @@ class _EmbedBatch:
     sample id before its predictions are queued (a resumed run computes
     only the samples left)."""
 
-    def __init__(self, classify, ids: list, dataset, field: str):
+    def __init__(self, classify, ids: list, dataset, field: str, claim):
         self.classify = classify
         self.ids = ids
         self.dataset = dataset
         self.field = field
+        self.claim = claim
         self.features = None
         layer, where = feature_layer(classify.engine.classifier.module)
 
@@ -114,6 +119,7 @@ class _EmbedBatch:
         if images is not None:
             vectors = self.features[:len(positions)].cpu().numpy()
             ids = [self.ids[int(p)] for p in positions]
+            self.claim.check()  # the vectors field is still this run's
             self.dataset.set_values(self.field, dict(zip(ids, vectors)), key_field="id")
         return result
 

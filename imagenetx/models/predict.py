@@ -286,6 +286,7 @@ class Classify(Task):
             outcomes = _gather(run.ranks, summary, outcomes)
             if not run.ranks.main:
                 return summary  # this rank's share; rank 0 evaluates
+            run.claim.check()  # the other ranks' shares were a while in coming
             if not todo.has_errors and not summary.failed and dataset.has_field(todo.err_field):
                 dataset.delete_sample_field(todo.err_field)  # declared, never needed
         if summary.predicted or summary.failed:
@@ -295,6 +296,7 @@ class Classify(Task):
         # an unreadable image clears an old prediction only with `overwrite=True`
         changed = summary.predicted > 0 or (run.options.overwrite and summary.failed > 0)
         written = Written(outcomes, todo.previous) if outcomes is not None else None
+        run.claim.check()  # before the evaluation, as before the record
         _evaluate(dataset, field, self.gt_field, summary, changed=changed,
                   labels=self.labels, written=written)
         if todo.declared and not dataset.has_evaluation(todo.eval_key):

@@ -20,7 +20,10 @@ reads (``imagenet_x.utils.load_model_predictions``):
 Predictions become a ``fo.Classification`` per sample (``label``: the
 class's unique label, ``confidence``, ``class_index``), matched by image
 file name and written in bulk. Every check happens before the first write,
-so a refused file leaves the dataset as it was.
+so a refused file leaves the dataset as it was. The import claims the field
+as a run does (:mod:`imagenetx.store.claims`): into a field a run or another
+import is writing it is refused in one line, and a run started on a field
+being imported is refused.
 """
 
 import csv
@@ -89,6 +92,8 @@ class ImportSummary:
     #: fraction of the written val predictions equal to ImageNet's own
     #: label (None when no val file name was written): a row order check
     imagenet_agreement: float = None
+    #: the line saying whose stale claim of the field this import took over
+    took_over: str = None
 
     def __str__(self):
         text = (
@@ -116,7 +121,7 @@ class ImportSummary:
                     " (very low: if the pickle's rows follow file-number "
                     "order, import again with `row_order=val` and `overwrite=True`)"
                 )
-        return text
+        return text if self.took_over is None else f"{self.took_over}\n{text}"
 
 
 def read_predictions(path, row_order: str = "toolkit") -> Predictions:
@@ -205,62 +210,66 @@ def import_predictions(
         ImageNetXError: before anything is written, for a bad file (see
             :func:`read_predictions`), an unknown dataset, an invalid field
             name, an existing field that is not a ``fo.Classification``, an
-            existing one without ``overwrite``, or a file none of whose file
-            names is in the dataset
+            existing one without ``overwrite``, a file none of whose file
+            names is in the dataset, or a field another run is writing
     """
     # the file first: a bad one is refused without loading FiftyOne
     predictions = read_predictions(path, row_order)
 
     from imagenetx.store.bulk import chunked, write_raw  # lazy: start-up
+    from imagenetx.store.claims import claim_field  # lazy: start-up
     from imagenetx.store.datasets import get_dataset  # lazy: start-up
     from imagenetx.store.schema import eval_key_of  # lazy: start-up
     from imagenetx.store.classifications import write_classifications  # lazy: start-up
 
     samples = get_dataset(samples)
     dataset = samples._dataset
-    replaced = _check_field(dataset, field, overwrite, gt_field)
+    # one writer per field: a run or another import writing it refuses this one
+    with claim_field(dataset, field, f"import of '{os.path.basename(path)}'") as claim:
+        replaced = _check_field(dataset, field, overwrite, gt_field)
 
-    # one query for ids and paths (values() would decode each field apart)
-    docs = list(samples._aggregate(pipeline=[{"$project": {"filepath": 1}}]))
-    ids = [d["_id"] for d in docs]
-    names = [_basename(d["filepath"]) for d in docs]
-    row_of = {name: row for row, name in enumerate(predictions.file_names)}
-    rows = [row_of.get(name) for name in names]
-    matched = [i for i, row in enumerate(rows) if row is not None]
-    without = [i for i, row in enumerate(rows) if row is None]
-    present = set(names)
-    missing = [n for n in predictions.file_names if n not in present]
-    if not matched:
-        shown = ", ".join(sorted(present)[:3]) or "(none: the dataset is empty)"
-        raise ImageNetXError(
-            f"None of the {len(predictions):,} file names in '{os.fspath(path)}' is in "
-            f"dataset '{dataset.name}' (the file's look like "
-            f"{', '.join(predictions.file_names[:2])}; the dataset's look like {shown}): "
-            "import the predictions of this dataset's images, or pick the dataset they "
-            "were made on")
+        # one query for ids and paths (values() would decode each field apart)
+        docs = list(samples._aggregate(pipeline=[{"$project": {"filepath": 1}}]))
+        ids = [d["_id"] for d in docs]
+        names = [_basename(d["filepath"]) for d in docs]
+        row_of = {name: row for row, name in enumerate(predictions.file_names)}
+        rows = [row_of.get(name) for name in names]
+        matched = [i for i, row in enumerate(rows) if row is not None]
+        without = [i for i, row in enumerate(rows) if row is None]
+        present = set(names)
+        missing = [n for n in predictions.file_names if n not in present]
+        if not matched:
+            shown = ", ".join(sorted(present)[:3]) or "(none: the dataset is empty)"
+            raise ImageNetXError(
+                f"None of the {len(predictions):,} file names in '{os.fspath(path)}' is in "
+                f"dataset '{dataset.name}' (the file's look like "
+                f"{', '.join(predictions.file_names[:2])}; the dataset's look like {shown}): "
+                "import the predictions of this dataset's images, or pick the dataset they "
+                "were made on")
 
-    cleared = []
-    if replaced and without:
-        with_value = set(samples.exists(field).values("_id", _raw=True))
-        cleared = [ids[i] for i in without if ids[i] in with_value]
+        cleared = []
+        if replaced and without:
+            with_value = set(samples.exists(field).values("_id", _raw=True))
+            cleared = [ids[i] for i in without if ids[i] in with_value]
 
-    def clears():
-        for chunk in chunked(cleared):
-            yield {sample_id: {field: None} for sample_id in chunk}
+        def clears():
+            for chunk in chunked(cleared):
+                yield {sample_id: {field: None} for sample_id in chunk}
 
-    selected = [rows[i] for i in matched]
-    write_classifications(
-        dataset,
-        field,
-        [ids[i] for i in matched],
-        predictions.class_index[selected].tolist(),
-        confidence=predictions.confidence[selected].tolist(),
-    )
-    written = len(matched)
-    write_raw(dataset, clears())
-    key = eval_key_of(field)
-    if replaced and dataset.has_evaluation(key):
-        dataset.delete_evaluation(key)  # it scored the old predictions
+        selected = [rows[i] for i in matched]
+        claim.check()  # still this import's (the file was read meanwhile)
+        write_classifications(
+            dataset,
+            field,
+            [ids[i] for i in matched],
+            predictions.class_index[selected].tolist(),
+            confidence=predictions.confidence[selected].tolist(),
+        )
+        written = len(matched)
+        write_raw(dataset, clears())
+        key = eval_key_of(field)
+        if replaced and dataset.has_evaluation(key):
+            dataset.delete_evaluation(key)  # it scored the old predictions
 
     return ImportSummary(
         dataset=dataset.name,
@@ -277,6 +286,7 @@ def import_predictions(
         cleared=len(cleared),
         missing_examples=missing[:3],
         imagenet_agreement=_agreement(predictions, {names[i] for i in matched}),
+        took_over=claim.took_over,
     )
 
 

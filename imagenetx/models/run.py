@@ -9,13 +9,19 @@ geometry) and its decoder; the model goes to its device when the task first
 asks (:attr:`ModelRun.engine`). The task then checks
 what is stored and lists what is still to do, gives its decoding passes,
 each streamed (decode -> device -> task -> background writer) under one
-progress bar, and says what the run did.
+progress bar, and says what the run did. Before the task starts, before
+each write and before the task finishes, the run checks that it still holds
+its fields (:meth:`~imagenetx.store.claims.FieldClaim.check`): a run whose
+field was taken over while it was paused stops in one line, writing nothing
+more.
 
 The task contract (a subclass of :class:`Task`; only ``describe``,
 ``passes`` and ``finish`` have no default):
 
 -   ``target(field)``: the field the run writes and claims (a probe's
     ``<field>_<probe>``); refuses a bad name
+-   ``claims(field)``: every field the run writes, each claimed (the
+    target; embed's vectors too)
 -   ``select(samples, field)``: the samples it runs on (a grouped
     dataset's slices), checked before anything loads
 -   ``describe(model)``: the run in words, as another run refused the
@@ -60,7 +66,7 @@ from imagenetx.models.preprocess import with_border_crop, without_resize
 from imagenetx.models.protocol_run import ProtocolRun, check_dataset, resolve_run, settle_run
 from imagenetx.models.sources import ModelRequest, check_request, load_model
 from imagenetx.protocols.published import published_top1
-from imagenetx.store.claims import claim_field
+from imagenetx.store.claims import FieldClaim, claim_field
 from imagenetx.store.datasets import get_dataset
 from imagenetx.store.names import INFO_KEY
 
@@ -117,9 +123,12 @@ class ModelRun:
         placement: ranks, device, autocast dtype and sizes
         reader: the workers' crop reader
         gpu_share: the share of each batch decoded on the GPU
-        record: the run record kept in the field's ``info``
+        record: the run record kept in the field's ``info`` (with the
+            ``takeovers`` of stale claims this run made)
         took_over: the line saying whose stale claim of the field the run took
         started: ``time.perf_counter()`` when the passes began
+        claim: the run's claim of its fields; ``claim.check()`` before a
+            write of the task's own (its record, its evaluation)
     """
 
     samples: object
@@ -137,6 +146,7 @@ class ModelRun:
     record: dict
     took_over: Optional[str] = None
     started: float = 0.0
+    claim: Optional[FieldClaim] = None
 
     @functools.cached_property
     def engine(self) -> Engine:
@@ -173,6 +183,10 @@ class Task:
     def target(self, field: str) -> str:
         """The field the run writes and claims."""
         return field
+
+    def claims(self, field: str) -> List[str]:
+        """Every field the run writes, each claimed: its target first."""
+        return [self.target(field)]
 
     def select(self, samples, field: str):
         """The samples the run goes over (checked before anything loads)."""
@@ -231,7 +245,7 @@ def run(samples, model: str, field: str, task: Task, request: ModelRequest,
     check_request(model, request)  # before the slow imports
     at = place(options)
     # one run per field at a time: claimed before the model loads, released at the end
-    with claim_field(dataset, target, task.describe(model), at.ranks) as claim, \
+    with claim_field(dataset, task.claims(field), task.describe(model), at.ranks) as claim, \
             contextlib.ExitStack() as stack:
         classifier = load_model(model, request)
         protocol, amp = settle_run(protocol, classifier, request, options.amp, at.device.type)
@@ -246,15 +260,18 @@ def run(samples, model: str, field: str, task: Task, request: ModelRequest,
                                                         benchmark.border_crop)
         decode_on = at.device if task.decode_on_device else torch.device("cpu")
         reader, gpu_share = crop_reader(classifier, options.decoder, decode_on)
+        record = run_record(classifier, {**task.record(), **protocol.record(),
+                                         **run_environment(at.device, precision, tf32),
+                                         **({"border_crop": benchmark.border_crop}
+                                            if benchmark.border_crop else {})})
+        if claim.takeovers:
+            record["takeovers"] = claim.takeovers
         this = ModelRun(
             samples=samples, dataset=dataset, model=model, field=field, target=target,
             benchmark=benchmark, options=options, protocol=protocol, classifier=classifier,
-            placement=at, reader=reader, gpu_share=gpu_share,
-            record=run_record(classifier, {**task.record(), **protocol.record(),
-                                           **run_environment(at.device, precision, tf32),
-                                           **({"border_crop": benchmark.border_crop}
-                                              if benchmark.border_crop else {})}),
-            took_over=claim.took_over)
+            placement=at, reader=reader, gpu_share=gpu_share, record=record,
+            took_over=claim.took_over, claim=claim)
+        claim.check()  # the model may have loaded for minutes
         task.start(this)
         passes = task.passes(this)
         this.started = time.perf_counter()
@@ -263,6 +280,7 @@ def run(samples, model: str, field: str, task: Task, request: ModelRequest,
             with progress_bar(total, progress, at.ranks) as pb:
                 for one in passes:
                     _run_pass(this, one, pb)
+        claim.check()
         return task.finish(this)
 
 
@@ -272,7 +290,8 @@ def _run_pass(run: ModelRun, one: Pass, pb: fou.ProgressBar) -> None:
                                at.num_workers, run.gpu_share, dataset=one.images))
     inputs = one.inputs or DeviceInputs(at.device, run.reader, one.paths)
     depth = one.depth or max(1, writer.WRITE_EVERY // at.batch_size)
-    with writer.BackgroundWrites(run.dataset, one.updates, depth, ready=one.ready) as writes:
+    with writer.BackgroundWrites(run.dataset, one.updates, depth, ready=one.ready,
+                                 claim=run.claim) as writes:
         stream(batches, inputs, one.compute, writes.put, pb)
 
 
@@ -380,9 +399,15 @@ def record_differences(stored: dict, new: dict) -> list:
 
 
 def write_record(dataset, field: str, record: dict) -> None:
-    """Keeps a run's record in its field's ``info`` (:data:`INFO_KEY`)."""
+    """Keeps a run's record in its field's ``info`` (:data:`INFO_KEY`); the
+    ``takeovers`` of the stored record stay with a run that adds to its
+    predictions."""
     f = dataset.get_field(field)
     info = dict(f.info or {})
+    stored = info.get(INFO_KEY) or {}
+    if stored.get("takeovers") and not record_differences(stored, record):
+        record = {**record, "takeovers": stored["takeovers"] + [
+            t for t in record.get("takeovers", []) if t not in stored["takeovers"]]}
     info[INFO_KEY] = record
     f.info = info
     f.save()

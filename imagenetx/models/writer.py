@@ -8,12 +8,13 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Optional
 
 from pymongo.errors import ServerSelectionTimeoutError
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.store.bulk import write_raw
+from imagenetx.store.claims import ClaimLost, FieldClaim
 
 #: samples per database write: an interrupted run loses at most this many
 WRITE_EVERY = 512
@@ -54,19 +55,27 @@ class BackgroundWrites:
     :class:`WriteFailed` line saying how many samples were written; the
     thread never waits for a signal it cannot get.
 
+    With a ``claim``, each write first checks that the run still holds its
+    field, and a result is taken only while the claim's heartbeat has not
+    found it lost: a run whose field was taken over stops with the claim's
+    one :class:`~imagenetx.store.claims.ClaimLost` line, writing nothing
+    more.
+
     Args:
         dataset: the dataset written
         updates: a result -> ``{sample id: {path: value}}``
         depth: the most results queued
         ready (None): called on each result in the thread before
             ``updates`` (waits for a device's copy to land)
+        claim (None): the run's :class:`~imagenetx.store.claims.FieldClaim`
     """
 
     def __init__(self, dataset, updates: Callable[[object], dict], depth: int,
-                 ready: Callable = None):
+                 ready: Callable = None, claim: Optional[FieldClaim] = None):
         self.dataset = dataset
         self.updates = updates
         self.ready = ready or (lambda r: r)
+        self.claim = claim
         self.queue = queue.Queue(maxsize=depth)
         self.error = None
         #: samples the database has acknowledged
@@ -90,9 +99,16 @@ class BackgroundWrites:
     def _count(self, n: int) -> None:
         self.written += n
 
+    def _checked(self, batches: Iterable[dict]) -> Iterator[dict]:
+        for batch in batches:
+            if self.claim is not None:
+                self.claim.check()  # the field is still this run's, just before its write
+            yield batch
+
     def _write(self):
         try:
-            write_raw(self.dataset, chunks(self._results(), self.updates), self._count)
+            write_raw(self.dataset, self._checked(chunks(self._results(), self.updates)),
+                      self._count)
         except BaseException as e:  # raised in the caller
             self.error = e
             # unblock a caller waiting on a full queue, up to its _DONE (never
@@ -103,11 +119,15 @@ class BackgroundWrites:
     def put(self, result) -> None:
         """Queues a result, waiting while the queue is full."""
         self._raise()
+        if self.claim is not None:
+            self.claim.held()
         self.queue.put(result)
 
     def _raise(self):
         if self.error is not None:
             error, self.error = self.error, None
+            if isinstance(error, ClaimLost):
+                raise error  # its own line: no resume to advise
             raise WriteFailed.of(error, self.written) from error
 
     def __exit__(self, kind, value, tb):

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 import numpy as np
-from scipy.optimize import brentq
 
 from imagenetx.errors import ImageNetXError
+from imagenetx.metrics import temperature as temperature_scaling
 from imagenetx.ood.base import Detector, FitStats, Outputs, as_matrix
 
 #: the range :func:`fit_temperature` searches
@@ -61,7 +61,10 @@ def energy(logits, temperature: float = 1.0) -> np.ndarray:
     """The negative free energy ``T * logsumexp(z / T)`` (Liu et al. 2020;
     OpenOOD ebo_postprocessor.py:21-22)."""
     temperature = _positive(temperature, "temperature")
-    return temperature * logsumexp(as_logits(logits) / temperature)
+    z = as_logits(logits)
+    if temperature == 1.0:  # one pass less over the logits, the same numbers
+        return logsumexp(z)
+    return temperature * logsumexp(z / temperature)
 
 
 def gen(logits, gamma: float = 0.1, m: int = 100) -> np.ndarray:
@@ -90,18 +93,6 @@ class TemperatureStats(FitStats):
     nll_before: float
 
 
-def _nll(z: np.ndarray, labels: np.ndarray, beta: float) -> float:
-    s = beta * z
-    return float(np.mean(logsumexp(s) - s[np.arange(len(z)), labels]))
-
-
-def _nll_slope(z: np.ndarray, labels: np.ndarray, log_beta: float) -> float:
-    # d NLL / d beta = mean(E_p[z] - z_y), p = softmax(beta z): increasing in
-    # beta (the NLL is convex in beta = 1 / T), so its root is the minimum
-    p = softmax(np.exp(log_beta) * z)
-    return float(np.mean((p * z).sum(axis=1) - z[np.arange(len(z)), labels]))
-
-
 def fit_temperature(logits, labels,
                     bounds: Tuple[float, float] = TEMPERATURE_BOUNDS) -> TemperatureStats:
     """The temperature ``T`` that minimises the negative log-likelihood of
@@ -112,7 +103,8 @@ def fit_temperature(logits, labels,
     which OOD images do not have, and refuses a label outside ``[0, C)``.
 
     The NLL is convex in ``1 / T``; its minimum is found exactly as the root
-    of the derivative (Brent's method on ``log(1 / T)``).
+    of the derivative (:func:`imagenetx.metrics.temperature.fit_temperature`,
+    the calibration's fit).
 
     Args:
         logits: ``(n, C)`` logits of ID validation images
@@ -137,14 +129,14 @@ def fit_temperature(logits, labels,
         raise ImageNetXError(
             f"`labels` must be ID class indices in [0, {z.shape[1]}): a temperature is fitted "
             "on ID validation images, never on OOD (label -1) or test images")
-    lo, hi = np.log(1 / bounds[1]), np.log(1 / bounds[0])
-    if _nll_slope(z, y, lo) > 0 or _nll_slope(z, y, hi) < 0:
+    try:
+        t = float(temperature_scaling.fit_temperature(z, y, bounds))
+    except ValueError:
         raise ImageNetXError(
             f"No temperature in {bounds} minimises the NLL of these ID validation logits "
-            "(are they all classified right?): widen `bounds`")
-    log_beta = brentq(lambda s: _nll_slope(z, y, s), lo, hi, xtol=1e-12)
-    t = float(np.exp(-log_beta))
-    return TemperatureStats(temperature=t, nll=_nll(z, y, 1 / t), nll_before=_nll(z, y, 1.0))
+            "(are they all classified right?): widen `bounds`") from None
+    return TemperatureStats(temperature=t, nll=temperature_scaling.nll(z, y, t),
+                            nll_before=temperature_scaling.nll(z, y, 1.0))
 
 
 class MSP(Detector):

@@ -5,10 +5,13 @@ The App panel hands these dicts to its plot and the HTML report to
 dict of a result (``.to_dict()``): :func:`imagenetx.analysis.compute_ratios`
 for :func:`error_ratio_chart`, :func:`imagenetx.analysis.shape_bias.
 shape_bias` for :func:`shape_bias_chart`, :func:`imagenetx.analysis.
-published.compare_with_published` for :func:`published_scatter`.
+published.compare_with_published` for :func:`published_scatter`;
+:func:`ood_score_chart` takes a detector's score arrays.
 """
 
 import math
+
+import numpy as np
 
 #: the paper's palette order is not fixed; these read well in both App themes
 COLORS = ("#FF6D04", "#499CEF", "#6D04FF", "#2BA02B", "#E6194B", "#8C564B")
@@ -671,25 +674,28 @@ def paired_chart(result: dict) -> tuple:
     return traces, layout
 
 
-def attack_success_chart(result: dict) -> tuple:
-    """Attack success per slice and adversarial field: bars of the share of
-    a slice's images right before the attack that it made wrong, with
-    Wilson intervals, and each field's overall rate as a dashed line of its
-    colour. Each bar's trace is the field and its ``x`` the slice, so a
-    click tells which broken images to show.
+def rate_bars(order: list, rows: dict, overall: dict, hover: str, title: str,
+              y_title: str) -> tuple:
+    """Bars of a rate per slice and field with Wilson intervals, each
+    field's overall rate as a dashed line of its colour. Each bar's trace is
+    the field and its ``x`` the slice, so a click tells which images to show.
 
     Args:
-        result: an :func:`imagenetx.analysis.attacks.attack_success` result
+        order: the slices, in order
+        rows: ``{field: [row per slice]}``, a row's ``rate``, ``ci_low``,
+            ``ci_high`` and ``customdata`` (a list; ``%{customdata[k]}`` in
+            ``hover``)
+        overall: ``{field: overall rate or None}``
+        hover: the hover lines after the slice and field
+        title, y_title: the chart's and the y axis's titles
 
     Returns:
         ``(traces, layout)``
     """
-    order = result["values"]
     traces, shapes = [], []
-    for k, (field, model) in enumerate(result["models"].items()):
+    for k, (field, field_rows) in enumerate(rows.items()):
         color = COLORS[k % len(COLORS)]
-        rows = [model["slices"][v] for v in order]
-        ys = [r["success_rate"] for r in rows]
+        ys = [r["rate"] for r in field_rows]
         traces.append({
             "type": "bar",
             "name": field,
@@ -699,22 +705,17 @@ def attack_success_chart(result: dict) -> tuple:
             "error_y": {
                 "type": "data",
                 "symmetric": False,
-                "array": [_gap(r["ci_high"], y) for r, y in zip(rows, ys)],
-                "arrayminus": [_gap(y, r["ci_low"]) for r, y in zip(rows, ys)],
+                "array": [_gap(r["ci_high"], y) for r, y in zip(field_rows, ys)],
+                "arrayminus": [_gap(y, r["ci_low"]) for r, y in zip(field_rows, ys)],
                 "thickness": 1.2,
                 "width": 3,
             },
-            "customdata": [[r["n"], r["clean_right"], r["broken"],
-                            _pct(r["ci_low"]), _pct(r["ci_high"])] for r in rows],
-            "hovertemplate": (
-                "<b>%{x}</b><br>" f"{field}<br>"
-                "attack success %{y:.1%} [%{customdata[3]}, %{customdata[4]}]<br>"
-                "%{customdata[2]:,} of %{customdata[1]:,} right images broken<br>"
-                "n = %{customdata[0]:,}<extra></extra>"),
+            "customdata": [r["customdata"] for r in field_rows],
+            "hovertemplate": "<b>%{x}</b><br>" f"{field}<br>" + hover + "<extra></extra>",
         })
-        if model["success_rate"] is not None:
+        if overall.get(field) is not None:
             shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1,
-                           "y0": model["success_rate"], "y1": model["success_rate"],
+                           "y0": overall[field], "y1": overall[field],
                            "line": {"dash": "dash", "width": 1.5, "color": color}})
     layout = {
         "barmode": "group",
@@ -722,14 +723,128 @@ def attack_success_chart(result: dict) -> tuple:
         "autosize": True,
         "bargap": 0.25,
         "hovermode": "closest",
-        "title": {"text": f"Attack success per {result['slice_title']} (correct = "
-                          f"{result['label_space']}; dashed: overall; 95% Wilson "
-                          "intervals)", "font": {"size": 13}},
+        "title": {"text": title, "font": {"size": 13}},
         "xaxis": {"type": "category", "tickvals": order, "tickangle": -40},
-        "yaxis": {"title": {"text": "right images made wrong"}, "range": [0, 1.05],
-                  "tickformat": ".0%"},
+        "yaxis": {"title": {"text": y_title}, "range": [0, 1.05], "tickformat": ".0%"},
         "shapes": shapes,
         "legend": {"orientation": "h", "y": 1.12},
         "margin": {"t": 70, "b": 90, "l": 55, "r": 10},
+    }
+    return traces, layout
+
+
+def attack_success_chart(result: dict) -> tuple:
+    """Attack success per slice and adversarial field: bars of the share of
+    a slice's images right before the attack that it made wrong, with
+    Wilson intervals, and each field's overall rate as a dashed line of its
+    colour (:func:`rate_bars`).
+
+    Args:
+        result: an :func:`imagenetx.analysis.attacks.attack_success` result
+
+    Returns:
+        ``(traces, layout)``
+    """
+    order = result["values"]
+    rows = {field: [{"rate": r["success_rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
+                     "customdata": [r["n"], r["clean_right"], r["broken"], _pct(r["ci_low"]),
+                                    _pct(r["ci_high"])]}
+                    for r in (model["slices"][v] for v in order)]
+            for field, model in result["models"].items()}
+    return rate_bars(
+        order, rows, {f: m["success_rate"] for f, m in result["models"].items()},
+        "attack success %{y:.1%} [%{customdata[3]}, %{customdata[4]}]<br>"
+        "%{customdata[2]:,} of %{customdata[1]:,} right images broken<br>"
+        "n = %{customdata[0]:,}",
+        f"Attack success per {result['slice_title']} (correct = {result['label_space']}; "
+        "dashed: overall; 95% Wilson intervals)", "right images made wrong")
+
+
+def ood_false_positive_chart(result: dict) -> tuple:
+    """Which ID images look OOD to a detector: per ImageNet-X factor and
+    field, the share of the ID images its detector flags at the threshold
+    keeping 95 % of them, with Wilson intervals; dashed: the overall 5 %
+    (:func:`rate_bars`).
+
+    Args:
+        result: an :func:`imagenetx.analysis.ood_detection.factor_false_positives`
+            result
+    """
+    order = result["values"]
+    rows = {}
+    for field, model in result["models"].items():
+        by = {r["factor"]: r for r in model["rows"]}
+        rows[field] = [
+            {"rate": by[v]["share"], "ci_low": by[v]["ci_low"], "ci_high": by[v]["ci_high"],
+             "customdata": [by[v]["n"], by[v]["flagged"], _pct(by[v]["ci_low"]),
+                            _pct(by[v]["ci_high"]), model["detector"]]}
+            if v in by else {"rate": None, "ci_low": None, "ci_high": None,
+                             "customdata": [0, 0, "n/a", "n/a", model["detector"]]}
+            for v in order]
+    return rate_bars(
+        order, rows, {f: m["share"] for f, m in result["models"].items()},
+        "%{customdata[4]}: %{y:.1%} flagged as OOD [%{customdata[2]}, %{customdata[3]}]<br>"
+        "%{customdata[1]:,} of %{customdata[0]:,} ID images",
+        "ID images flagged as OOD per factor (dashed: overall; 95% Wilson intervals)",
+        "ID images flagged as OOD")
+
+
+def ood_score_chart(distributions: dict, detector: str, threshold=None,
+                    bins: int = 60) -> tuple:
+    """A detector's score distributions: one density histogram per set (the
+    ID images, then each OOD set) on the same bins, overlaid, with the
+    threshold that keeps 95 % of the ID images as a dashed line. The
+    histograms are binned here, so the figure's size does not grow with the
+    images.
+
+    Args:
+        distributions: ``{set name: scores}``, the ID set first
+            (:meth:`imagenetx.analysis.ood_detection.OODScores.distributions`)
+        detector: its name, for the title
+        threshold (None): the score drawn as the operating point
+        bins (60): the number of bins over all scores' range
+
+    Returns:
+        ``(traces, layout)``
+    """
+    sets = {k: np.asarray(v, dtype=np.float64).ravel() for k, v in distributions.items()}
+    pooled = np.concatenate(list(sets.values()) or [np.zeros(0)])
+    lo, hi = (float(pooled.min()), float(pooled.max())) if len(pooled) else (0.0, 1.0)
+    edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
+    width = float(edges[1] - edges[0])
+    centers = ((edges[:-1] + edges[1:]) / 2).tolist()
+    traces = []
+    for k, (name, scores) in enumerate(sets.items()):
+        counts = np.histogram(scores, edges)[0]
+        density = counts / (max(len(scores), 1) * width)
+        traces.append({
+            "type": "bar",
+            "name": f"{name} ({len(scores):,})",
+            "x": centers,
+            "y": density.tolist(),
+            "width": width,
+            "opacity": 0.55,
+            "customdata": counts.tolist(),
+            "marker": {"color": "#555555" if k == 0 else COLORS[(k - 1) % len(COLORS)]},
+            "hovertemplate": f"{name}<br>score %{{x:.4g}}: %{{customdata:,}} images"
+                             "<extra></extra>",
+        })
+    shapes = [] if threshold is None else [{
+        "type": "line", "xref": "x", "yref": "paper", "x0": threshold, "x1": threshold,
+        "y0": 0, "y1": 1, "line": {"dash": "dash", "width": 1.5, "color": "#222222"}}]
+    layout = {
+        "barmode": "overlay",
+        "bargap": 0,
+        "height": 380,
+        "autosize": True,
+        "title": {"text": f"{detector}: scores of the ID images and of each OOD set "
+                          "(higher = more in-distribution"
+                          + ("; dashed: keeps 95% of ID" if threshold is not None else "")
+                          + ")", "font": {"size": 13}},
+        "xaxis": {"title": {"text": f"{detector} score"}},
+        "yaxis": {"title": {"text": "density"}},
+        "legend": {"orientation": "h", "y": 1.12},
+        "shapes": shapes,
+        "margin": {"t": 70, "b": 50, "l": 55, "r": 10},
     }
     return traces, layout

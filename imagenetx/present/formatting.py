@@ -553,3 +553,63 @@ def paired_factor_table(result: dict, model: str) -> str:
     return "\n".join(lines)
 
 
+
+
+def ood_rows(result: dict) -> list:
+    """Long-format rows of :meth:`imagenetx.analysis.ood_detection.OODScores.
+    to_dict`: per detector, one row for all OOD images (``set`` ``all``),
+    one per role and one per OOD source."""
+    rows = []
+    for name, det in result["detectors"].items():
+        parts = [("all", "all", det)] + [("role", k, m) for k, m in det["roles"].items()] \
+            + [("source", k, m) for k, m in det["sources"].items()]
+        for kind, key, m in parts:
+            iv = m.get("intervals") or {}
+            rows.append({"detector": name, "kind": kind, "set": key, "n_id": m["n_id"],
+                         "n_ood": m["n_ood"], "auroc": m["auroc"],
+                         "auroc_low": (iv.get("auroc") or [None])[0],
+                         "auroc_high": (iv.get("auroc") or [None, None])[1],
+                         "fpr95": m["fpr95"], "aupr_in": m["aupr_in"],
+                         "aupr_out": m["aupr_out"]})
+    return rows
+
+
+def ood_csv(result: dict) -> str:
+    """:func:`ood_rows` as CSV text."""
+    return _csv(ood_rows(result))
+
+
+def _headline_text(headline) -> str:
+    if not headline:
+        return "-"
+    return ", ".join(f"{k} {v:.2%}" for k, v in headline["values"].items() if v is not None)
+
+
+def format_ood(result: dict) -> str:
+    """Text of OOD detection scores: per detector, its metrics against each
+    role and OOD source (percent), and the benchmark's headline."""
+    first = next(iter(result["detectors"].values()))
+    lines = [f"OOD detection on '{result['dataset']}' ({result['benchmark'] or 'no benchmark'}) "
+             f"from the logits of '{result['pred_field']}': {result['convention']} convention "
+             f"(FPR@95 with {first['positive'].upper()} positive, AUPR by {first['aupr']}); "
+             "higher score = more in-distribution"]
+    current = None
+    for r in ood_rows(result):
+        if r["detector"] != current:
+            current = r["detector"]
+            det = result["detectors"][current]
+            lines += ["", f"{current}" + (f" -> {det['field']}" if det["field"] else "")
+                      + (f" (fitted on {det['n_fit']:,} held-out ID images)"
+                         if det["n_fit"] else ""),
+                      f"  {'set':<18} {'n_ood':>7} {'AUROC':>7} {'interval':>17} "
+                      f"{'FPR@95':>7} {'AUPR-In':>8} {'AUPR-Out':>8}"]
+        interval = ("-" if r["auroc_low"] is None
+                    else f"[{r['auroc_low']:.2%}, {r['auroc_high']:.2%}]")
+        label = r["set"] if r["kind"] != "role" else f"{r['set']} (role)"
+        lines.append(f"  {label:<18} {r['n_ood']:>7,} {r['auroc']:>7.2%} {interval:>17} "
+                     f"{r['fpr95']:>7.2%} {r['aupr_in']:>8.2%} {r['aupr_out']:>8.2%}")
+    lines += ["", "headline (as the benchmark's authors compute it):"]
+    for name, det in result["detectors"].items():
+        lines.append(f"  {name:<14} {_headline_text(det['headline'])}"
+                     + (f"  ({det['note']})" if det.get("note") else ""))
+    return "\n".join(lines)

@@ -10,7 +10,10 @@ dataset of edits (ImageNet-E) the paired drop per edit and per ImageNet-X
 factor of the source image; with
 ``context_groups``, Figure 4 (the models among published ones, see
 :mod:`imagenetx.analysis.context`); optionally the slices found by slice
-discovery. plotly.js is inlined, so the page opens
+discovery; on an OOD-detection dataset (``ood_role``) each field's OOD
+detectors (:func:`ood_section`); with ``shifts``, the fields' effective robustness on the ImageNet
+testbed's lines (:mod:`imagenetx.analysis.effective_robustness`) and their
+calibration under shift. plotly.js is inlined, so the page opens
 offline.
 """
 
@@ -22,6 +25,10 @@ from dataclasses import dataclass
 
 from imagenetx.analysis import Settings, compute_ratios, discover_slices, slice_prevalence
 from imagenetx.analysis.context import reference_cloud
+from imagenetx.analysis.effective_robustness import field_robustness, shift_cloud
+from imagenetx.analysis.calibration import calibration_readout
+from imagenetx.analysis.shifts import parse_shifts
+from imagenetx.analysis.ood_detection import ROLE_FIELD, id_threshold, score_ood
 from imagenetx.analysis.paired import paired_scores
 from imagenetx.analysis.published import compare_with_published
 from imagenetx.analysis.readouts import readout_notes
@@ -32,14 +39,21 @@ from imagenetx.errors import ImageNetXError
 from imagenetx.present.figures import (
     context_chart,
     error_ratio_chart,
+    ood_score_chart,
     paired_chart,
     published_scatter,
     shape_bias_chart,
+)
+from imagenetx.present.robustness import (
+    effective_robustness_chart,
+    reliability_chart,
+    robustness_rows,
 )
 from imagenetx.present.formatting import (
     context_rows,
     describe_settings,
     discovery_rows,
+    ood_rows,
     paired_rows,
     ratios_rows,
     shape_bias_csv,
@@ -67,7 +81,7 @@ class ReportSummary:
 
 def write_report(samples, pred_fields, out: str, settings=None,
                  context_groups=None, results_dir: str = None,
-                 discover: bool = False, **ratio_kwargs) -> ReportSummary:
+                 discover: bool = False, shifts=None, **ratio_kwargs) -> ReportSummary:
     """Writes the HTML report of prediction fields over a view.
 
     Args:
@@ -88,6 +102,11 @@ def write_report(samples, pred_fields, out: str, settings=None,
             conjunctions of the benchmark's discovery slicings per field,
             :func:`imagenetx.analysis.discover_slices` with its defaults)
             and its table ``<stem>_discovered_slices.csv``
+        shifts (None): ``{shift: dataset}`` or ``KEY=DATASET`` strings (the
+            dataset is ImageNet val): adds the effective-robustness section
+            (each shift's chart among the testbed's models, the table,
+            ``<stem>_effective_robustness.csv``) and the calibration
+            section (reliability diagrams, ``<stem>_calibration.csv``)
 
     Returns:
         a :class:`ReportSummary`
@@ -182,6 +201,9 @@ def write_report(samples, pred_fields, out: str, settings=None,
     if benchmark.name == "imagenet_e":
         sections.insert(1, _paired_section(samples, pred_fields, stem, csvs,
                                            settings.gt_field))
+    if samples.has_field(ROLE_FIELD):
+        for field in pred_fields if isinstance(pred_fields, (list, tuple)) else [pred_fields]:
+            sections.append(_ood_section(samples, field, stem, csvs))
     if context_groups:
         from dataclasses import replace
 
@@ -214,10 +236,56 @@ def write_report(samples, pred_fields, out: str, settings=None,
             "conjunctions ranked by a Bonferroni lower bound on the error ratio)",
             _html_table(found) if found else
             "<p>No conjunction errs significantly above average.</p>"))
+    if shifts:
+        sections += _robustness_sections(samples, list(ratios["models"]), parse_shifts(shifts),
+                                         stem, csvs, settings.gt_field)
     page = _page(ratios, benchmark.title, sections,
                  readout_notes(samples, list(ratios["models"]), settings))
     write_file(out, page, DISK_ADVICE)
     return ReportSummary(out, csvs)
+
+
+def _robustness_sections(samples, fields, shifts: dict, stem: str, csvs: list,
+                         gt_field: str) -> list:
+    """The fields' effective robustness (a chart per shift among the
+    testbed's models, the table) and their calibration under shift
+    (reliability diagrams, the table); their CSVs are added to ``csvs``."""
+    import plotly.graph_objects as go
+
+    results = [field_robustness(samples, f, shifts, gt_field).to_dict() for f in fields]
+    rows = [r for res in results for r in robustness_rows(res)]
+    csvs.append(_write_csv(f"{stem}_effective_robustness.csv", rows))
+    charts = "".join(
+        go.Figure(*effective_robustness_chart(shift_cloud(shift), results)).to_html(
+            full_html=False, include_plotlyjs=False)
+        for shift in results[0]["shifts"])
+    robustness = ("Effective robustness on the ImageNet testbed's lines (Taori et al. 2020)",
+                  charts + _html_table(rows))
+    cal_rows, figures = [], ""
+    for f in fields:
+        cal = calibration_readout(samples, f, shifts, gt_field=gt_field)
+        named = {"clean (val)": cal["clean"]["all"], **cal["shifts"]}
+        for name, row in {**named, **{f"factor {k}": v for k, v in
+                                      cal["clean"]["slices"].items()}}.items():
+            scaled = row.get("scaled") or {}
+            cal_rows.append({"model": f, "where": name, "n": row["n"], "accuracy": row["accuracy"],
+                             "ece_equal_width": row["ece_equal_width"],
+                             "ece_equal_mass": row["ece_equal_mass"],
+                             "rms_calibration_error": row["rms_calibration_error"],
+                             "temperature": cal["temperature"],
+                             "scaled_ece_equal_width": scaled.get("ece_equal_width"),
+                             "scaled_ece_equal_mass": scaled.get("ece_equal_mass"),
+                             "scaled_rms_calibration_error": scaled.get("rms_calibration_error")})
+        figures += go.Figure(*reliability_chart(named, f"{f}: reliability, clean and under "
+                                                       "shift")).to_html(
+            full_html=False, include_plotlyjs=False)
+        if cal["note"]:
+            figures += f"<p>{html.escape(cal['note'])}</p>"
+    csvs.append(_write_csv(f"{stem}_calibration.csv", cal_rows))
+    calibration = ("Calibration under shift (ECE equal-width / equal-mass, RMS calibration "
+                   "error; after a temperature fitted on held-out clean images)",
+                   figures + _html_table(cal_rows))
+    return [robustness, calibration]
 
 
 def _shape_bias_section(samples, pred_fields, stem: str, csvs: list) -> tuple:
@@ -272,6 +340,43 @@ def _paired_section(samples, pred_fields, stem: str, csvs: list, gt_field: str) 
         ).to_html(full_html=False, include_plotlyjs=False)
     return ("Edits against their originals (paired: drop, flip rate, McNemar's exact "
             "test, bootstrap over groups)", content)
+
+
+def _ood_section(samples, pred_field: str, stem: str, csvs: list) -> tuple:
+    """The OOD-detection section of a field (its logit-only detectors,
+    scores not stored); a note instead when its logits are missing. Its
+    CSV is added to ``csvs``."""
+    try:
+        result = score_ood(samples, pred_field, store=False)
+    except ImageNetXError as e:
+        return (f"OOD detection: {pred_field}",
+                f"<p>Not scored: {html.escape(str(e))}</p>")
+    csvs.append(_write_csv(f"{stem}_ood_{pred_field}.csv", ood_rows(result.to_dict())))
+    return ood_section(result)
+
+
+def ood_section(result) -> tuple:
+    """``(title, html)`` of an :func:`imagenetx.analysis.ood_detection.
+    score_ood` result: the metrics of each detector against each role and
+    OOD source, the benchmark's headline, and each detector's score
+    distributions (:func:`imagenetx.present.figures.ood_score_chart`)."""
+    import plotly.graph_objects as go
+
+    data = result.to_dict()
+    headline = [{"detector": name, **(det["headline"] or {}).get("values", {})}
+                for name, det in data["detectors"].items()]
+    figures = []
+    for name in result.detectors:
+        sets = result.distributions(name)
+        traces, layout = ood_score_chart(sets, name, id_threshold(sets["ID"]))
+        figures.append(go.Figure(data=traces, layout=layout).to_html(
+            full_html=False, include_plotlyjs=False))
+    title = (f"OOD detection: {result.pred_field} ({result.benchmark or 'OOD sets'}, "
+             f"{result.convention} convention)")
+    return title, ("<h3>Headline, as the benchmark's authors compute it</h3>"
+                   + _html_table(headline)
+                   + "<h3>Each detector against each role and OOD set</h3>"
+                   + _html_table(ood_rows(data)) + "".join(figures))
 
 
 def _published_section(result) -> str:

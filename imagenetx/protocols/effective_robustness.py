@@ -474,8 +474,8 @@ def zero_shot_shifts() -> Tuple[str, ...]:
     return tuple(n for n, s in SHIFTS.items() if s.zero_shot_column)
 
 
-@lru_cache(maxsize=16)
-def _zero_shot(name: str, band: bool) -> ShiftLine:
+@lru_cache(maxsize=64)
+def _zero_shot(name: str, band: bool, grid: Optional[Tuple[float, ...]] = None) -> ShiftLine:
     shift = SHIFTS[name]
     rows = [(f"{n}/{p}", v[OPEN_CLIP_CLEAN], v[shift.zero_shot_column]) for n, p, v in open_clip_rows()
             if OPEN_CLIP_CLEAN in v and shift.zero_shot_column in v
@@ -483,16 +483,16 @@ def _zero_shot(name: str, band: bool) -> ShiftLine:
     names = tuple(r[0] for r in rows)
     x = np.array([r[1] for r in rows])
     y = np.array([r[2] for r in rows])
-    grid = None
     if band:
         tx, _, t_shown, _, _ = _selection(shift)
-        grid = _grid(shift, tx[t_shown], None)
+        grid = _grid(shift, tx[t_shown], grid)
     line = fit_logit_line(x, y)
     piece = Piece(line, names, bootstrap_band(x, y, grid) if band else None)
     return ShiftLine(shift, (piece,), names, "open_clip zero-shot results")
 
 
-def zero_shot_line(shift: Union[str, Shift], band: bool = True) -> ShiftLine:
+def zero_shot_line(shift: Union[str, Shift], band: bool = True,
+                   grid: Optional[Sequence[float]] = None) -> ShiftLine:
     """The line of open_clip's zero-shot models (CLIP and its successors:
     ``openclip_results.csv``) on a shift whose clean column matches the
     testbed's (ImageNetV2 matched frequency, ImageNet-Sketch: x is full
@@ -500,9 +500,9 @@ def zero_shot_line(shift: Union[str, Shift], band: bool = True) -> ShiftLine:
     columns have no class-matched clean column beside them). Fitted as
     :func:`fit_line` fits: the rows at or above the testbed line's clean
     threshold (55 %), in the file's order, logit axes, the band on the
-    testbed line's grid."""
+    testbed line's grid (``grid``: clean top-1 values in percent instead)."""
     s = get_shift(shift)
     if not s.zero_shot_column:
         raise ImageNetXError(f"open_clip's table has no zero-shot line for '{s.name}': "
                              f"use one of {', '.join(zero_shot_shifts())}")
-    return _zero_shot(s.name, band)
+    return _zero_shot(s.name, band, None if grid is None else tuple(float(v) for v in grid))

@@ -29,6 +29,7 @@ from imagenetx.classes.cue_conflict import categories
 from imagenetx.errors import ImageNetXError
 from imagenetx.benchmarks.cue_conflict.benchmark import CueConflict, require_contract
 from imagenetx.store.bulk import chunked, write_raw
+from imagenetx.store.claims import claim_field
 from imagenetx.store.classifications import write_classifications
 from imagenetx.store.datasets import get_dataset
 from imagenetx.store.schema import (
@@ -190,46 +191,50 @@ def import_responses(samples, paths: Sequence, field: Optional[str] = None,
     samples = get_dataset(samples)
     dataset = samples._dataset
     require_contract(samples)
-    for name in names:
-        if check_prediction_field(dataset, name, "ground_truth") and not overwrite:
-            raise ImageNetXError(
-                f"Field '{name}' of dataset '{dataset.name}' already exists: "
-                "pass `overwrite=True` to replace it")
+    # one writer per field: a run or another import writing one refuses this one
+    files = ", ".join(os.path.basename(os.fspath(p)) for p in paths)
+    with claim_field(dataset, names, f"import of responses from {files}") as claim:
+        for name in names:
+            if check_prediction_field(dataset, name, "ground_truth") and not overwrite:
+                raise ImageNetXError(
+                    f"Field '{name}' of dataset '{dataset.name}' already exists: "
+                    "pass `overwrite=True` to replace it")
 
-    ids, filepaths, shapes = samples.values(["_id", "filepath", "shape"], _raw=True)
-    row_of = {os.path.basename(p): i for i, p in enumerate(filepaths)}
-    for r in subjects:
-        unknown = [n for n in r.images if n not in row_of]
-        if unknown:
-            raise ImageNetXError(
-                f"'{r.path}' ({r.subject}) answers {len(unknown):,} images that "
-                f"dataset '{dataset.name}' does not have, e.g. "
-                f"{', '.join(unknown[:3])}: import into the full cue-conflict "
-                "dataset")
-        wrong = [n for n, s in zip(r.images, r.shapes) if shapes[row_of[n]] != s]
-        if wrong:
-            raise ImageNetXError(
-                f"'{r.path}' ({r.subject}) gives another shape category than "
-                f"the dataset for {len(wrong):,} images, e.g. {wrong[0]}")
+        ids, filepaths, shapes = samples.values(["_id", "filepath", "shape"], _raw=True)
+        row_of = {os.path.basename(p): i for i, p in enumerate(filepaths)}
+        for r in subjects:
+            unknown = [n for n in r.images if n not in row_of]
+            if unknown:
+                raise ImageNetXError(
+                    f"'{r.path}' ({r.subject}) answers {len(unknown):,} images that "
+                    f"dataset '{dataset.name}' does not have, e.g. "
+                    f"{', '.join(unknown[:3])}: import into the full cue-conflict "
+                    "dataset")
+            wrong = [n for n, s in zip(r.images, r.shapes) if shapes[row_of[n]] != s]
+            if wrong:
+                raise ImageNetXError(
+                    f"'{r.path}' ({r.subject}) gives another shape category than "
+                    f"the dataset for {len(wrong):,} images, e.g. {wrong[0]}")
 
-    index = {c: i for i, c in enumerate(categories())}
-    written, no_answer = {}, 0
-    for name, r in zip(names, subjects):
-        if dataset.has_evaluation(eval_key_of(name)):
-            dataset.delete_evaluation(eval_key_of(name))  # it scored the old field
-        if dataset.has_field(name):
-            dataset.delete_sample_field(name)
-        declare_classification(dataset, name, rt=fo.FloatField)
-        rows = [(ids[row_of[n]], a, t) for n, a, t in zip(r.images, r.answers, r.rts)
-                if a is not None]
-        write_classifications(
-            dataset, name, [i for i, _, _ in rows], [index[a] for _, a, _ in rows],
-            labels=categories(), rt=[t for _, _, t in rows])
-        empty = [ids[row_of[n]] for n, a in zip(r.images, r.answers) if a is None]
-        write_raw(dataset, ({ObjectId(i): {name: None} for i in c} for c in chunked(empty)))
-        written[name] = len(rows)
-        no_answer += len(empty)
-        CueConflict().predictions_written(dataset, name)
+        index = {c: i for i, c in enumerate(categories())}
+        written, no_answer = {}, 0
+        for name, r in zip(names, subjects):
+            claim.check()
+            if dataset.has_evaluation(eval_key_of(name)):
+                dataset.delete_evaluation(eval_key_of(name))  # it scored the old field
+            if dataset.has_field(name):
+                dataset.delete_sample_field(name)
+            declare_classification(dataset, name, rt=fo.FloatField)
+            rows = [(ids[row_of[n]], a, t) for n, a, t in zip(r.images, r.answers, r.rts)
+                    if a is not None]
+            write_classifications(
+                dataset, name, [i for i, _, _ in rows], [index[a] for _, a, _ in rows],
+                labels=categories(), rt=[t for _, _, t in rows])
+            empty = [ids[row_of[n]] for n, a in zip(r.images, r.answers) if a is None]
+            write_raw(dataset, ({ObjectId(i): {name: None} for i in c} for c in chunked(empty)))
+            written[name] = len(rows)
+            no_answer += len(empty)
+            CueConflict().predictions_written(dataset, name)
 
     info = dict(dataset.info.get("imagenetx") or {})
     humans = set(info.get("humans") or ()) - set(names)

@@ -274,6 +274,24 @@ def _no_layout(layout: Layout, folder: str, found: str) -> ImageNetXError:
         f"{layout.folders} ({found}): {fix}")
 
 
+def unknown_folders_error(root: str, unknown: List[str], kind: str, listed: str,
+                          folders: str) -> ImageNetXError:
+    """The one line for class folders a release does not have.
+
+    Args:
+        root: the folder holding them
+        unknown: their names
+        kind: what they are not, e.g. ``"ObjectNet classes"``
+        listed: what the release's class folders are, e.g. ``"wnids"``
+        folders: the release's layout
+    """
+    shown = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+    return ImageNetXError(
+        f"Folder '{root}' has {len(unknown)} folder(s) that are not {kind} ({shown}): "
+        f"its class folders are {listed}, laid out as {folders}; remove or rename "
+        "those folders")
+
+
 def _class_folders(layout: Layout, folder: str, parse, what: str) -> List[Tuple[str, int]]:
     """``(path, class index)`` of the class folders of ``folder``.
 
@@ -289,11 +307,8 @@ def _class_folders(layout: Layout, folder: str, parse, what: str) -> List[Tuple[
         else:
             out.append((os.path.join(folder, name), index))
     if unknown:
-        shown = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
-        raise ImageNetXError(
-            f"Folder '{folder}' has {len(unknown)} folder(s) that are not "
-            f"{layout.title} classes ({shown}): its class folders are {what}, "
-            f"laid out as {layout.folders}; remove or rename those folders")
+        raise unknown_folders_error(folder, unknown, f"{layout.title} classes", what,
+                                    layout.folders)
     return out
 
 
@@ -455,11 +470,8 @@ def _find_objectnet(layout: Layout, folder: str) -> List[Image]:
     names = _subdirs(root)
     unknown = [n for n in names if n not in known]
     if unknown:
-        shown = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
-        raise ImageNetXError(
-            f"Folder '{root}' has {len(unknown)} folder(s) that are not ObjectNet "
-            f"classes ({shown}): its class folders are the release's 313 (alarm_clock, "
-            f"...), laid out as {layout.folders}; remove or rename those folders")
+        raise unknown_folders_error(root, unknown, "ObjectNet classes",
+                                    "the release's 313 (alarm_clock, ...)", layout.folders)
     if not any(n in ids for n in names):
         raise ImageNetXError(
             f"Folder '{root}' holds none of the 113 ObjectNet classes that overlap ImageNet "

@@ -25,7 +25,8 @@ import fiftyone as fo
 from imagenetx.benchmarks.imagenet_x import annotations as anno
 from imagenetx.benchmarks.imagenet_x.sources import find_imagenet_files
 from imagenetx.benchmarks.imagenet_x.tagging import DEFAULT_FIELD, new_sample_annotations
-from imagenetx.benchmarks.ood.layouts import IMAGE_EXTENSIONS, Layout, find_images
+from imagenetx.benchmarks.ood.layouts import (
+    IMAGE_EXTENSIONS, Layout, find_images, unknown_folders_error)
 from imagenetx.benchmarks.ood_detection import openood
 from imagenetx.benchmarks.ood_detection import unit_tests as ninco_tests
 from imagenetx.benchmarks.ood_detection.benchmark import OODDetectionBenchmark
@@ -263,11 +264,8 @@ def _ninco_images(folder: str) -> List[OODImage]:
     names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     unknown = [n for n in names if n not in NINCO_CLASSES]
     if unknown:
-        shown = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
-        raise ImageNetXError(
-            f"Folder '{root}' has {len(unknown)} folder(s) that are not NINCO classes "
-            f"({shown}): its class folders are NINCO's 64 ({NINCO_CLASSES[1]}, ...), laid out "
-            f"as {NINCO_FOLDERS}; remove or rename those folders")
+        raise unknown_folders_error(root, unknown, "NINCO classes",
+                                    f"NINCO's 64 ({NINCO_CLASSES[1]}, ...)", NINCO_FOLDERS)
     images = [OODImage(p, NEAR, "ninco", n) for n in names for p in _images_in(root / n)]
     if not images:
         raise ImageNetXError(

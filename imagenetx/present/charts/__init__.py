@@ -14,7 +14,8 @@ the one the user picked.
     in this package's modules named after them), the first the default;
 -   a task adds one that is offered when the dataset holds its fields
     (:func:`register_chart` without a benchmark: the attack's success per
-    slice, once an adversarial field exists).
+    slice, once an adversarial field exists; the calibration's reliability
+    diagram, on every dataset).
 
 Charts are registered as :class:`Chart` objects or as ``"module:NAME"``
 (imported when a dataset is looked at), in :data:`CHARTS` by name.
@@ -209,6 +210,11 @@ CHARTS.register("published models", "imagenetx.present.charts.imagenet_x:PUBLISH
 CHARTS.register("shape bias", "imagenetx.present.charts.cue_conflict:SHAPE_BIAS")
 CHARTS.register("edits (paired)", "imagenetx.present.charts.imagenet_e:PAIRED")
 CHARTS.register("attack success", "imagenetx.present.charts.attacks:ATTACK_SUCCESS")
+CHARTS.register("calibration", "imagenetx.present.charts.calibration:CALIBRATION")
+CHARTS.register("OOD false positives",
+                "imagenetx.present.charts.ood_detection:OOD_FALSE_POSITIVES")
+CHARTS.register("effective robustness",
+                "imagenetx.present.charts.robustness:EFFECTIVE_ROBUSTNESS")
 
 #: benchmark name -> the names of its charts, the first the default; a
 #: benchmark not named here has the error ratios alone
@@ -216,8 +222,14 @@ BENCHMARK_CHARTS: Dict[str, tuple] = {
     "imagenet_x": (ERROR_RATIOS.name, "published models"),
     "cue_conflict": ("shape bias", ERROR_RATIOS.name),
     "imagenet_e": ("edits (paired)", ERROR_RATIOS.name),
+    **{name: ("OOD false positives", ERROR_RATIOS.name)
+       for name in ("imagenet_o", "ninco", "openood_imagenet")},
+    # the shifts with a testbed line (imagenetx.analysis.effective_robustness.BENCHMARK_SHIFTS)
+    **{name: (ERROR_RATIOS.name, "effective robustness")
+       for name in ("imagenet_v2", "imagenet_sketch", "imagenet_a", "imagenet_r",
+                    "imagenet_c", "objectnet")},
 }
 
 #: the names of the tasks' charts, offered where their ``offered`` says the
 #: dataset holds the task's fields
-TASK_CHARTS: List[str] = ["attack success"]
+TASK_CHARTS: List[str] = ["attack success", "calibration"]
