@@ -296,31 +296,56 @@ def test_a_planted_texture_class_is_the_top_slice_on_real_embeddings(cue_conflic
     assert len(recovered) == 16
     missed = {v: pr for v, pr in recovered.items() if min(pr) < 0.8}
     assert not missed, missed
-    # the same through the dataset's door: a prediction field, the stored slicing
+    # the same through the dataset's door: the texture as the task's classes
+    # (a ground-truth field), a prediction field, the stored slicing
     value = "elephant"
     planted = texture == value
     wrong = planted | (np.random.default_rng(1).random(len(x)) < 0.10)
-    _predict_wrong_where(ds, "planted", wrong, classes=16)
-    # the planted texture spans the 16 true classes: the correctness term alone
-    # (Domino's class terms would split it into its 16 confusion cells). In
-    # lite0's space the class is three clusters, one per texture photo, and a
-    # slice is one of them (one coherent failure): the top slice is planted
-    # images of one texture photo and holds that photo's planted images
+    ds.set_values("texture_gt", [fo.Classification(label=t, class_index=int(c))
+                                 for t, c in zip(texture, classes)])
+    ds.set_values("planted", [fo.Classification(
+        label=t, class_index=int((c + 1) % 16 if w else c))
+        for t, c, w in zip(texture, classes, wrong)])
+    ds.add_dynamic_sample_fields()
     result = discover_error_slices(ds, "planted", "emb", k=3, key="planted_slices",
-                                   class_terms=False)
+                                   gt_field="texture_gt")
     top = result.to_dict()["slices"][0]
     ids = np.array(ds.values("id"))
-    # the texture photo: "airplane1-elephant2.png" -> "elephant2"
+    held = set(ids[planted & ~result.found.fitted])
+    hit = len(held & set(top["held_out_ids"]))
+    assert hit / top["size"] >= 0.8 and hit / len(held) >= 0.8
+    view = mistakes_view(ds, "planted", top["name"], slicing="planted_slices",
+                         gt_field="texture_gt")
+    assert view.count() == wrong[np.isin(ids, top["sample_ids"])].sum()
+
+
+def test_a_failure_across_the_true_classes_needs_the_correctness_only_terms(
+        cue_conflict_embedded):
+    """Ours, kept because it measures better here: a failure on one texture
+    photo across the 16 shape classes (the shapes are the true classes, the
+    prediction the next shape: 16 confusion cells). Domino's class terms
+    split it by cell and no slice holds it; the correctness-only terms
+    (``class_terms=False``) find it with precision and recall >= 0.8 on
+    the held-out half (``perf/slices.py`` measures every photo)."""
+    ds = cue_conflict_embedded
     photo = np.array([os.path.splitext(os.path.basename(f))[0].split("-")[-1]
                       for f in ds.values("filepath")])
-    held_out = ~result.found.fitted
-    members = np.isin(ids, top["held_out_ids"])
-    assert (planted & members).sum() / members.sum() >= 0.8
-    main_photo = max(set(photo[members & planted]), key=lambda v: (photo[members] == v).sum())
-    of_photo = planted & held_out & (photo == main_photo)
-    assert (members & of_photo).sum() / of_photo.sum() >= 0.8
-    view = mistakes_view(ds, "planted", top["name"], slicing="planted_slices")
-    assert view.count() == wrong[np.isin(ids, top["sample_ids"])].sum()
+    planted = photo == "chair1"
+    wrong = planted | (np.random.default_rng(0).random(len(planted)) < 0.10)
+    _predict_wrong_where(ds, "photo_planted", wrong, classes=16)
+    ids = np.array(ds.values("id"))
+
+    def recovered(**options):
+        result = discover_error_slices(ds, "photo_planted", "emb", k=3, **options)
+        held = set(ids[planted & ~result.found.fitted])
+        best = 0.0
+        for entry in result.to_dict()["slices"]:
+            hit = len(held & set(entry["held_out_ids"]))
+            best = max(best, min(hit / max(entry["size"], 1), hit / len(held)))
+        return best
+
+    assert recovered(class_terms=False) >= 0.8
+    assert recovered() < 0.5
 
 
 def test_on_an_imagenet_x_dataset_each_slice_says_which_factors_it_overlaps(demo_build):

@@ -139,9 +139,10 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
             sample is given its slice. ``fit_share=None``: fit on all
         class_terms (True): Domino's categorical terms of the true and the
             predicted class (a slice tends to be one confusion cell); False:
-            a term of the correctness only, for a failure that spans many
-            classes (one texture across 16 shapes: Domino's terms split it
-            by class, ``perf/slices.py``)
+            one term of the correctness only (ours, not Domino's), for a
+            failure that spans the true classes (one texture photo under 16
+            shapes: Domino's terms split it by cell and find none of it;
+            this finds it, ``tests/test_embedding_slices.py``)
         describe_with (None): the image-text model that made the embeddings
             (``open_clip:ARCH/PRETRAINED``): each slice gets its nearest
             texts of :func:`description_vocabulary` (plus ``texts``); None:

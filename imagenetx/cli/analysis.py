@@ -65,6 +65,9 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--fit-all", action="store_true",
                    help="with --embeddings: fit on every sample and measure on the same "
                         "(default: fit on half, measure each slice on the other half)")
+    p.add_argument("--correctness-only", action="store_true",
+                   help="with --embeddings: model right/wrong only, not the true and "
+                        "predicted classes (ours: for a failure across many classes)")
     p.add_argument("--describe-with", metavar="SPEC",
                    help="with --embeddings: the open_clip:ARCH/PRETRAINED model that made "
                         "them, to describe each slice by its nearest texts")
@@ -202,6 +205,7 @@ def run_discover_embeddings(args) -> int:
     result = discover_error_slices(
         args.dataset, args.pred_field, args.embeddings, k=args.top, key=args.key,
         overwrite=args.overwrite, describe_with=args.describe_with, texts=args.texts,
+        class_terms=not args.correctness_only,
         **({"fit_share": None} if args.fit_all else {}), **settings(args)).to_dict()
     return print_result(args, result, format_error_slices)
 
