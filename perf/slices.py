@@ -1,6 +1,7 @@
 """Error slices: planted recoveries of every kind and the time at 50,000 x
 512, for Domino's mixture with its error terms (the default), the same
-mixture without them (``y_weight = y_hat_weight = 0``), a plain k-means
+mixture without them (``y_weight = y_hat_weight = 0``), the mixture with
+one right/wrong term (ours, ``class_terms=False``), a plain k-means
 baseline (scikit-learn ``KMeans`` on the same PCA input, clusters ranked by
 error rate on the fitted half) and, with ``--old FILE``, an earlier
 ``imagenetx/metrics/error_slices.py`` (e.g. ``git show
@@ -13,7 +14,9 @@ failures two distinct slices among the top five. Kinds, on synthetic
 clusters (``tests/test_error_slices.py``'s geometry) and, when
 ``../shared/data/cue-conflict/images`` is present, on the real
 efficientnet-lite0 features of the 1,280 cue-conflict images: one texture
-class (16 in turn), one texture photo (48 in turn), two unrelated photos of
+class (16 in turn), one texture photo (every fourth of the 48, in turn; the
+true classes the textures, then the shapes: a failure across 16 confusion
+cells), two unrelated photos of
 two classes (``chair1`` and ``oven3``), and altered copies (blurred,
 darkened, pixelated) of 160 of the images added as samples (each kind in
 turn). Wrong predictions take the next class; 10 % elsewhere are wrong too.
@@ -61,6 +64,12 @@ def domino(weight):
                                   y_weight=weight, y_hat_weight=weight, seed=seed)
         return [s.held_out for s in found.slices], found.fitted
     return run
+
+
+def correctness_only(x, correct, k=5, seed=0, **_):
+    """Ours: the mixture with one term of right/wrong (``class_terms=False``)."""
+    found = find_error_slices(x, correct, k=k, seed=seed)
+    return [s.held_out for s in found.slices], found.fitted
 
 
 def old_slicer(path):
@@ -150,8 +159,12 @@ def cue_conflict_kinds():
     xs = x[:n0]
     out = [(f"cue-conflict: texture class {v}", xs, classes, [texture == v], 16)
            for v in names]
+    shapes = np.array([names.index(os.path.basename(os.path.dirname(p))) for p in paths])
+    every_fourth = sorted(set(photo))[::4]
     out += [(f"cue-conflict: texture photo {v}", xs, classes, [photo == v], 16)
-            for v in sorted(set(photo))]
+            for v in every_fourth]
+    out += [(f"cue-conflict: texture photo across the shapes {v}", xs, shapes, [photo == v], 16)
+            for v in every_fourth]
     out.append(("cue-conflict: two unrelated photos chair1 + oven3", xs, classes,
                 [photo == "chair1", photo == "oven3"], 16))
     out += [(f"cue-conflict + altered copies: {a}", x, all_classes, [kind == i + 1], 16)
@@ -196,7 +209,7 @@ def timing(methods):
 
 def main():
     methods = {"Domino (weights 10)": domino(10.0), "Domino without error terms": domino(0.0),
-               "k-means": kmeans_slices}
+               "ours: correctness only": correctness_only, "k-means": kmeans_slices}
     if "--old" in sys.argv:
         methods["old slicer (fit on all)"] = old_slicer(sys.argv[sys.argv.index("--old") + 1])
     timing(methods)
