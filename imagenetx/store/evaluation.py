@@ -322,7 +322,7 @@ def _no_ground_truth(dataset, gt_field: str) -> str:
             if dataset.has_field(gt_field) else "does not exist")
     return (f"Not evaluated: field '{gt_field}' of dataset '{dataset.name}' {what}; the "
             "ground truth must be a fo.Classification whose label is the ImageNet class "
-            "(`imagenetx tag` writes one): pass it as `gt_field`")
+            "(`tag_dataset()` writes one): pass it as `gt_field`")
 
 
 def _not_evaluated(dataset, gt_field: str, other: list) -> str:
@@ -331,8 +331,8 @@ def _not_evaluated(dataset, gt_field: str, other: list) -> str:
         return (
             f"Not evaluated: ground truth '{gt_field}' has labels that two "
             f"ImageNet classes share (e.g. '{shared[0]}'), as earlier "
-            "versions wrote them: tag the dataset again (`imagenetx tag` with "
-            f"`gt_field={gt_field}`) to make them unique, "
+            f"versions wrote them: tag the dataset again "
+            f"(`tag_dataset(gt_field='{gt_field}')`) to make them unique, "
             "then predict again to evaluate"
         )
     return (
