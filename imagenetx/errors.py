@@ -14,7 +14,7 @@ left as written.
 """
 
 import re
-from typing import Callable, Dict, List, NamedTuple, Optional
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 #: a backtick span that names a parameter: `name` or `name=value` (not
 #: inside an reST ````literal````)
@@ -104,7 +104,7 @@ class Call(NamedTuple):
     keyword ``arguments`` as parameters, in order."""
 
     name: str
-    arguments: List[Parameter] = []
+    arguments: Tuple[Parameter, ...] = ()
 
     @property
     def door(self) -> Optional[Door]:
@@ -117,8 +117,8 @@ CallTerm = Callable[[Call], Optional[str]]
 
 
 def _call(match) -> Call:
-    return Call(match.group(1), [Parameter(m.group(1), m.group(2).strip())
-                                 for m in _ARGUMENT.finditer(match.group(2))])
+    return Call(match.group(1), tuple(Parameter(m.group(1), m.group(2).strip())
+                                      for m in _ARGUMENT.finditer(match.group(2))))
 
 
 def calls_in(text: str) -> List[Call]:

@@ -284,8 +284,8 @@ def test_every_call_in_the_table_names_a_real_function_command_and_operator(comm
 def test_a_message_names_its_calls():
     e = ImageNetXError("run `tag_dataset()` first, then `predict(field='r', logits=True)`; "
                        "pass `gt_field`; `fiftyone datasets list`")
-    assert e.calls == [Call("tag_dataset"), Call("predict", [Parameter("field", "'r'"),
-                                                             Parameter("logits", "True")])]
+    assert e.calls == [Call("tag_dataset"), Call("predict", (Parameter("field", "'r'"),
+                                                             Parameter("logits", "True")))]
     assert e.calls[0].door.command == "tag"
     assert e.parameters == [Parameter("gt_field")]  # a call's arguments are no parameters
     assert e.render(lambda p: p.name.upper(), lambda c: c.name.upper()) == (
@@ -304,7 +304,7 @@ def test_the_command_line_names_a_call_as_its_command_with_its_flags():
         "`imagenetx probe blur --field x` or `imagenetx load imagenet-x --hub me/val`; "
         "pass --gt-field")
     # without the commands' parsers: the command, the arguments in the library's words
-    assert command_for(Call("predict", [Parameter("logits", "True")])) == (
+    assert command_for(Call("predict", (Parameter("logits", "True"),))) == (
         "`imagenetx predict logits=True`")
     assert command_for(Call("nosuch")) is None
 

@@ -15,6 +15,7 @@ from imagenetx.classes.imagenet import class_table
 from imagenetx.store.bulk import chunked, write_raw
 from imagenetx.store.schema import declare_classification, raw_classification
 
+
 def write_classifications(
     dataset: fo.Dataset, field: str, ids: list, class_indices,
     labels: Sequence[str] = None, **attributes
