@@ -5,6 +5,8 @@ the operators' labels)."""
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
+from imagenetx.cli import command_parser
+from imagenetx.cli.base import command_for
 from imagenetx.errors import Call, Term, parameters_in, render_calls, render_parameters
 from imagenetx.options import REAL_MODES
 
@@ -288,14 +290,14 @@ def operator_for(call: Call, ctx=None):
     """The App's words for a call a message names (:mod:`imagenetx.errors`):
     its operator's label in quotes, with its arguments as that operator's
     form labels where ``ctx`` can build the form ("ImageNet-X: run a model"
-    with Logits (ticked)); a call no operator makes, as its command. None
-    for a call not in :data:`imagenetx.errors.CALLS`."""
+    with Logits (ticked)); a call no operator makes, as the command line
+    names it (`` `imagenetx probe spectral --field r50` ``). None for a
+    call not in :data:`imagenetx.errors.CALLS`."""
     door = call.door
     if door is None:
         return None
     if door.operator is None:
-        return "`" + " ".join([f"imagenetx {door.command}"]
-                              + [f"{p.name}={p.value}" for p in call.arguments]) + "`"
+        return command_for(call, command_parser)
     operator = _plugin_operator(door.operator)
     label = f'"{operator.config.label if operator else door.operator}"'
     if not call.arguments:

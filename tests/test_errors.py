@@ -347,3 +347,13 @@ def test_a_real_error_names_the_command_on_the_command_line_and_the_operator_in_
         assert ds.count() == 1 and not ds.has_field("imagenetx")
     finally:
         ds.delete()
+
+
+def test_the_app_names_a_call_no_operator_makes_as_its_command():
+    import importlib
+
+    _operators()  # imports the plugin's package
+    forms = importlib.import_module("imagenetx_plugin_under_test.operators.forms")
+    assert forms.in_app("run `run_probe(probe='spectral', field='r50')` first") == (
+        "run `imagenetx probe spectral --field r50` first")
+    assert forms.in_app("`fiftyone datasets list`") == "`fiftyone datasets list`"
