@@ -1,10 +1,13 @@
 """Form pieces shared by the operators: scoring prediction fields, building
-datasets, and the library's errors in the forms' labels."""
+datasets, and the library's errors in the App's words (the forms' labels,
+the operators' labels)."""
 
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
-from imagenetx.errors import Term, parameters_in, render_parameters
+from imagenetx.cli import command_parser
+from imagenetx.cli.base import command_for
+from imagenetx.errors import Call, Term, parameters_in, render_calls, render_parameters
 from imagenetx.options import REAL_MODES
 
 
@@ -268,9 +271,46 @@ def form_term(inputs) -> Term:
 
 
 def in_form(text: str, inputs) -> str:
-    """A library error or summary with each parameter it names as the
-    form's label (:func:`form_term`)."""
-    return render_parameters(text, form_term(inputs))
+    """A library error or summary with each call it names as its operator
+    (:func:`operator_for`) and each parameter as the form's label
+    (:func:`form_term`)."""
+    return render_parameters(render_calls(text, operator_for), form_term(inputs))
+
+
+def _plugin_operator(name: str):
+    from imagenetx.app.install import PLUGIN_NAME
+
+    try:
+        return foo.get_operator(f"{PLUGIN_NAME}/{name}")
+    except Exception:  # the plugin not registered here: the operator's name
+        return None
+
+
+def operator_for(call: Call, ctx=None):
+    """The App's words for a call a message names (:mod:`imagenetx.errors`):
+    its operator's label in quotes, with its arguments as that operator's
+    form labels where ``ctx`` can build the form ("ImageNet-X: run a model"
+    with Logits (ticked)); a call no operator makes, as the command line
+    names it (`` `imagenetx probe spectral --field r50` ``). None for a
+    call not in :data:`imagenetx.errors.CALLS`."""
+    door = call.door
+    if door is None:
+        return None
+    if door.operator is None:
+        return command_for(call, command_parser)
+    operator = _plugin_operator(door.operator)
+    label = f'"{operator.config.label if operator else door.operator}"'
+    if not call.arguments:
+        return label
+    term = form_term(operator_form(ctx, operator) if ctx is not None and operator else None)
+    return label + " with " + ", ".join(term(p) or f"{p.name}={p.value}"
+                                        for p in call.arguments)
+
+
+def in_app(text: str, ctx=None) -> str:
+    """A library message shown outside a form (a panel): each call it
+    names as its operator (:func:`operator_for`)."""
+    return render_calls(text, lambda call: operator_for(call, ctx))
 
 
 def operator_form(ctx, operator=None):
@@ -286,9 +326,10 @@ def operator_form(ctx, operator=None):
 
 
 def _in_operator_form(ctx, text: str, operator=None) -> str:
+    text = in_app(text, ctx)
     if not parameters_in(text):  # nothing to look up: no form built
         return text
-    return in_form(text, operator_form(ctx, operator))
+    return render_parameters(text, form_term(operator_form(ctx, operator)))
 
 
 def user_error(ctx, error, operator=None) -> dict:

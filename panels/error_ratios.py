@@ -17,6 +17,7 @@ import fiftyone.operators.types as types
 
 from imagenetx.options import REAL_MODES
 
+from ..operators.forms import in_app
 from .state import (
     ALL,
     CONTROLS,
@@ -194,7 +195,7 @@ class ImageNetXPanel(foo.Panel):
         try:
             shown = chart.click(base, field, value, settings(ctx))
         except ImageNetXError as e:
-            ctx.panel.state.set({"status": "error", "message": str(e)})
+            ctx.panel.state.set({"status": "error", "message": in_app(str(e), ctx)})
             return self._render(ctx)
         drill = {
             "field": field,
@@ -288,8 +289,8 @@ class ImageNetXPanel(foo.Panel):
             traces, layout, summary, title, missing = memoized(
                 key, lambda: self._compute_all(ctx, view, chosen))
         except ImageNetXError as e:
-            state.set({"status": "error", "chart": None, "message": str(e), "missing": [],
-                       "layout": None})
+            state.set({"status": "error", "chart": None, "message": in_app(str(e), ctx),
+                       "missing": [], "layout": None})
             return
         state.set({
             "chart": traces,

@@ -1,8 +1,9 @@
 """Loading folders at scale (``imagenetx load``) against FiftyOne's own
 importer of the same files in the same run.
 
-The folders hold generated empty files (the loaders read names, not
-pixels), kept under ``--root`` between runs (``--clean`` deletes them):
+The folders hold generated files of a JPEG's first bytes alone (the loaders
+read names and the first bytes, not pixels), kept under ``--root`` between
+runs (``--clean`` deletes them):
 
 -   ImageNet train layout, ``<wnid>/<wnid>_<k>.JPEG`` over the 1000
     classes: ``load_imagenet_dir(split="train")``, which also matches every
@@ -42,9 +43,9 @@ from imagenetx.classes.imagenet import class_table  # noqa: E402
 
 
 def _touch_tree(root: Path, n: int, folder_of) -> Path:
-    """``n`` empty files ``folder_of(k)/name``, made once (a marker file
-    says the tree is complete)."""
-    done = root / ".complete"
+    """``n`` files ``folder_of(k)/name`` of a JPEG's first bytes, made once
+    (a marker file says the tree is complete)."""
+    done = root / ".complete-jpeg"
     if done.exists():
         return root
     shutil.rmtree(root, ignore_errors=True)
@@ -54,7 +55,9 @@ def _touch_tree(root: Path, n: int, folder_of) -> Path:
         if folder not in made:
             os.makedirs(root / folder, exist_ok=True)
             made.add(folder)
-        os.close(os.open(root / folder / name, os.O_CREAT | os.O_WRONLY, 0o644))
+        fd = os.open(root / folder / name, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+        os.write(fd, b"\xff\xd8\xff\xe0")
+        os.close(fd)
     done.touch()
     return root
 

@@ -288,7 +288,7 @@ def test_kill_9_then_pull_again(repos, jpegs, tmp_env):
     assert strip(_docs(ds)) == strip(_docs(ref))
 
 
-def test_push_then_load_from_hub(repos, jpegs, tmp_path, monkeypatch):
+def test_push_then_load_from_hub(repos, jpegs, tmp_path, monkeypatch, capsys):
     """Push a pulled dataset with a prediction field and its evaluation to
     the loopback Hub; FiftyOne's own load_from_hub gets the same fields,
     labels and evaluation; the card names the field and holds the table;
@@ -313,7 +313,11 @@ def test_push_then_load_from_hub(repos, jpegs, tmp_path, monkeypatch):
     evaluate_predictions(ds, "resnet")
     assert main(["push", "--dataset", "hub-push", "--repo", "other-user/x"]) == 2
 
+    capsys.readouterr()
     assert main(["push", "--dataset", "hub-push", "--repo", "test-user/imagenet-x-results"]) == 0
+    # the summary's call, as the command that makes it
+    assert ("`imagenetx load imagenet-x --hub test-user/imagenet-x-results`"
+            in capsys.readouterr().out)
     card = (tmp_path / "uploads" / "test-user" / "imagenet-x-results" / "README.md").read_text()
     assert "## ImageNet-X results" in card and "`resnet`" in card
     assert "| background |" in card and "dataset_preview.png" in card

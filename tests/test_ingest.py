@@ -4,7 +4,8 @@ settings, every field of every stored document except ids and times),
 FiftyOne's App-facing operations work on it, and a failed load keeps the
 dataset it was to replace.
 
-The loaders read file names, not pixels, so the folders hold empty files.
+The loaders read file names and a file's first bytes (is it an image?), not
+pixels, so the folders hold files of a JPEG's first bytes alone.
 """
 
 import os
@@ -15,7 +16,7 @@ import fiftyone as fo
 import pytest
 from bson import ObjectId
 
-from conftest import TRAIN_FILE, UNANNOTATED_VAL, VAL_FILES
+from conftest import TRAIN_FILE, UNANNOTATED_VAL, VAL_FILES, save_photo
 from imagenetx.benchmarks.imagenet_e import load_imagenet_e
 from imagenetx.benchmarks.imagenet_x.sources import load_imagenet_dir
 from imagenetx.benchmarks.imagenet_x.tagging import tag_dataset
@@ -31,7 +32,7 @@ VOLATILE = {"created_at", "last_modified_at", "_rand", "_dataset_id"}
 
 def touch(path: Path) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.touch()
+    path.write_bytes(b"\xff\xd8\xff\xe0")  # a JPEG's first bytes
     return str(path)
 
 
@@ -283,3 +284,31 @@ def test_overwrite_says_what_it_replaced(caplog):
             "resnet50") in caplog.text
     assert len(fo.load_dataset(name)) == 1
     fo.delete_dataset(name)
+
+
+@pytest.mark.parametrize("content, says", [
+    (b"<!DOCTYPE html><html>403 Forbidden</html>", "its first bytes 3c21444f"),
+    (b"", "it is empty"),
+])
+def test_a_file_named_as_an_image_that_is_not_one_is_refused_and_nothing_is_stored(
+        tmp_path, capsys, content, says):
+    from imagenetx.cli import main
+
+    root = tmp_path / "imagenet"
+    save_photo(root / "val" / "ILSVRC2012_val_00000001.JPEG")
+    bad = root / "val" / "ILSVRC2012_val_00000002.JPEG"
+    bad.write_bytes(content)
+    name = "ingest-not-an-image"
+    if fo.dataset_exists(name):  # left by an earlier run of this test
+        fo.delete_dataset(name)
+    with pytest.raises(ImageNetXError) as error:
+        load_imagenet_dir(str(root), split="val", name=name)
+    message = str(error.value)
+    assert "\n" not in message and f"'{bad}'" in message and says in message, message
+    assert "replace it with the image, or remove it" in message, message
+    assert not fo.dataset_exists(name)
+
+    assert main(["load", "imagenet-x", "--dir", str(root), "--name", name]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"'{bad}'" in err, err
+    assert not fo.dataset_exists(name)

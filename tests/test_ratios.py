@@ -362,7 +362,7 @@ def test_clear_errors(val_dataset, tmp_path):
     # a dataset that was never tagged
     plain = fo.Dataset("ratios-plain")
     plain.add_sample(fo.Sample(filepath="/data/x.jpg"))
-    with pytest.raises(ImageNetXError, match="run `imagenetx tag`"):
+    with pytest.raises(ImageNetXError, match=r"run `tag_dataset\(\)`"):
         _ratios(plain, "pred")
     ds.delete()
     plain.delete()

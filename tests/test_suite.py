@@ -45,7 +45,8 @@ def test_suite_runs_what_is_loaded_and_places_the_model(suite_val, published, ca
     spec, result, err = suite_val
     assert result["datasets"] == {"imagenet_x": "suite-val"}
     assert {m["benchmark"] for m in result["missing"]} >= {"ImageNet-A", "ImageNet-C-bar"}
-    assert "missing ImageNet-A: imagenetx load imagenet-a --dir DIR" in err
+    assert ("missing ImageNet-A: load ImageNet-A from `dir=...` (release folder) with "
+            "`imagenetx load`") in err
     assert "[1/2] ImageNet val (ImageNet-X) (suite-val): predict" in err
     assert "[2/2] ImageNet val (ImageNet-X) (suite-val): attack" in err
 

@@ -1,8 +1,8 @@
 """Unique class labels: FiftyOne's evaluation compares label strings, so
 ``eval_<field>`` must equal class-index correctness. Covers the class table,
-name resolution, a crane (bird) predicted as a crane (machine), the
-migration of labels written by earlier versions on re-tag, and the contract
-on all 50,000 validation images."""
+name resolution, a crane (bird) predicted as a crane (machine), a ground
+truth in names two classes share made unique by a tag, and the contract on
+all 50,000 validation images."""
 
 import csv
 import os
@@ -104,79 +104,56 @@ def test_a_crane_bird_predicted_as_a_crane_machine_is_wrong(tmp_path):
     assert got[TANK_SUIT] == ("maillot (tank suit)", "maillot (tank suit)", True)
 
 
-def _earlier_version_dataset(name: str) -> fo.Dataset:
-    """Ground truth and predictions as earlier versions wrote them: shared
-    names, and a FiftyOne evaluation that counts crane <-> crane right."""
+def _shared_name_dataset(name: str) -> fo.Dataset:
+    """A user's ground truth in the toolkit's names, two of which two
+    classes share (no class index: the user's own labels), and predictions
+    as ``predict`` writes them (unique labels, class indices)."""
 
-    def c(label, index=None):
-        return fo.Classification(label=label, class_index=index, confidence=0.9)
+    def gt(label):
+        return fo.Classification(label=label)
+
+    def pred(index):
+        return fo.Classification(label=class_table().labels[index], class_index=index,
+                                 confidence=0.9)
 
     rows = [
         # file, ground truth, prediction
-        (CRANE_BIRD, c("crane", 134), c("crane", 517)),
-        (CRANE_MACHINE, c("crane"), c("crane", 517)),  # no class_index yet
-        (MAILLOT, c("maillot", 638), c("maillot", 639)),
-        (TANK_SUIT, c("maillot", 639), c("maillot", 639)),
-        (UNANNOTATED_MAILLOT, c("maillot", 638), c("tench", 0)),
+        (CRANE_BIRD, gt("crane"), pred(517)),
+        (CRANE_MACHINE, gt("crane"), pred(517)),
+        (MAILLOT, gt("maillot"), pred(639)),
+        (TANK_SUIT, gt("maillot"), pred(639)),
     ]
     ds = _dataset(name, [
-        fo.Sample(filepath=f"/data/val/{f}", ground_truth=gt, resnet=pred)
-        for f, gt, pred in rows
+        fo.Sample(filepath=f"/data/val/{f}", ground_truth=g, resnet=p) for f, g, p in rows
     ])
-    # a label whose class_index says another class: not ours to fix
-    ds.add_sample(fo.Sample(filepath="/data/other/odd.jpg",
-                            resnet=c("crane", 7)))
-    ds.add_dynamic_sample_fields()  # class_index, declared as they did
-    ds.evaluate_classifications("resnet", gt_field="ground_truth",
-                                eval_key="eval_resnet")
-    ds.evaluate_classifications("resnet", gt_field="ground_truth",
-                                eval_key="mine")
+    ds.add_dynamic_sample_fields()
     return ds
 
 
-def test_retag_makes_earlier_labels_unique_and_reruns_their_evaluation():
-    ds = _earlier_version_dataset("labels-migrate")
-    old = _by_file(ds, "eval_resnet")
-    assert old[CRANE_BIRD] == (True,) and old[MAILLOT] == (True,)  # the bug
+def test_shared_names_in_the_ground_truth_are_refused_then_made_unique_by_a_tag():
+    ds = _shared_name_dataset("labels-shared")
+    result = evaluate_predictions(ds, "resnet")
+    assert result.key is None and "`tag_dataset(gt_field='ground_truth')`" in result.note
+    assert "'crane'" in result.note or "'maillot'" in result.note
+    assert not ds.has_evaluation("eval_resnet")
 
-    summary = tag_dataset(ds)
-    assert summary.labels_made_unique == {"ground_truth": 5, "resnet": 4}
-    assert summary.evaluations_rerun == ["eval_resnet"]
-    assert summary.evaluations_not_rerun == ["mine"]
-    assert "5 'ground_truth' labels made unique" in str(summary)
+    summary = tag_dataset(ds)  # the annotations say each image's class
+    assert summary.labels_made_unique == {"ground_truth": 4}
+    assert "4 'ground_truth' labels made unique" in str(summary)
+    got = _by_file(ds, "ground_truth.label", "ground_truth.class_index", "resnet.label")
+    assert got[CRANE_BIRD] == ("crane (bird)", 134, "crane (machine)")
+    assert got[CRANE_MACHINE] == ("crane (machine)", 517, "crane (machine)")
+    assert got[MAILLOT] == ("maillot (tights)", 638, "maillot (tank suit)")
+    assert got[TANK_SUIT] == ("maillot (tank suit)", 639, "maillot (tank suit)")
 
-    got = _by_file(ds, "ground_truth.label", "ground_truth.class_index",
-                   "resnet.label", "resnet.class_index", "eval_resnet")
-    assert got[CRANE_BIRD] == ("crane (bird)", 134, "crane (machine)", 517, False)
-    assert got[CRANE_MACHINE] == (
-        "crane (machine)", 517, "crane (machine)", 517, True)
-    assert got[MAILLOT] == (
-        "maillot (tights)", 638, "maillot (tank suit)", 639, False)
-    assert got[TANK_SUIT] == (
-        "maillot (tank suit)", 639, "maillot (tank suit)", 639, True)
-    # unannotated: its ground truth is migrated by class index only
-    assert got[UNANNOTATED_MAILLOT] == ("maillot (tights)", 638, "tench", 0, False)
-    assert got["odd.jpg"][2:4] == ("crane", 7)
-    results = ds.load_evaluation_results("eval_resnet")
-    assert results.metrics()["accuracy"] == 0.4
-
-    state = ds.values(["ground_truth", "resnet", "eval_resnet",
-                       "last_modified_at"], _raw=True)
+    result = evaluate_predictions(ds, "resnet")
+    assert result.evaluated == 4 and result.accuracy == 0.5
+    assert _by_file(ds, "eval_resnet")[CRANE_BIRD] == (False,)  # a crane is not a crane
+    state = ds.values(["ground_truth", "resnet", "last_modified_at"], _raw=True)
     again = tag_dataset(ds)
     assert again.samples_written == 0 and again.labels_made_unique == {}
-    assert again.evaluations_rerun == [] == again.evaluations_not_rerun
-    assert ds.values(["ground_truth", "resnet", "eval_resnet",
-                      "last_modified_at"], _raw=True) == state
-
-
-def test_predict_refuses_to_evaluate_against_earlier_ground_truth():
-    ds = _earlier_version_dataset("labels-not-evaluated")
-    result = evaluate_predictions(ds, "resnet")
-    assert result.key is None and "imagenetx tag" in result.note
-    assert "'crane'" in result.note or "'maillot'" in result.note
-    assert not ds.has_evaluation("eval_resnet")  # it was stale
-    # the predictions themselves were made unique by their class index
-    assert _by_file(ds, "resnet.label")[CRANE_BIRD] == ("crane (machine)",)
+    assert ds.values(["ground_truth", "resnet", "last_modified_at"], _raw=True) == state
+    ds.delete()
 
 
 @pytest.mark.heavy  # all 50,000 val file names
@@ -235,30 +212,3 @@ def test_a_second_tag_of_crane_and_maillot_images_changes_nothing():
     again = tag_dataset(ds)
     assert again.samples_written == 0 and not again.labels_made_unique
     ds.delete()
-
-
-def test_a_prediction_field_is_migrated_on_the_first_tag_that_sees_it(monkeypatch):
-    """The migration of earlier versions' labels reads each prediction field
-    once per dataset: a re-tag does not read them again, a field added
-    later is read on the next tag."""
-    import imagenetx.store.classifications as classifications
-
-    ds = _earlier_version_dataset("labels-once")
-    assert tag_dataset(ds).labels_made_unique == {"ground_truth": 5, "resnet": 4}
-
-    reads = []
-    real = classifications.relabel_shared_names
-    monkeypatch.setattr(classifications, "relabel_shared_names",
-                        lambda samples, fields: reads.append(fields) or real(samples, fields))
-    assert not tag_dataset(ds).labels_made_unique
-    assert reads == []
-
-    # a field as an earlier version wrote it: crane with the bird's index
-    ds.add_sample_field("older", fo.EmbeddedDocumentField,
-                        embedded_doc_type=fo.Classification)
-    ds.add_sample_field("older.class_index", fo.IntField)
-    ds.set_values("older", [fo.Classification(label="crane", class_index=134)] * len(ds))
-    assert tag_dataset(ds).labels_made_unique == {"older": len(ds)}
-    assert reads == [["older"]]
-    assert set(ds.distinct("older.label")) == {"crane (bird)"}
-    assert not tag_dataset(ds).labels_made_unique and reads == [["older"]]

@@ -45,7 +45,7 @@ def _check_attack_fields(samples, fields) -> List[str]:
     if others:
         raise ImageNetXError(
             f"{', '.join(others)}: not written by an attack (no '{CLEAN}'): "
-            "run `imagenetx attack` to make an adversarial field, or pick one")
+            "run `run_attack()` to make an adversarial field, or pick one")
     return fields
 
 

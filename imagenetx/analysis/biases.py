@@ -437,7 +437,7 @@ def _imagenet_top1(ds, fields, notes) -> Dict[str, Dict[str, float]]:
         if top1.n < predicted:
             notes.append(f"{f}: ImageNet top-1 over the {top1.n:,} of {predicted:,} val "
                          f"images of {ds.name} that have a ground truth (tag it, "
-                         "`imagenetx tag`, to give the others theirs)")
+                         "`tag_dataset()`, to give the others theirs)")
         elif top1.n != 50000:
             notes.append(f"{f}: ImageNet top-1 over {top1.n:,} val images of {ds.name}; "
                          "the table's over all 50,000")

@@ -44,7 +44,7 @@ HOLDOUT_SEED = 0
 
 #: said where the field has no stored logits
 NO_LOGITS = ("no temperature: it is fitted on logits, and '{field}' stores none; "
-             "predict again with `logits=True` (imagenetx predict --logits)")
+             "predict again with `predict(logits=True)`")
 
 
 def calibration_row(correct: np.ndarray, confidence: np.ndarray,

@@ -73,12 +73,12 @@ def imagenet_c_errors(samples, field: str, clean_dataset: Optional[str] = None,
         raise ImageNetXError(
             f"Dataset '{samples._dataset.name}' is ImageNet-C-bar, which has no published "
             "AlexNet errors to compute CE against: measure its corruption accuracy "
-            "instead (`imagenetx corruption-accuracy`)")
+            "instead (`corruption_accuracy_of()`)")
     if get_benchmark(samples).name != "imagenet_c":
         raise ImageNetXError(
             f"Dataset '{samples._dataset.name}' is not ImageNet-C: {load_hint('imagenet_c')}"
-            ", or measure corruptions on the fly (`imagenetx predict` with "
-            "`corruptions=all`)")
+            ", or measure corruptions on the fly "
+            "(`run_probe(probe='corruption')`)")
     if clean_dataset is not None and clean_accuracy is not None:
         raise ImageNetXError("Give the clean accuracy or a clean dataset, not both")
     if clean_accuracy is not None and not 0 <= clean_accuracy <= 1:
@@ -185,7 +185,7 @@ def corruption_accuracy_of(samples, field: str, gt_field: str = "ground_truth"
     if not samples.has_field(f"{field}.class_index"):
         raise ImageNetXError(
             f"Dataset '{name}' has no prediction field '{field}': predict it first "
-            f"(`imagenetx predict` with `field={field}`), or pass another `field`")
+            f"(`predict(field='{field}')`), or pass another `field`")
     settings = Settings(gt_field=gt_field)
     benchmark.check_fields(samples, settings)
     view = benchmark.base_view(samples, settings)
@@ -196,7 +196,7 @@ def corruption_accuracy_of(samples, field: str, gt_field: str = "ground_truth"
     if not counted.any():
         raise ImageNetXError(
             f"Field '{field}' has no prediction on the {benchmark.title} samples of "
-            f"'{name}': predict them with `imagenetx predict`, or pick another field")
+            f"'{name}': predict them with `predict()`, or pick another field")
     corruption = np.asarray(corruption, dtype=object)[counted]
     severity = np.asarray(severity)[counted]
     top1 = (pred == gt)[counted]
@@ -212,7 +212,7 @@ def corruption_accuracy_of(samples, field: str, gt_field: str = "ground_truth"
             f"{layout.column} averages {len(layout.corruptions) * len(SEVERITIES)}")
     if top5 is None:
         notes.append(f"no top-5: '{field}' has neither top5 nor logits for every image "
-                     "(predict with `imagenetx predict`)")
+                     "(predict with `predict()`)")
     return CorruptionAccuracyResult(name, field, benchmark.name, benchmark.title,
                                     layout.column, len(layout.corruptions), table, notes,
                                     _TABLES.get(benchmark.name, _GAVRIKOV))

@@ -494,7 +494,7 @@ def shift_chart_data(samples, pred_fields: Sequence[str],
     if benchmark not in BENCHMARK_SHIFTS:
         raise ImageNetXError(
             f"Dataset '{dataset.name}' is not a dataset of a shift with a testbed line "
-            f"(its benchmark: {benchmark or 'none'}): load one with `imagenetx load` "
+            f"(its benchmark: {benchmark or 'none'}): load one with `Benchmark.load()` "
             f"({', '.join(sorted(BENCHMARK_SHIFTS))})")
     key = BENCHMARK_SHIFTS[benchmark]
     results, missing = [], {}

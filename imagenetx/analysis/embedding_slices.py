@@ -233,7 +233,7 @@ def _check_vectors(view, embeddings: str) -> None:
             else type(field).__name__)
     raise ImageNetXError(
         f"`embeddings='{embeddings}'` is a {kind} field of dataset '{view._dataset.name}', "
-        "not embeddings: give a field of one vector per sample (written by `imagenetx embed` "
+        "not embeddings: give a field of one vector per sample (written by `run_embed()` "
         "or FiftyOne Brain's compute_embeddings)")
 
 

@@ -160,13 +160,13 @@ def _check_pred_fields(samples, pred_fields) -> list:
         if not samples.has_field(f):
             raise ImageNetXError(
                 f"Dataset '{name}' has no prediction field '{f}': run "
-                "`imagenetx predict`, import predictions with `imagenetx "
-                "import-predictions`, or pass an existing field")
+                "`predict()`, import predictions with `import_predictions()`, or pass "
+                "an existing field")
         if not samples.has_field(f"{f}.class_index") and not samples.has_field(f"{f}.label"):
             raise ImageNetXError(
                 f"Field '{f}' of dataset '{name}' has no class_index or label: it must "
-                "be a fo.Classification (written by `imagenetx predict`, `imagenetx "
-                "import-predictions`, FiftyOne's apply_model, or with a label)")
+                "be a fo.Classification (written by `predict()`, `import_predictions()`, "
+                "FiftyOne's apply_model, or with a label)")
     return pred_fields
 
 
@@ -240,7 +240,7 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
         raise ImageNetXError(
             f"No {benchmark.title} samples in '{name}' (this view): widen the "
             "view or its filters, or load the benchmark's annotations "
-            "(`imagenetx tag` for ImageNet images, `imagenetx load`)")
+            "(`tag_dataset()` for ImageNet images, `Benchmark.load()`)")
     # what is computed from each column is kept while the column is the same
     # list (read_columns keeps unchanged columns): after a write of one
     # field, only that field is scored again
@@ -248,7 +248,7 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
     if not (classes >= 0).any():
         raise ImageNetXError(
             f"No sample of '{name}' (this view) has a ground truth "
-            f"'{gt_path}': run `imagenetx tag` or `imagenetx load`, or pass "
+            f"'{gt_path}': run `tag_dataset()` or `Benchmark.load()`, or pass "
             "`gt_field`")
     group_ids = None
     if group is not None:
@@ -275,7 +275,7 @@ def prepare(samples, pred_fields, settings: Settings = None, ids: bool = False,
             raise ImageNetXError(
                 f"Field '{f}' has no prediction on the {benchmark.title} "
                 f"samples of '{name}' (this view): predict them with "
-                "`imagenetx predict`, or pick another field")
+                "`predict()`, or pick another field")
         out.correct[f] = is_correct
         out.counted[f] = counted
         confidence = columns[f"{f}.confidence"]

@@ -171,7 +171,8 @@ def _check_contract(samples, pred_field: str) -> None:
     if not samples.has_field(ROLE_FIELD):
         raise ImageNetXError(
             f"Dataset '{name}' has no '{ROLE_FIELD}' field: load an OOD-detection benchmark "
-            "(`imagenetx load imagenet-o`, `ninco` or `openood`) to score OOD detectors")
+            "(ImageNet-O, NINCO or OpenOOD's ImageNet-1K, with `Benchmark.load()`) to score OOD "
+            "detectors")
     if not samples.has_field(pred_field):
         raise ImageNetXError(
             f"Dataset '{name}' has no prediction field '{pred_field}': predict with "
@@ -205,14 +206,14 @@ def _read(samples, pred_field: str, gt_field: str, features_field: Optional[str]
         if not samples.has_field(features_field):
             raise ImageNetXError(
                 f"Dataset '{samples._dataset.name}' has no embeddings field "
-                f"'{features_field}': run `imagenetx embed` first, or pass `features_field`")
+                f"'{features_field}': run `run_embed()` first, or pass `features_field`")
         optional.append(features_field)
     cols = dict(zip(paths + optional, samples.values(paths + optional)))
     keep = [k for k, r in enumerate(cols[ROLE_FIELD]) if r is not None]
     if not keep:
         raise ImageNetXError(
             f"No sample of dataset '{samples._dataset.name}' has an '{ROLE_FIELD}': load "
-            "an OOD-detection benchmark with `imagenetx load`")
+            "an OOD-detection benchmark with `Benchmark.load()`")
 
     def column(path, fill=None):
         values = cols.get(path)
@@ -222,12 +223,12 @@ def _read(samples, pred_field: str, gt_field: str, features_field: Optional[str]
     sources = np.array(column(SOURCE_FIELD), dtype=object)
     logits = _matrix(
         column(f"{pred_field}.logits"), f"logits in '{pred_field}'",
-        f"predict with `imagenetx predict --dataset {samples._dataset.name} --field "
-        f"{pred_field} --logits` (and `--overwrite`) to store them")
+        f"predict with `predict(field='{pred_field}', logits=True, overwrite=True)` to store "
+        "them")
     features = None
     if features_field:
         features = _matrix(column(features_field), f"features in '{features_field}'",
-                           f"embed them with `imagenetx embed --field {features_field}`")
+                           f"embed them with `run_embed(field='{features_field}')`")
     labels = np.array([-1 if v is None else int(v)
                        for v in column(f"{gt_field}.class_index")], dtype=np.int64)
     return _Columns([cols["id"][k] for k in keep], roles, sources,
@@ -257,7 +258,7 @@ def _check_detector(det, features_field, head) -> None:
     if "features" in needs and not features_field:
         raise ImageNetXError(
             f"The OOD detector '{det.name}' reads penultimate features: pass "
-            "`features_field` (the field `imagenetx embed` wrote)")
+            "`features_field` (the field `run_embed()` wrote)")
     if {"weight", "bias"} & needs and head is None:
         raise ImageNetXError(
             f"The OOD detector '{det.name}' needs the head's weight and bias, which the "
@@ -529,7 +530,7 @@ def false_positives_per_factor(samples, pred_field: str, detector: str,
     if not samples.has_field("imagenetx"):
         raise ImageNetXError(
             f"The ID images of dataset '{samples._dataset.name}' carry no ImageNet-X "
-            f"factors ('{path}'): tag them with `imagenetx tag` first")
+            f"factors ('{path}'): tag them with `tag_dataset()` first")
     threshold = _threshold(cols, name, tpr)
     factors = samples.values(path)
     n, flagged = {}, {}
@@ -546,7 +547,7 @@ def false_positives_per_factor(samples, pred_field: str, detector: str,
     if not total:
         raise ImageNetXError(
             f"No scored ID image of dataset '{samples._dataset.name}' has a factor in "
-            f"'{path}': tag the ID images with `imagenetx tag`")
+            f"'{path}': tag the ID images with `tag_dataset()`")
     overall = hits / total
     rows = []
     for factor in sorted(n, key=lambda k: (-flagged[k] / n[k], k)):
@@ -629,8 +630,8 @@ def factor_false_positives(samples, pred_fields: Sequence[str], tpr: float = TPR
     for field_name in pred_fields:
         stored = stored_detectors(samples, field_name)
         if not stored:
-            missing[field_name] = (f"no stored OOD scores: score it with `score_ood`, "
-                                   f"`pred_field='{field_name}'` (imagenetx ood)")
+            missing[field_name] = (f"no stored OOD scores: score it with "
+                                   f"`score_ood(pred_field='{field_name}')`")
             continue
         table = false_positives_per_factor(samples, field_name, stored[0], tpr=tpr).to_dict()
         models[field_name] = {**table, "detector": stored[0], "others": stored[1:]}

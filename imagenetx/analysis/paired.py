@@ -164,7 +164,7 @@ def _check_fields(samples, pred_fields, gt_field) -> List[str]:
         if not samples.has_field(f"{f}.class_index"):
             raise ImageNetXError(
                 f"Dataset '{name}' has no prediction field '{f}' with a class_index: "
-                f"predict it first (`imagenetx predict` with `field={f}`: it "
+                f"predict it first (`predict(field='{f}')`: it "
                 "predicts every slice of a grouped dataset)")
     return fields
 
@@ -214,7 +214,7 @@ def paired_scores(samples, pred_fields: Sequence[str], slices: Sequence[str] = N
         if not samples.has_field(factor_path):
             raise ImageNetXError(
                 f"Dataset '{samples._dataset.name}' has no ImageNet-X field "
-                f"'{factor_path}': tag it first (`imagenetx tag`), or leave out "
+                f"'{factor_path}': tag it first (`tag_dataset()`), or leave out "
                 "`by_factor=True`")
     cols = _read(samples, fields, [original, *edited], gt_field, factor_path)
     membership = None

@@ -100,7 +100,7 @@ def _columns(samples, field: str, probe: str, gt_field: str):
     if info is None:
         raise ImageNetXError(
             f"No '{probe}' results for field '{field}' ('{pfield}' is absent): "
-            f"run the probe first (`imagenetx probe {probe}` with `field={field}`)")
+            f"run the probe first (`run_probe(probe='{probe}', field='{field}')`)")
     dataset = samples._dataset
     gt_path = f"{gt_field}.class_index"
     ids, lists, gt = (samples.values(["id", pfield, gt_path])
@@ -108,7 +108,7 @@ def _columns(samples, field: str, probe: str, gt_field: str):
     if not any(g is not None for g in gt):
         raise ImageNetXError(
             f"No ground truth '{gt_path}' in these samples: load the dataset with "
-            "`imagenetx load` or pass `gt_field` (a fo.Classification with class_index)")
+            "`Benchmark.load()` or pass `gt_field` (a fo.Classification with class_index)")
     levels = list(info["levels"])
     pred = np.full((len(ids), len(levels)), -1, dtype=np.int64)
     for i, values in enumerate(lists):

@@ -15,6 +15,7 @@ from typing import Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from imagenetx.analysis.engine import Prepared, prepare
+from imagenetx.benchmarks.loading import load_hint
 from imagenetx.benchmarks.ood.layouts import LAYOUTS
 from imagenetx.errors import ImageNetXError
 from imagenetx.options import V2_VARIANTS
@@ -87,7 +88,7 @@ def read_shift(samples, pred_field: str, key: str, gt_field: str = "ground_truth
         raise ImageNetXError(
             f"Dataset '{name}' is not an {layout.title} dataset (its benchmark: "
             f"{benchmark or 'none'}): pass `{key}=DATASET` with a dataset that "
-            f"`imagenetx load {layout.default_name}` made")
+            f"`Benchmark.load()` made ({load_hint(layout.benchmark)})")
     if not samples.has_field(pred_field):
         raise ImageNetXError(
             f"Dataset '{name}' has no field '{pred_field}': predict it there "

@@ -25,6 +25,7 @@ from imagenetx.attacks.run import robust_count, run_attack
 from imagenetx.benchmarks import get_benchmark
 from imagenetx.benchmarks.cue_conflict.published import load_published
 from imagenetx.benchmarks.imagenet_x.tagging import DEFAULT_FIELD
+from imagenetx.benchmarks.loading import load_hint
 from imagenetx.models.predict import predict
 from imagenetx.models.config import RunOptions
 from imagenetx.models.protocol_run import check_dataset, departure_note, resolve_run
@@ -35,17 +36,15 @@ from imagenetx.protocols.arithmetic import padded_batch_accuracy, padded_batches
 from imagenetx.store.datasets import all_slices
 
 #: the suite's benchmarks, in the order they run, and how to get each
-BENCHMARKS = (
-    ("imagenet_x", "ImageNet val (ImageNet-X)",
-     "imagenetx load imagenet-x --dir DIR, or --hub ILSVRC/imagenet-1k"),
-    ("cue_conflict", "cue conflict", "imagenetx load cue-conflict"),
-    ("imagenet_a", "ImageNet-A", "imagenetx load imagenet-a --dir DIR"),
-    ("imagenet_r", "ImageNet-R", "imagenetx load imagenet-r --dir DIR"),
-    ("imagenet_sketch", "ImageNet-Sketch", "imagenetx load imagenet-sketch --dir DIR"),
-    ("imagenet_v2", "ImageNetV2", "imagenetx load imagenet-v2 --dir DIR"),
-    ("imagenet_c", "ImageNet-C", "imagenetx load imagenet-c --dir DIR"),
-    ("imagenet_cbar", "ImageNet-C-bar", "imagenetx load imagenet-cbar --dir DIR"),
-)
+BENCHMARKS = tuple((name, title, f"{load_hint(name)} with `Benchmark.load()`")
+                   for name, title in (("imagenet_x", "ImageNet val (ImageNet-X)"),
+                                       ("cue_conflict", "cue conflict"),
+                                       ("imagenet_a", "ImageNet-A"),
+                                       ("imagenet_r", "ImageNet-R"),
+                                       ("imagenet_sketch", "ImageNet-Sketch"),
+                                       ("imagenet_v2", "ImageNetV2"),
+                                       ("imagenet_c", "ImageNet-C"),
+                                       ("imagenet_cbar", "ImageNet-C-bar")))
 
 #: the published columns the suite fills, as bias and measure names
 SUITE_BIASES = ("shape-bias", "spectral-bias", "critical-band-bw")

@@ -174,8 +174,8 @@ class Benchmark:
         if not samples.has_field(path):
             raise ImageNetXError(
                 f"Dataset '{samples._dataset.name}' has no ground truth field "
-                f"'{settings.gt_field}' with a class_index: run `imagenetx tag` "
-                "(ImageNet file names) or `imagenetx load`, or pass `gt_field`"
+                f"'{settings.gt_field}' with a class_index: run `tag_dataset()` "
+                "(ImageNet file names) or `Benchmark.load()`, or pass `gt_field`"
             )
 
 

@@ -146,7 +146,7 @@ def _code(name: str, path: str, values: list, query: dict) -> str:
     dict of subsets, each the slice's value and the samples that count."""
     lines = [
         f"# {name}: written by imagenet-x; each subset holds the samples",
-        "# `imagenetx ratios` counts in that slice",
+        "# the error ratios count in that slice",
         f"counted = {query!r}",
         "subsets = {",
     ]

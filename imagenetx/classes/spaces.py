@@ -186,7 +186,7 @@ class TopKInSet(InSet):
         if not any(t for t in tops):
             raise ImageNetXError(
                 f"Field '{field}' has no top5 classes, which the '{self.name}' "
-                "label space needs: predict with `imagenetx predict`, which "
+                "label space needs: predict with `predict()`, which "
                 "stores them")
         sets = columns[self.gt_path]
         pred = self.predicted(field, columns)
@@ -228,7 +228,7 @@ class ClassSubset(LabelSpace):
             raise ImageNetXError(
                 f"Field '{field}' has no stored logits, and the '{self.name}' "
                 f"label space restricts the output to {len(self.valid)} "
-                "classes: predict again (`imagenetx predict`) with `logits=True`"
+                "classes: predict again with `predict(logits=True)`"
             )
         width = len(next(v for v in logits if v is not None))
         if width != self.num_outputs:

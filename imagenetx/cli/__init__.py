@@ -43,7 +43,14 @@ def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
         module.register(group)
         groups.append(group)
     parser.epilog = _overview(groups)
+    parser.set_defaults(command_of=command_parser)
     return parser
+
+
+def command_parser(name: str) -> argparse.ArgumentParser:
+    """The parser of the command ``name`` alone (its flags name a call's
+    arguments: :func:`imagenetx.cli.base.command_for`)."""
+    return build_parser(only=name)._subparsers._group_actions[0].choices[name]
 
 
 def _overview(groups: List[CommandGroup]) -> str:
@@ -87,8 +94,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         error = user_error_of(e)
         if error is None:
             raise
-        print(f"imagenetx {args.command}: error: {in_flags(str(error), args.command_parser)}",
-              file=sys.stderr)
+        message = in_flags(str(error), args.command_parser, command_parser)
+        print(f"imagenetx {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -5,7 +5,7 @@ import argparse
 import sys
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from imagenetx.errors import Parameter, render_parameters
+from imagenetx.errors import Call, Parameter, render_calls, render_parameters
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -74,7 +74,8 @@ class CommandGroup:
 def print_text(args, text: str, file=None) -> None:
     """Prints a library text (a summary, a note) with the parameters it
     names as the command's flags (:func:`in_flags`)."""
-    print(in_flags(str(text), getattr(args, "command_parser", None)), file=file)
+    print(in_flags(str(text), getattr(args, "command_parser", None),
+                   getattr(args, "command_of", None)), file=file)
 
 
 def print_result(args, result: dict, text, csv=None) -> int:
@@ -131,10 +132,14 @@ def flag_for(action: argparse.Action, parameter: Parameter) -> Optional[str]:
     return f"{option} {value}"
 
 
-def in_flags(text: str, parser: Optional[argparse.ArgumentParser]) -> str:
-    """``text`` (a library error or summary) with each parameter it names
-    (:mod:`imagenetx.errors`) as ``parser``'s flag; a parameter the command
-    has no flag for keeps the library's words."""
+def in_flags(text: str, parser: Optional[argparse.ArgumentParser],
+             command_of: Optional[Callable[[str], argparse.ArgumentParser]] = None) -> str:
+    """``text`` (a library error or summary) with each call it names
+    (:mod:`imagenetx.errors`) as its command (:func:`command_for`, its
+    arguments as the flags of the parser ``command_of(command)`` builds) and
+    each parameter as ``parser``'s flag; a parameter the command has no flag
+    for keeps the library's words."""
+    text = render_calls(text, lambda call: command_for(call, command_of))
     if parser is None:
         return text
     actions = _actions(parser)
@@ -144,3 +149,26 @@ def in_flags(text: str, parser: Optional[argparse.ArgumentParser]) -> str:
         return None if action is None else flag_for(action, parameter)
 
     return render_parameters(text, term)
+
+
+def command_for(call: Call,
+                command_of: Optional[Callable[[str], argparse.ArgumentParser]] = None
+                ) -> Optional[str]:
+    """The command that makes ``call``: `` `predict(field='r', logits=True)` ``
+    as `` `imagenetx predict --field r --logits` `` (positionals first); an
+    argument the command has no flag for, or any without ``command_of``,
+    keeps the library's ``key=value``. None for a call no command makes."""
+    door = call.door
+    if door is None:
+        return None
+    words = door.command.split()  # the command, and any positional it fixes
+    actions = _actions(command_of(words[0])) if command_of and call.arguments else {}
+    positionals, options = [], []
+    for parameter in call.arguments:
+        action = actions.get(parameter.name)
+        flag = None if action is None else flag_for(action, parameter)
+        if flag is None:
+            options.append(f"{parameter.name}={parameter.value}")
+        else:
+            (options if action.option_strings else positionals).append(flag)
+    return "`" + " ".join(["imagenetx", *words, *positionals, *options]) + "`"

@@ -2,7 +2,7 @@
 
 # lazy imports: start-up (the parser is built, and --help shown, without FiftyOne, torch or scipy)
 
-from imagenetx.cli.base import CommandGroup
+from imagenetx.cli.base import CommandGroup, print_text
 from imagenetx.cli.flags import add_gt_field
 
 TITLE = "build datasets"
@@ -190,10 +190,10 @@ def run_load(args) -> int:
 def run_push(args) -> int:
     from imagenetx.present.push import push_results
 
-    print(push_results(args.dataset, args.repo, private=args.private,
-                       with_media=args.with_media,
-                       media_roots=args.media_roots, confirm_folders=args.confirm_folders,
-                       announce=lambda plan: print(plan, flush=True)))
+    print_text(args, push_results(args.dataset, args.repo, private=args.private,
+                                  with_media=args.with_media, media_roots=args.media_roots,
+                                  confirm_folders=args.confirm_folders,
+                                  announce=lambda plan: print(plan, flush=True)))
     return 0
 
 

@@ -83,14 +83,6 @@ def logits_of(out, key: str = "logits") -> torch.Tensor:
                     f"'{key}' tensor")
 
 
-def with_logits(model: torch.nn.Module, probe_input: torch.Tensor) -> torch.nn.Module:
-    """``model`` itself when it returns a tensor on ``probe_input``, else
-    wrapped in :class:`LogitsOf`."""
-    with torch.inference_mode():
-        out = model(probe_input)
-    return model if isinstance(out, torch.Tensor) else LogitsOf(model)
-
-
 def check_outputs(classifier: Classifier, expected: Optional[int] = None) -> None:
     """Raises ImageNetXError unless the classifier maps one input to
     ``(1, len(classes))`` logits (or ``expected``)."""

@@ -17,7 +17,6 @@ import torch
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.classifier import Classifier
 from imagenetx.models.decode import (
-    DECODERS,
     CropReader,
     Geometry,
     decodable,
@@ -40,13 +39,6 @@ def default_workers() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # macOS, Windows
         return os.cpu_count() or 1
-
-
-def check_decoder(decoder: str) -> None:
-    """Raises ImageNetXError for an unknown ``--decoder``."""
-    if decoder not in DECODERS:
-        raise ImageNetXError(
-            f"Unknown `decoder` '{decoder}': use one of {', '.join(DECODERS)}")
 
 
 def crop_reader(classifier: Classifier, decoder: str, device) -> tuple:

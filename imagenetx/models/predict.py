@@ -356,7 +356,7 @@ class _Todo:
                     f"Dataset '{dataset.name}' has no classification ground truth "
                     f"'{gt_field}' in the model's classes for every image: the run "
                     "needs each image's class; pass `gt_field`, or tag the dataset "
-                    "(`imagenetx tag`)")
+                    "(`tag_dataset()`)")
             if columns[0]:
                 _declare_prediction_field(dataset, field, task.attributes)
                 write_record(dataset, field, run.record)  # before the first write

@@ -55,7 +55,7 @@ class PushSummary:
             f"{len(self.fields)} prediction fields ({', '.join(self.fields) or 'none'}) "
             f"and {len(self.evaluations)} evaluations; media: {self.media}. "
             f"Open it with FiftyOne's load_from_hub('{self.repo_id}') or "
-            f"`imagenetx load imagenet-x --hub {self.repo_id}`"
+            f"`ImageNetX.load(hub='{self.repo_id}')`"
         )
 
 

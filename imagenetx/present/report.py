@@ -130,7 +130,7 @@ def write_report(samples, pred_fields, out: str, settings=None,
         raise ImageNetXError(
             f"Slice discovery in the report uses the benchmark's slicings, and "
             f"{benchmark.title} has none: leave out `discover=True` and run "
-            "`imagenetx discover` with the fields to intersect as its slicings")
+            "`discover_slices()` with the fields to intersect as its slicings")
     if settings.by is None and benchmark.group_slicing not in (None, slicing):
         settings = Settings.create(settings, by=benchmark.group_slicing)
     results = compute_ratios(samples, pred_fields, settings)

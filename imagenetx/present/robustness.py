@@ -2,12 +2,10 @@
 ``imagenetx robustness``, its rows as a table, and plotly figures as plain
 dicts (``(traces, layout)``, as :mod:`imagenetx.present.figures`): the
 testbed's models on a shift's logit axes with its line and band and the
-user's model placed (:func:`effective_robustness_chart`), a factor's error
-ratio against effective robustness (:func:`factor_robustness_chart`) and a
-reliability diagram (:func:`reliability_chart`). Input is the dict of a
-:func:`imagenetx.analysis.effective_robustness.robustness` result, of
-:func:`~imagenetx.analysis.effective_robustness.shift_cloud` and of
-:func:`~imagenetx.analysis.effective_robustness.factor_robustness`.
+user's model placed (:func:`effective_robustness_chart`) and a reliability
+diagram (:func:`reliability_chart`). Input is the dict of a
+:func:`imagenetx.analysis.effective_robustness.robustness` result and of
+:func:`~imagenetx.analysis.effective_robustness.shift_cloud`.
 """
 
 import math
@@ -200,34 +198,6 @@ def effective_robustness_chart(cloud: dict, results=()) -> tuple:
                             min(max(ys) + pad, 99.5)),
         "hovermode": "closest", "height": 560, "legend": {"orientation": "h", "y": -0.18},
         "margin": {"t": 50, "b": 60, "l": 60, "r": 10}}
-    return traces, layout
-
-
-def factor_robustness_chart(result: dict) -> tuple:
-    """A factor's error ratio (x) against effective robustness on a shift
-    (y): one grey point per testbed model, the user's models coloured;
-    Spearman's rho in the title.
-
-    Args:
-        result: a :func:`~imagenetx.analysis.effective_robustness.factor_robustness`
-    """
-    traces = [{"type": "scatter", "mode": "markers", "name": "testbed models",
-               "x": result["error_ratio"], "y": result["effective_robustness"],
-               "text": result["models"], "marker": {"size": 5, "color": "#9aa0a6"},
-               "hovertemplate": "%{text}<br>error ratio %{x:.2f}<br>ER %{y:+.2f}"
-                                "<extra></extra>"}]
-    for j, (name, u) in enumerate(result["users"].items()):
-        traces.append({"type": "scatter", "mode": "markers", "name": name,
-                       "x": [u["error_ratio"]], "y": [u["effective_robustness"]],
-                       "marker": {"size": 12, "symbol": "star", "color": COLORS[j % len(COLORS)]}})
-    lo, hi = result["interval"]
-    layout = {"title": {"text": f"{result['factor']} error ratio against effective robustness "
-                                f"on {result['shift']}: Spearman rho {result['rho']:+.3f} "
-                                f"[{lo:+.3f}, {hi:+.3f}], {result['n']} models",
-                        "font": {"size": 13}},
-              "xaxis": {"title": f"{result['factor']} error ratio ({result['which']} factor)"},
-              "yaxis": {"title": "effective robustness (points)", "zeroline": True},
-              "hovermode": "closest", "height": 480}
     return traces, layout
 
 

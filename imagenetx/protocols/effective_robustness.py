@@ -134,11 +134,6 @@ SHIFTS: Dict[str, Shift] = {s.name: s for s in (
 ALIASES = {"imagenet-v2": "imagenet-v2-matched-frequency", "imagenetv2": "imagenet-v2-matched-frequency"}
 
 
-def shift_names() -> Tuple[str, ...]:
-    """The keys of :data:`SHIFTS`."""
-    return tuple(SHIFTS)
-
-
 def shift_columns() -> Dict[str, Tuple[str, str]]:
     """Each shift's ``(x column, y column)`` of the testbed's table."""
     return {n: (s.x_column, s.y_column) for n, s in SHIFTS.items()}

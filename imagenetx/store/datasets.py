@@ -25,8 +25,8 @@ def get_dataset(dataset) -> fo.Dataset:
         listing = ", ".join(names[:10]) + (" ..." if len(names) > 10 else "")
         raise ImageNetXError(
             f"No FiftyOne dataset named '{dataset}'. Existing datasets: "
-            f"{listing or 'none'}. Create one with `imagenetx load` or "
-            "`imagenetx demo`, or check the name with `fiftyone datasets list`"
+            f"{listing or 'none'}. Create one with `Benchmark.load()` or "
+            "`build_demo()`, or check the name with `fiftyone datasets list`"
         )
     return fo.load_dataset(dataset)
 

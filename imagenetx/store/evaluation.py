@@ -26,7 +26,6 @@ import fiftyone.utils.eval.classification as fouc
 from imagenetx.classes.imagenet import class_table
 from imagenetx.store.bulk import chunked
 from imagenetx.store.changes import begin_write, finish_write
-from imagenetx.store.classifications import relabel_shared_names
 from imagenetx.store.datasets import all_slices
 from imagenetx.store.indexes import ensure_indexes, prediction_index_paths
 from imagenetx.store.schema import eval_key_of
@@ -173,7 +172,6 @@ def evaluate_predictions(
             return Evaluation()
         results = dataset.load_evaluation_results(key)
     else:
-        relabeled = relabel_shared_names(dataset, [field])
         # every group slice of a grouped dataset
         view = all_slices(dataset).exists(field).exists(gt_field)
         if not len(view):  # say why, rather than nothing
@@ -191,7 +189,7 @@ def evaluate_predictions(
                 dataset.delete_evaluation(key)
             return Evaluation(note=_not_evaluated(dataset, gt_field, other))
         n_written = len(written.columns[0]) if written else 0
-        if written and not relabeled and (written.previous or n_written == len(view)):
+        if written and (written.previous or n_written == len(view)):
             columns = written.columns if n_written == len(view) else None
             results = evaluate_simple(view, field, gt_field, key, columns=columns,
                                       values_written=True, custom_metrics=custom_metrics)
@@ -322,7 +320,7 @@ def _no_ground_truth(dataset, gt_field: str) -> str:
             if dataset.has_field(gt_field) else "does not exist")
     return (f"Not evaluated: field '{gt_field}' of dataset '{dataset.name}' {what}; the "
             "ground truth must be a fo.Classification whose label is the ImageNet class "
-            "(`imagenetx tag` writes one): pass it as `gt_field`")
+            "(`tag_dataset()` writes one): pass it as `gt_field`")
 
 
 def _not_evaluated(dataset, gt_field: str, other: list) -> str:
@@ -330,9 +328,8 @@ def _not_evaluated(dataset, gt_field: str, other: list) -> str:
     if shared:
         return (
             f"Not evaluated: ground truth '{gt_field}' has labels that two "
-            f"ImageNet classes share (e.g. '{shared[0]}'), as earlier "
-            "versions wrote them: tag the dataset again (`imagenetx tag` with "
-            f"`gt_field={gt_field}`) to make them unique, "
+            f"ImageNet classes share (e.g. '{shared[0]}'): tag the dataset "
+            f"(`tag_dataset(gt_field='{gt_field}')`) to make them unique, "
             "then predict again to evaluate"
         )
     return (

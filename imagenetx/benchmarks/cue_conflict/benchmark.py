@@ -19,7 +19,7 @@ from imagenetx.classes.spaces import ExactClass
 from imagenetx.metrics.slicing import Slicing
 
 NOT_16 = ("it is not a 16-class decision: predict on this dataset with "
-          "`imagenetx predict` (it maps the 1000 ImageNet classes onto the 16 "
+          "`predict()` (it maps the 1000 ImageNet classes onto the 16 "
           "categories) or import published responses")
 
 

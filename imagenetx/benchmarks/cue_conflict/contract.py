@@ -1,5 +1,6 @@
 """The fields every cue-conflict dataset carries, and the check for them."""
 
+from imagenetx.benchmarks.loading import load_hint
 from imagenetx.errors import ImageNetXError
 
 #: the fields every cue-conflict dataset carries (see ``loaders``)
@@ -13,5 +14,5 @@ def require_contract(samples, gt_field: str = "ground_truth") -> None:
         if not samples.has_field(path):
             raise ImageNetXError(
                 f"Dataset '{samples._dataset.name}' has no field '{path}' of "
-                "the cue-conflict contract: load it with `imagenetx load "
-                "cue-conflict`")
+                f"the cue-conflict contract: {load_hint('cue_conflict')} with "
+                "`Benchmark.load()`")

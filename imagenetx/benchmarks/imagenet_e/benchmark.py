@@ -67,4 +67,4 @@ class ImageNetE(ImageNetX):
                 raise ImageNetXError(
                     f"Dataset '{samples._dataset.name}' has no field '{path}' of "
                     f"the grouped-edits contract: {load_hint('imagenet_e')} or make "
-                    "edits with `imagenetx edit`")
+                    "edits with `edit_dataset()`")

@@ -84,7 +84,7 @@ def require_grouped(samples, original: str = ORIGINAL) -> List[str]:
             f"Dataset '{name}' is not a grouped dataset: paired scores compare "
             "each group's edited slices with its original. Load ImageNet-E "
             "from `dir=...` (its release folder), or make edits with "
-            "`imagenetx edit`")
+            "`edit_dataset()`")
     slices = list(samples._dataset.group_slices)
     if original not in slices:
         raise ImageNetXError(

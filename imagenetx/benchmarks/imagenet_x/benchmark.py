@@ -72,11 +72,11 @@ class ImageNetX(Benchmark):
         if not samples.has_field(settings.field_name):
             raise ImageNetXError(
                 f"Dataset '{samples._dataset.name}' has no field "
-                f"'{settings.field_name}': run `imagenetx tag` first"
+                f"'{settings.field_name}': run `tag_dataset()` first"
             )
         if not samples.has_field(f"{settings.gt_field}.class_index"):
             raise ImageNetXError(
                 f"Dataset '{samples._dataset.name}' has no ground truth field "
-                f"'{settings.gt_field}' with a class_index: run `imagenetx tag`"
+                f"'{settings.gt_field}' with a class_index: run `tag_dataset()`"
                 " (or pass `gt_field`)"
             )

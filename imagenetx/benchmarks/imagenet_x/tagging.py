@@ -38,17 +38,12 @@ from imagenetx.classes.imagenet import class_table
 from imagenetx.benchmarks.imagenet_x.factors import FACTORS
 from imagenetx.classes.labels import label_candidates, labels_to_indices
 from imagenetx.memory import gc_paused
-from imagenetx.store.classifications import (
-    relabel_shared_names,
-    relabel_shared_names_once,
-)
 from imagenetx.store.evaluation import rerun_evaluations
 from imagenetx.store.schema import (
     IMAGENETX_SUBFIELDS,
     check_field_type,
     declare_classification,
     declare_imagenetx_field,
-    prediction_fields,
     raw_classification,
 )
 
@@ -218,7 +213,6 @@ def tag_dataset(
         for label in {gts[i]["label"] for i in gt_index}
         if len(label_candidates(label)) > 1
     }
-    shared_names = class_table().shared_names
     factor_tags = {factor_tag(f, tag_prefix) for f in FACTORS}
     labels_of_class = class_table().labels
     class_path = f"{gt_field}.class_index"
@@ -286,15 +280,7 @@ def tag_dataset(
                         map(ground_truth_of, chunked(unlabeled))),
     )
 
-    # earlier versions' shared names elsewhere, by class index: ground truth
-    # of samples without annotation (read above: only when one has such a
-    # label), and prediction fields (each once per dataset: a migration of
-    # data from before the first release)
-    relabeled = relabel_shared_names_once(dataset, prediction_fields(dataset, gt_field))
-    if any(g and g.get("label") in shared_names for g in gts):
-        relabeled.update(relabel_shared_names(dataset, [gt_field]))
-    if made_unique:
-        relabeled[gt_field] = relabeled.get(gt_field, 0) + made_unique
+    relabeled = {gt_field: made_unique} if made_unique else {}
     summary.labels_made_unique = relabeled
     rerun, left = rerun_evaluations(dataset._dataset, relabeled)
     summary.evaluations_rerun = rerun

@@ -18,7 +18,7 @@ def _attack_fields(view, fields):
     if not chosen:
         raise ImageNetXError(
             "None of the fields turned on was written by an attack: turn on an "
-            "adversarial field (`imagenetx attack`), or pick another chart")
+            "adversarial field (`run_attack()`), or pick another chart")
     return chosen
 
 
