@@ -21,8 +21,9 @@ from imagenetx.store.datasets import get_dataset
 
 #: the methods :func:`map_slices` offers (FiftyOne Brain's; umap needs umap-learn)
 MAP_METHODS = ("pca", "tsne", "umap")
-#: the dimensions FiftyOne Brain's t-SNE first reduces to by PCA (its ``pca_dims``)
-TSNE_PCA_DIMS = 50
+#: the dimensions FiftyOne Brain's t-SNE first reduces to by PCA (its ``pca_dims``),
+#: and its perplexity (t-SNE needs more samples than that)
+TSNE_PCA_DIMS, TSNE_PERPLEXITY = 50, 30
 
 
 @dataclass
@@ -156,8 +157,6 @@ def map_slices(samples, key: str, method: str = "pca", overwrite: bool = False,
             "first (`discover_error_slices(..., key=...)`)")
     brain_key = check_map(dataset, key, method, overwrite)
     source = resolve_embeddings(view, record["embeddings"])
-    if brain_key in dataset.list_brain_runs():
-        dataset.delete_brain_run(brain_key)
     if source.field is not None:
         view = view.exists(source.field)
         first = view.limit(1).values(source.field)
@@ -166,11 +165,29 @@ def map_slices(samples, key: str, method: str = "pca", overwrite: bool = False,
         view = view.select(list(source.vectors))
         first = list(source.vectors.values())[:1]
         given = {"similarity_index": source.index}
+    n = view.count() if source.field is not None else len(source.vectors)
+    if method == "tsne" and n <= TSNE_PERPLEXITY:
+        raise ImageNetXError(
+            f"`method='tsne'` needs more than {TSNE_PERPLEXITY} samples (its perplexity), not "
+            f"{n}: use pca, or draw more samples")
     options = {"seed": seed}
     if method == "tsne" and first and len(first[0]) <= TSNE_PCA_DIMS:
         options["pca_dims"] = None  # FiftyOne's t-SNE reduces to 50 dimensions first
-    results = fob.compute_visualization(view, method=method, brain_key=brain_key,
-                                        progress=progress, **given, **options)
+    # drawn under a new key first: a run that fails leaves the old map as it was
+    drawing = f"{brain_key}_drawing"
+    if drawing in dataset.list_brain_runs():
+        dataset.delete_brain_run(drawing)
+    try:
+        fob.compute_visualization(view, method=method, brain_key=drawing, progress=progress,
+                                  **given, **options)
+    except BaseException:
+        if drawing in dataset.list_brain_runs():
+            dataset.delete_brain_run(drawing)
+        raise
+    if brain_key in dataset.list_brain_runs():
+        dataset.delete_brain_run(brain_key)
+    dataset.rename_brain_run(drawing, brain_key)
+    results = dataset.load_brain_results(brain_key)
     info = dict(dataset.info.get("imagenetx") or {})
     slicings = dict(info.get(ERROR_SLICINGS) or {})
     slicings[key] = {**slicings[key], "map": brain_key, "map_method": method}
