@@ -121,6 +121,11 @@ def test_the_map_carries_the_slice_labels(planted):
     few = map_slices(ds.take(60, seed=0), "emb_slices", method="tsne")
     assert few.config.method == "tsne" and few.points.shape == (60, 2)
     assert ds.info["imagenetx"]["error_slicings"]["emb_slices"]["map_method"] == "tsne"
+    # too few for t-SNE: refused in one line, the map drawn before kept
+    with pytest.raises(ImageNetXError, match="`method='tsne'` needs more than 30 samples"):
+        map_slices(ds.take(20, seed=0), "emb_slices", method="tsne")
+    kept = ds.load_brain_results("emb_slices_map")
+    assert kept.points.shape == (60, 2) and ds.list_brain_runs() == ["emb_sim", "emb_slices_map"]
     # the library door: a slicing that is not stored is refused in one line
     with pytest.raises(ImageNetXError, match="`key='nope'` holds no error slices"):
         map_slices(ds, "nope")
@@ -141,3 +146,23 @@ def test_command_line_draws_the_map(planted, capsys):
     assert main(["discover", "--dataset", ds.name, "--pred-field", "pred", "--embeddings",
                  "emb", "--map"]) == 2
     assert "--map needs a --key: the map is coloured by" in capsys.readouterr().err
+
+
+def test_app_operator_reads_an_index_and_draws_the_map(planted):
+    """The App's "Discover slices in embeddings" form offers similarity
+    indexes beside vector fields, and draws the map when asked."""
+    import fiftyone.operators as foo
+
+    from imagenetx.app.install import install_plugin
+
+    ds, _ = planted
+    fob.compute_similarity(ds, embeddings="emb", brain_key="emb_sim", backend="sklearn")
+    install_plugin()
+    result = foo.execute_operator("@imagenet-x/imagenet-x/discover_embedding_slices", ctx={
+        "dataset": ds.name, "params": {"pred_field": "pred", "embeddings": "emb_sim", "k": 2,
+                                       "key": "op_slices", "map": True}})
+    assert result.error is None, result.error
+    assert "drawn as brain key 'op_slices_map'" in result.result["summary"]
+    assert ds.info["imagenetx"]["error_slicings"]["op_slices"]["embeddings"] == "emb_sim"
+    assert ds.load_brain_results("op_slices_map").values("op_slices").count("slice 1") == \
+        ds.count_values("op_slices")["slice 1"]
