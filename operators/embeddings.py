@@ -81,18 +81,22 @@ class DiscoverEmbeddingSlices(foo.Operator):
         inputs = types.Object()
         if not add_pred_field_input(ctx, inputs):
             return types.Property(inputs)
-        vectors = sorted(ctx.dataset.get_field_schema(ftype=fo.VectorField))
+        vectors = sorted(ctx.dataset.get_field_schema(ftype=fo.VectorField)) + sorted(
+            ctx.dataset.list_brain_runs(type="similarity"))
         if not vectors:
             inputs.view("none", types.Warning(
                 label="No embeddings field: run 'ImageNet-X: embed samples' first"))
             return types.Property(inputs)
         inputs.enum("embeddings", vectors, required=True, default=vectors[0],
-                    label="Embeddings field", view=types.DropdownView())
+                    label="Embeddings field or similarity index", view=types.DropdownView())
         inputs.int("k", default=5, label="Slices to find")
         inputs.str("key", required=True, default=f"{ctx.params.get('pred_field')}_slices",
                    label="Store as", description="the slicing's name (a field and saved views)")
         inputs.bool("overwrite", default=False, label="Overwrite",
                     description="replace the slices stored under that name")
+        inputs.bool("map", default=False, label="Draw in the Embeddings panel",
+                    description="a FiftyOne Brain visualization (PCA) under the brain key "
+                                "NAME_map, coloured by the slices")
         return types.Property(inputs, view=types.View(label="Discover slices in embeddings"))
 
     def resolve_delegation(self, ctx):
@@ -106,7 +110,8 @@ class DiscoverEmbeddingSlices(foo.Operator):
         p = ctx.params
         result = discover_error_slices(
             ctx.target_view(), p["pred_field"], p["embeddings"], k=p.get("k") or 5,
-            key=p["key"], overwrite=bool(p.get("overwrite"))).to_dict()
+            key=p["key"], overwrite=bool(p.get("overwrite")),
+            map_method="pca" if p.get("map") else None).to_dict()
         if result["slices"] and not ctx.delegated:  # the first slice, as the App's view
             ctx.ops.set_view(ctx.dataset.load_saved_view(result["slices"][0]["saved_view"]))
         return {"summary": format_error_slices(result)}

@@ -1460,3 +1460,110 @@ def test_slices_found_in_embeddings_are_the_panels_bars_with_their_descriptions(
         _shot(page, "panel-embedding-slice-mistakes")
     finally:
         ds.delete()
+
+
+def test_fiftyones_embeddings_panel_colours_the_map_by_slice(app_url, page):
+    """FiftyOne's own Embeddings panel on the slices' Brain visualization
+    (``map_method``): coloured by the slicing's field, its legend lists each
+    slice with its member count, the plot draws points in each slice's
+    colour, and a lasso around slice 1's points is a view holding all of
+    them. After the embedding slices' test: the App is on another dataset."""
+    import io
+
+    import fiftyone as fo
+    import numpy as np
+    from PIL import Image
+
+    from conftest import CUE_CONFLICT_IMAGES, planted_slices_dataset
+    from imagenetx.analysis.embedding_slices import discover_error_slices
+
+    if len(CUE_CONFLICT_IMAGES) < 600:
+        pytest.skip("needs ../shared/data/cue-conflict/images")
+    ds, _ = planted_slices_dataset("browser-brain")
+    try:
+        # a second failing blob, so the legend has more than one slice
+        blob, pred = ds.values("blob"), ds.values("pred")
+        ds.set_values("pred", [fo.Classification(label="goldfish", class_index=1,
+                                                  confidence=0.9) if b == 4 else p
+                               for b, p in zip(blob, pred)])
+        result = discover_error_slices(ds, "pred", "emb", k=3, key="emb_slices",
+                                       map_method="pca")
+        members = {f"slice {s.rank}": len(s.members) for s in result.found.slices}
+        assert result.map == "emb_slices_map" and len(members) >= 2, members
+        page.goto(app_url.rsplit("/datasets/", 1)[0] + "/datasets/browser-brain",
+                  wait_until="domcontentloaded", timeout=T(120_000))
+        page.get_by_text("600 samples", exact=True).first.wait_for(timeout=T(120_000))
+        page.keyboard.press("Escape")  # a menu the App opened for the new dataset
+        dismiss = page.get_by_text("Dismiss", exact=True)
+        if dismiss.count():
+            dismiss.first.click()
+        page.locator("[title='New panel']").first.click()
+        page.get_by_text("Embeddings", exact=True).first.click()
+        page.get_by_text("emb_slices_map", exact=True).first.click()
+        page.get_by_text("Color by", exact=True).first.click()
+        page.get_by_text("emb_slices", exact=True).last.click()
+        rows = page.locator(".emb-legend-row")
+        try:
+            expect(rows).to_have_count(len(members))
+            expect(page.get_by_text("600 points", exact=False).first).to_be_visible()
+        finally:
+            _shot(page, "embeddings-panel-slices")
+        shown = {r.locator(".emb-legend-label").inner_text():
+                 int(r.locator(".emb-legend-count").inner_text()) for r in rows.all()}
+        assert shown == members
+        # the plot (three.js) draws points in each slice's legend colour
+        canvas = page.locator("canvas[data-engine]")
+        box = canvas.bounding_box()
+        image = np.asarray(Image.open(io.BytesIO(canvas.screenshot())).convert("RGB"))
+        scale = image.shape[1] / box["width"]
+        legend = rows.first.locator("xpath=..").bounding_box()
+        over_legend = (slice(int((legend["y"] - box["y"]) * scale),
+                             int((legend["y"] + legend["height"] - box["y"]) * scale) + 1),
+                       slice(int((legend["x"] - box["x"]) * scale),
+                             int((legend["x"] + legend["width"] - box["x"]) * scale) + 1))
+        names = [r.locator(".emb-legend-label").inner_text() for r in rows.all()]
+        colours = np.array([[int(v) for v in re.findall(r"\d+", r.locator(
+            ".emb-legend-swatch").evaluate("e => getComputedStyle(e).backgroundColor"))[:3]]
+            for r in rows.all()])
+        # points are drawn translucent: a pixel of colour c over the background
+        # bg is bg + a (c - bg) for some opacity a
+        flat = image.reshape(-1, 3)
+        values, counts = np.unique(flat, axis=0, return_counts=True)
+        background = values[counts.argmax()].astype(float)
+        offset = image.astype(float) - background
+        where = {}
+        for j, name in enumerate(names):
+            towards = colours[j] - background
+            a = offset @ towards / (towards @ towards)
+            residual = np.abs(offset - a[..., None] * towards).max(axis=2)
+            drawn = (a > 0.25) & (residual < 12)
+            drawn[over_legend] = False  # not the legend's own swatches
+            ys, xs = np.nonzero(drawn)
+            assert len(xs) >= 20, f"no points drawn in {name}'s colour {colours[j]}"
+            where[name] = (xs, ys)
+        # a lasso around slice 1's points: a view of at least all of them
+        xs, ys = where["slice 1"]
+        cx, cy = np.median(xs), np.median(ys)
+        close = np.hypot(xs - cx, ys - cy) < 80 * scale  # one cluster, not a stray pixel
+        x0, x1 = (box["x"] + v / scale for v in (xs[close].min() - 15, xs[close].max() + 15))
+        y0, y1 = (box["y"] + v / scale for v in (ys[close].min() - 15, ys[close].max() + 15))
+        page.get_by_text("Select", exact=True).first.click()
+        page.mouse.move(x0, y0)
+        page.mouse.down()
+        for x, y in ((x1, y0), (x1, y1), (x0, y1), (x0, y0)):
+            page.mouse.move(x, y, steps=8)
+        page.mouse.up()
+        n = members["slice 1"]
+        selected = page.get_by_text(re.compile(r"^[\d,]+ selected · 600 points$"))
+        try:
+            expect(rows.filter(has_text="slice 1").locator(".emb-legend-count")).to_have_text(
+                f"{n} / {n}")
+            selected.first.wait_for(timeout=T(60_000))
+            k = int(selected.first.inner_text().split()[0].replace(",", ""))
+            assert n <= k < 600
+            page.get_by_text(f"{k:,} samples", exact=True).first.wait_for(timeout=T(60_000))
+            _settle(page)
+        finally:
+            _shot(page, "embeddings-panel-lasso")
+    finally:
+        ds.delete()

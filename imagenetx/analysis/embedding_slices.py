@@ -18,6 +18,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
+from imagenetx.analysis.brain import check_map, map_key, map_slices, resolve_embeddings
 from imagenetx.analysis.engine import ERROR_SLICINGS, prepare, stored_slicings
 from imagenetx.analysis.settings import Settings
 from imagenetx.benchmarks import get_benchmark
@@ -78,6 +79,8 @@ class EmbeddingSliceResults:
     #: per slice, ``[(text, score, similarity)]`` best first (None without
     #: an image-text model: the typical samples stand for the slice)
     descriptions: Optional[List[list]] = None
+    #: the brain key of the slices' visualization (``map``), when made
+    map: Optional[str] = None
 
     def to_dict(self) -> dict:
         """JSON-ready: the slices best first, each with its statistics (of
@@ -100,6 +103,7 @@ class EmbeddingSliceResults:
             slices.append(entry)
         return {"dataset": self.dataset, "pred_field": self.pred_field,
                 "embeddings": self.embeddings, "correct": self.correct, "key": self.key,
+                "map": self.map,
                 "n": self.found.n, "accuracy": to_json(self.found.accuracy),
                 "components": self.found.components, "dimensions": self.found.dimensions,
                 "y_weight": self.found.y_weight, "y_hat_weight": self.found.y_hat_weight,
@@ -118,8 +122,8 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
                           components: int = COMPONENTS, fit_share: Optional[float] = FIT_SHARE,
                           class_terms: bool = True, seed: int = 0,
                           describe_with: Optional[str] = None, texts: Sequence[str] = (),
-                          pretrained: bool = True, settings: Settings = None,
-                          **kwargs) -> EmbeddingSliceResults:
+                          pretrained: bool = True, map_method: Optional[str] = None,
+                          settings: Settings = None, **kwargs) -> EmbeddingSliceResults:
     """The ``k`` slices of an embeddings field where ``pred_field`` errs most
     above its average.
 
@@ -127,7 +131,9 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
         samples: a dataset, view, or dataset name
         pred_field: the prediction field
         embeddings: the sample field holding one vector per sample
-            (FiftyOne Brain's convention)
+            (FiftyOne Brain's convention), or the brain key of a similarity
+            index (or of a visualization computed from a field):
+            :func:`~imagenetx.analysis.brain.resolve_embeddings`
         k (5): the most slices to return
         key (None): store the slices under this name (a sample field, saved
             views, the run's record); None: store nothing
@@ -150,6 +156,10 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
         texts (()): a user's own descriptions to rank too
         pretrained (True): False loads ``describe_with`` with random weights
             (tests)
+        map_method (None): with ``key``, also a FiftyOne Brain visualization of
+            the embeddings by this method (pca, tsne, umap) under the brain
+            key ``<key>_map``, for the Embeddings panel coloured by ``key``
+            (:func:`~imagenetx.analysis.brain.map_slices`)
         settings (None): analysis settings (correctness, which samples
             count), with keyword overrides
 
@@ -157,23 +167,24 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
         ImageNetXError: before anything is written, for a missing field, a
             field of no vectors (a label, a string), a sample without an
             embedding, embeddings of mixed or wrong
-            dimension, NaN rows, ``k`` out of range, or a ``key`` in use
+            dimension, NaN rows, ``k`` out of range, a ``key`` in use, or a
+            ``map_method`` that cannot be made
     """
     view = get_dataset(samples)
     dataset = view._dataset
-    if not view.has_field(embeddings):
-        raise ImageNetXError(
-            f"`embeddings='{embeddings}'` is not a field of dataset '{dataset.name}': "
-            "compute it first (`imagenetx.models.embed.run_embed`) or pass the field that holds "
-            "them")
-    _check_vectors(view, embeddings)
+    source = resolve_embeddings(view, embeddings)
+    if source.field is not None:
+        _check_vectors(view, source.field)
     if key is not None:
         _check_key(dataset, key, overwrite)
+    if map_method is not None:
+        check_map(dataset, key, map_method, overwrite, parameter="map_method")
     settings = Settings.create(settings, **kwargs)
     s = {} if _has_default_slicing(view, settings) else {"slicing": "tags"}
-    p = prepare(view, [pred_field], settings, ids=True, extra_paths=[embeddings], **s)
+    p = prepare(view, [pred_field], settings, ids=True,
+                extra_paths=[source.field] if source.field else [], **s)
     keep = p.counted[pred_field]
-    column = [v for v, kept in zip(p.columns[embeddings], keep) if kept]
+    column = [v for v, kept in zip(source.column(p.ids, p.columns), keep) if kept]
     missing = sum(v is None for v in column)
     if missing:
         raise ImageNetXError(
@@ -216,6 +227,9 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
     if key is not None:
         _store(dataset, key, result)
         result.key = key
+    if map_method is not None:
+        map_slices(dataset, key, map_method, overwrite=overwrite, seed=seed)
+        result.map = map_key(key)
     return result
 
 

@@ -56,12 +56,17 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--alpha", type=float, default=ALPHA,
                    help=f"SliceLine's error/size trade-off (default: {ALPHA})")
     p.add_argument("--embeddings", metavar="NAME",
-                   help="find slices in this embeddings field instead (error-aware "
-                        "clusters, Domino's method): --top of them")
+                   help="find slices in this embeddings field (or FiftyOne Brain similarity "
+                        "index's key) instead (error-aware clusters, Domino's method): --top "
+                        "of them")
     p.add_argument("--key", help="with --embeddings: store the slices under this name "
                                  "(a field, saved views; a slicing for ratios and the panel)")
     p.add_argument("--overwrite", action="store_true",
                    help="with --key: replace the slices stored under it")
+    p.add_argument("--map", dest="map_method", nargs="?", const="pca", metavar="METHOD",
+                   help="with --key: also a FiftyOne Brain visualization of the embeddings "
+                        "(brain key KEY_map; pca (default), tsne or umap) for the App's "
+                        "Embeddings panel, coloured by KEY")
     p.add_argument("--fit-all", action="store_true",
                    help="with --embeddings: fit on every sample and measure on the same "
                         "(default: fit on half, measure each slice on the other half)")
@@ -205,7 +210,7 @@ def run_discover_embeddings(args) -> int:
     result = discover_error_slices(
         args.dataset, args.pred_field, args.embeddings, k=args.top, key=args.key,
         overwrite=args.overwrite, describe_with=args.describe_with, texts=args.texts,
-        class_terms=not args.correctness_only,
+        class_terms=not args.correctness_only, map_method=args.map_method,
         **({"fit_share": None} if args.fit_all else {}), **settings(args)).to_dict()
     return print_result(args, result, format_error_slices)
 

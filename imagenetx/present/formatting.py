@@ -230,7 +230,8 @@ def format_error_slices(result: dict) -> str:
              f"embeddings '{result['embeddings']}' ({result['components']} mixture components "
              f"over {result['dimensions']} dimensions), correct = {result['correct']}",
              f"{result['n']:,} samples, accuracy {_num(result['accuracy'], '.4f')}"
-             + (f"; stored as slicing '{result['key']}'" if result["key"] else ""),
+             + (f"; stored as slicing '{result['key']}'" if result["key"] else "")
+             + (f", drawn as brain key '{result['map']}'" if result.get("map") else ""),
              _split_line(result), ""]
     if not result["slices"]:
         lines.append("No slice errs above average")
