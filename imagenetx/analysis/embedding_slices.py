@@ -303,7 +303,8 @@ def _store(dataset, key: str, result: EmbeddingSliceResults) -> None:
                      "values": [slice_value(s.rank) for s in result.found.slices],
                      "sizes": [s.size for s in result.found.slices],
                      "about": _about(result)}
-    if old is not None and "map" in old:  # the map stays valid: it is coloured by the field
+    if old is not None and "map" in old and old.get("embeddings") == result.embeddings:
+        # the map of the same embeddings stays valid: it is coloured by the field
         slicings[key].update(map=old["map"], map_method=old.get("map_method"))
     info[ERROR_SLICINGS] = slicings
     dataset.info["imagenetx"] = info
