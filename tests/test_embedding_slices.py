@@ -379,6 +379,24 @@ def test_a_planted_texture_class_is_the_top_slice_on_real_embeddings(cue_conflic
     assert view.count() == wrong[np.isin(ids, top["sample_ids"])].sum()
 
 
+def test_lite0_slices_get_words_from_an_open_clip_model(cue_conflict_embedded):
+    """The docs' worked example (slices of the real efficientnet-lite0
+    features, 1,280-d) described by an open_clip model (random weights
+    here): each slice gets its three texts, ranked in the open_clip space
+    against its own shape class."""
+    ds = cue_conflict_embedded
+    arch, config = TINY_CLIP
+    with open_clip_architecture(arch, config):
+        result = discover_error_slices(ds, "emb_predictions", "emb", k=2,
+                                       describe_with=f"open_clip:{arch}", pretrained=False)
+    assert len(ds.first()["emb"]) == 1280 and len(result.found.slices) == 2
+    out = result.to_dict()["slices"]
+    for s in out:
+        assert len(s["descriptions"]) == 3
+        scores = [d["score"] for d in s["descriptions"]]
+        assert scores == sorted(scores, reverse=True)
+
+
 def test_on_an_imagenet_x_dataset_each_slice_says_which_factors_it_overlaps(demo_build):
     """Beside the factors: a slice planted on the images whose top factor is
     one factor overlaps that factor most, and the panel's chart says so."""

@@ -228,6 +228,8 @@ def describe_slices(found: ErrorSlices, targets, filepaths: Sequence[str], spec:
     ``spec``, as Domino's ``describe`` ranks them: the slice's prototype
     contrasted with its own class's (:func:`~imagenetx.metrics.error_slices.
     class_reference`), over :func:`description_vocabulary` and ``texts``.
+    A slice's images are its members (those whose most likely component is
+    the slice's; Domino's are those whose membership exceeds 0.5).
 
     The images needed (the slices' members and their classes' rows) are
     embedded by ``spec``'s image tower in memory, unless ``embeddings``

@@ -11,6 +11,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from imagenetx.errors import ImageNetXError
+from imagenetx.models.sources import ModelRequest
+from imagenetx.models.sources import open_clip as source
 
 #: texts per forward pass of the text tower
 BATCH = 256
@@ -30,9 +32,6 @@ class ImageTextModel:
     """
 
     def __init__(self, spec: str, pretrained: bool = True):
-        from imagenetx.models.sources import ModelRequest
-        from imagenetx.models.sources import open_clip as source
-
         scheme, _, rest = spec.partition(":")
         if scheme != "open_clip" or not rest.partition("/")[0]:
             raise ImageNetXError(
@@ -79,8 +78,15 @@ class ImageTextModel:
         import fiftyone.core.utils as fou  # lazy: start-up
         import torch  # lazy: start-up
 
-        from imagenetx.models.device import default_batch_size, resolve_device
-        from imagenetx.models.loader import DeviceInputs, crop_reader, make_loader
+        from imagenetx.models.device import (  # lazy: start-up (torch)
+            default_batch_size,
+            resolve_device,
+        )
+        from imagenetx.models.loader import (  # lazy: start-up (torch)
+            DeviceInputs,
+            crop_reader,
+            make_loader,
+        )
 
         paths = list(paths)
         device = resolve_device("auto")
