@@ -247,7 +247,7 @@ def test_texts_ranked_by_what_sets_a_slice_apart():
     assert ranked[0][0] == 3
     assert ranked[0][1] > ranked[1][1]
     assert ranked[0][2] == pytest.approx(np.sqrt(0.5), abs=0.02)  # cosine to (1,0,0,1)/√2
-    with pytest.raises(ImageNetXError, match="describe with the image-text model"):
+    with pytest.raises(ImageNetXError, match="with the same image-text model"):
         rank_texts(x, np.arange(40), np.eye(4))
 
 

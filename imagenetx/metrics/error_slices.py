@@ -534,8 +534,8 @@ def rank_texts(embeddings, members, text_vectors, top: int = 3,
     if t.ndim != 2 or t.shape[1] != x.shape[1]:
         raise ImageNetXError(
             f"`text_vectors` have shape {t.shape} and the image embeddings "
-            f"{x.shape[1]} dimensions: describe with the image-text model that made "
-            "the embeddings")
+            f"{x.shape[1]} dimensions: embed the images and the texts with the same "
+            "image-text model")
     unit = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
     t = t / np.maximum(np.linalg.norm(t, axis=1, keepdims=True), 1e-12)
     proto = unit[members].mean(axis=0)
