@@ -203,6 +203,11 @@ def test_slices_of_any_space_described_in_the_describing_model_s_own(request):
         np.testing.assert_allclose([sc for _, sc, _ in described],
                                    [sc for _, sc, _ in by_hand], rtol=1e-4, atol=1e-6)
     assert (blob[result.found.slices[0].members] == 2).mean() > 0.8  # the planted blob
+    with pytest.raises(ImageNetXError) as e:  # refused before the fit, nothing stored
+        discover_error_slices(ds, "pred", "emb", key="words", describe_with="timm:resnet50")
+    assert str(e.value) == ("`describe_with='timm:resnet50'` is not an image-text model: pass "
+                            "open_clip:ARCH[/PRETRAINED] (a CLIP or SigLIP)")
+    assert not ds.has_field("words") and not ds.list_saved_views()
 
 
 def test_embed_writes_penultimate_features_resumably(capsys):

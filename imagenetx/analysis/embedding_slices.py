@@ -32,7 +32,7 @@ from imagenetx.metrics.error_slices import (
     find_error_slices,
     rank_texts,
 )
-from imagenetx.models.text_embeddings import ImageTextModel
+from imagenetx.models.text_embeddings import ImageTextModel, check_spec
 from imagenetx.benchmarks.imagenet_x.factors import FACTORS
 from imagenetx.metrics.stats import to_json
 from imagenetx.store.datasets import get_dataset
@@ -171,6 +171,8 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
     _check_vectors(view, embeddings)
     if key is not None:
         _check_key(dataset, key, overwrite)
+    if describe_with is not None:
+        check_spec(describe_with)  # before the fit
     settings = Settings.create(settings, **kwargs)
     s = {} if _has_default_slicing(view, settings) else {"slicing": "tags"}
     paths = [embeddings] + (["filepath"] if describe_with is not None else [])

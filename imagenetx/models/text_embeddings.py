@@ -18,6 +18,16 @@ from imagenetx.models.sources import open_clip as source
 BATCH = 256
 
 
+def check_spec(spec: str) -> None:
+    """Raises, in one line and without loading anything, for a spec that
+    is not ``open_clip:ARCH[/PRETRAINED]``."""
+    scheme, _, rest = spec.partition(":")
+    if scheme != "open_clip" or not rest.partition("/")[0]:
+        raise ImageNetXError(
+            f"`describe_with='{spec}'` is not an image-text model: pass "
+            "open_clip:ARCH[/PRETRAINED] (a CLIP or SigLIP)")
+
+
 class ImageTextModel:
     """The two towers of ``open_clip:ARCH[/PRETRAINED]`` (CLIP, SigLIP, ...),
     loaded once: one instance's texts and images share one space.
@@ -32,11 +42,8 @@ class ImageTextModel:
     """
 
     def __init__(self, spec: str, pretrained: bool = True):
-        scheme, _, rest = spec.partition(":")
-        if scheme != "open_clip" or not rest.partition("/")[0]:
-            raise ImageNetXError(
-                f"`describe_with='{spec}'` is not an image-text model: pass "
-                "open_clip:ARCH[/PRETRAINED] (a CLIP or SigLIP)")
+        check_spec(spec)
+        rest = spec.partition(":")[2]
         request = ModelRequest(pretrained=pretrained)
         try:
             self.model, self.tokenizer, preprocess, self.spec, tag = source.create(rest, request)
