@@ -142,3 +142,25 @@ def _estimate_parameters(X, y, y_hat, resp, reg_covar, covariance_type):
     y_probs = np.dot(resp.T, y) / nk[:, np.newaxis]  # (n_components, n_classes)
     y_hat_probs = np.dot(resp.T, y_hat) / nk[:, np.newaxis]  # (n_components, n_classes)
     return nk, means, covariances, y_probs, y_hat_probs
+
+
+def describe(embeddings, targets, slices, text_embeddings, slice_idx: int = 0,
+             slice_threshold: float = 0.5):
+    """Domino's ``describe``: the score of each text for one slice.
+
+    Transcribed from ``describe`` in
+    https://github.com/HazyResearch/domino/blob/34a3179328104e1bce276522cff8c150fb4653e3/domino/_describe/__init__.py
+    (its last six lines); the only changes: arrays instead of a Meerkat
+    DataPanel (``unpack_args`` and ``.data`` dropped), ``keepdims=True`` for
+    scipy >= 1.11's ``mode`` to return the array Domino indexes, and the
+    scores returned as an array instead of a DataPanel with the phrases.
+    """
+    from scipy.stats import mode
+
+    slice_mask = slices[:, slice_idx] > slice_threshold
+    slice_proto = embeddings[slice_mask].mean(axis=0)
+    mode_target = mode(targets[slice_mask], keepdims=True).mode[0]
+    ref_proto = embeddings[targets == mode_target].mean(axis=0)
+
+    scores = np.dot(text_embeddings, (slice_proto - ref_proto))
+    return scores

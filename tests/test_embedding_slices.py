@@ -10,7 +10,13 @@ import fiftyone as fo
 import numpy as np
 import pytest
 
-from conftest import CUE_CONFLICT_IMAGES, describe_planted_slices, planted_slices_dataset
+from conftest import (
+    CUE_CONFLICT_IMAGES,
+    TINY_CLIP,
+    describe_planted_slices,
+    open_clip_architecture,
+    planted_slices_dataset,
+)
 
 from imagenetx.analysis import analysis_options, compute_ratios, mistakes_view
 from imagenetx.analysis.embedding_slices import discover_error_slices
@@ -147,6 +153,61 @@ def test_descriptions_from_a_random_weight_open_clip_model(tmp_path):
                    f'({first["similarity"]:.2f})' in summary, summary
     finally:
         ds.delete()
+
+
+def test_slices_of_any_space_described_in_the_describing_model_s_own(request):
+    """Slices found in a space no image-text model made (32-d vectors, as
+    efficientnet-lite0's 1,280-d would be) are described all the same: the
+    slices' images and their classes' are embedded by the describing
+    model's image tower, each slice contrasted with its own class. The
+    descriptions are those of ranking by hand every image embedded by the
+    same (seeded) random-weight model: the rows and classes line up."""
+    import torch
+
+    from imagenetx.analysis.embedding_slices import description_vocabulary
+    from imagenetx.metrics.error_slices import class_reference, rank_texts
+    from imagenetx.models.text_embeddings import ImageTextModel
+
+    if len(IMAGES) < 300:
+        pytest.skip("needs ../shared/data/cue-conflict/images")
+    ds, _ = planted_slices_dataset("error-slices-words-test", per_blob=50)
+    request.addfinalizer(ds.delete)
+    # blobs 3-5 are goldfish (and predicted so, but for the 10 % wrong)
+    blob = np.array(ds.values("blob"))
+    wrong = np.array(ds.values("pred.label")) == "goldfish"
+    fish = blob >= 3
+    ds.set_values("ground_truth", [fo.Classification(label="goldfish", class_index=1) if f else
+                                   fo.Classification(label="tench", class_index=0)
+                                   for f in fish])
+    ds.set_values("pred", [fo.Classification(label=label, class_index=int(label == "goldfish"),
+                                             confidence=0.9)
+                           for label in np.where(fish ^ wrong, "goldfish", "tench")])
+    arch, config = TINY_CLIP
+    spec = f"open_clip:{arch}"
+    with open_clip_architecture(arch, config):
+        torch.manual_seed(0)
+        result = discover_error_slices(ds, "pred", "emb", k=3, describe_with=spec,
+                                       texts=["a drawing of a fish"], pretrained=False)
+        torch.manual_seed(0)
+        model = ImageTextModel(spec, pretrained=False)
+        images = model.encode_images(ds.values("filepath"), progress=False)
+        vocabulary = description_vocabulary(["a drawing of a fish"])
+        texts = model.encode_texts(vocabulary)
+    assert images.shape == (300, 64) and result.found.slices
+    targets = fish.astype(int)
+    for sl, described in zip(result.found.slices, result.descriptions):
+        assert len(described) == 3
+        by_hand = rank_texts(images, sl.members, texts, top=3,
+                             reference=class_reference(targets, sl.members))
+        assert [t for t, _, _ in described] == [vocabulary[i] for i, _, _ in by_hand]
+        np.testing.assert_allclose([sc for _, sc, _ in described],
+                                   [sc for _, sc, _ in by_hand], rtol=1e-4, atol=1e-6)
+    assert (blob[result.found.slices[0].members] == 2).mean() > 0.8  # the planted blob
+    with pytest.raises(ImageNetXError) as e:  # refused before the fit, nothing stored
+        discover_error_slices(ds, "pred", "emb", key="words", describe_with="timm:resnet50")
+    assert str(e.value) == ("`describe_with='timm:resnet50'` is not an image-text model: pass "
+                            "open_clip:ARCH[/PRETRAINED] (a CLIP or SigLIP)")
+    assert not ds.has_field("words") and not ds.list_saved_views()
 
 
 def test_embed_writes_penultimate_features_resumably(capsys):
@@ -346,6 +407,24 @@ def test_a_failure_across_the_true_classes_needs_the_correctness_only_terms(
 
     assert recovered(class_terms=False) >= 0.8
     assert recovered() < 0.5
+
+
+def test_lite0_slices_get_words_from_an_open_clip_model(cue_conflict_embedded):
+    """The docs' worked example (slices of the real efficientnet-lite0
+    features, 1,280-d) described by an open_clip model (random weights
+    here): each slice gets its three texts, ranked in the open_clip space
+    against its own shape class."""
+    ds = cue_conflict_embedded
+    arch, config = TINY_CLIP
+    with open_clip_architecture(arch, config):
+        result = discover_error_slices(ds, "emb_predictions", "emb", k=2,
+                                       describe_with=f"open_clip:{arch}", pretrained=False)
+    assert len(ds.first()["emb"]) == 1280 and len(result.found.slices) == 2
+    out = result.to_dict()["slices"]
+    for s in out:
+        assert len(s["descriptions"]) == 3
+        scores = [d["score"] for d in s["descriptions"]]
+        assert scores == sorted(scores, reverse=True)
 
 
 def test_on_an_imagenet_x_dataset_each_slice_says_which_factors_it_overlaps(demo_build):

@@ -247,5 +247,43 @@ def test_texts_ranked_by_what_sets_a_slice_apart():
     assert ranked[0][0] == 3
     assert ranked[0][1] > ranked[1][1]
     assert ranked[0][2] == pytest.approx(np.sqrt(0.5), abs=0.02)  # cosine to (1,0,0,1)/√2
-    with pytest.raises(ImageNetXError, match="describe with the image-text model"):
+    with pytest.raises(ImageNetXError, match="with the same image-text model"):
         rank_texts(x, np.arange(40), np.eye(4))
+
+
+def test_a_slice_is_described_against_its_own_class_as_domino_describes():
+    """A slice of one class's drawings: under the whole dataset's mean
+    contrast (the old ranking) the class's own text wins, under Domino's
+    contrast with the slice's class the drawing's does. The scores are those
+    of Domino's ``describe`` (``tests/domino_reference.py``: the last six
+    lines of ``domino/_describe/__init__.py`` at 34a3179: ``slice_mask``,
+    ``slice_proto``, ``mode_target``, ``ref_proto``, ``scores``) on the same
+    unit vectors, to the last bit."""
+    from domino_reference import describe
+    from scipy.stats import mode
+
+    from imagenetx.metrics.error_slices import class_reference, rank_texts
+
+    rng = np.random.default_rng(0)
+    d = 6  # axis 0: class 0 ("tench"), 1: class 1 ("goldfish"), 2: "a drawing"
+    targets = np.repeat([0, 1], 100)
+    x = np.zeros((200, d))
+    x[targets == 0, 0] = 1.0
+    x[targets == 1, 1] = 1.0
+    members = np.arange(30)  # 30 of class 0's images are drawings
+    x[members, 2] = 0.3
+    x += rng.normal(scale=0.01, size=x.shape)
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    texts = np.eye(3, d)
+    old = rank_texts(unit, members, texts, top=3)
+    assert old[0][0] == 0  # named by its class
+    ours = rank_texts(unit, members, texts, top=3,
+                      reference=class_reference(targets, members))
+    assert ours[0][0] == 2  # named by what sets it apart from its class
+    soft = np.where(np.isin(np.arange(200), members), 0.9, 0.1)[:, None]
+    theirs = describe(unit, targets, soft, texts)
+    np.testing.assert_array_equal([s for _, s, _ in sorted(ours)], theirs)
+    # a tie: the smaller class, as scipy's mode (Domino's)
+    tied = np.concatenate([np.arange(100, 115), np.arange(15)])
+    assert set(targets[class_reference(targets, tied)]) == \
+        {mode(targets[tied], keepdims=True).mode[0]} == {0}

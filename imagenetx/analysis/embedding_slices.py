@@ -29,13 +29,15 @@ from imagenetx.metrics.error_slices import (
     FIT_SHARE,
     ErrorSlices,
     check_embeddings,
+    class_reference,
     find_error_slices,
     rank_texts,
 )
-from imagenetx.models.text_embeddings import encode_texts
+from imagenetx.models.text_embeddings import ImageTextModel, check_spec
 from imagenetx.benchmarks.imagenet_x.factors import FACTORS
 from imagenetx.metrics.stats import to_json
 from imagenetx.store.datasets import get_dataset
+from imagenetx.store.names import INFO_KEY
 
 
 #: the templates the ImageNet classes are described with
@@ -149,10 +151,11 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
             failure that spans the true classes (one texture photo under 16
             shapes: Domino's terms split it by cell and find none of it;
             this finds it, ``tests/test_embedding_slices.py``)
-        describe_with (None): the image-text model that made the embeddings
-            (``open_clip:ARCH/PRETRAINED``): each slice gets its nearest
-            texts of :func:`description_vocabulary` (plus ``texts``); None:
-            its most typical samples only
+        describe_with (None): an image-text model
+            (``open_clip:ARCH/PRETRAINED``, a CLIP or SigLIP): each slice gets
+            its nearest texts of :func:`description_vocabulary` (plus
+            ``texts``) in that model's space, whatever space it was found in
+            (:func:`describe_slices`); None: its most typical samples only
         texts (()): a user's own descriptions to rank too
         pretrained (True): False loads ``describe_with`` with random weights
             (tests)
@@ -179,10 +182,13 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
         _check_key(dataset, key, overwrite)
     if map_method is not None:
         check_map(dataset, key, map_method, overwrite, parameter="map_method")
+    if describe_with is not None:
+        check_spec(describe_with)  # before the fit
     settings = Settings.create(settings, **kwargs)
     s = {} if _has_default_slicing(view, settings) else {"slicing": "tags"}
-    p = prepare(view, [pred_field], settings, ids=True,
-                extra_paths=[source.field] if source.field else [], **s)
+    paths = ([source.field] if source.field else []) + \
+        (["filepath"] if describe_with is not None else [])
+    p = prepare(view, [pred_field], settings, ids=True, extra_paths=paths, **s)
     keep = p.counted[pred_field]
     column = [v for v, kept in zip(source.column(p.ids, p.columns), keep) if kept]
     missing = sum(v is None for v in column)
@@ -217,11 +223,11 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
                                for sl in found.slices]}
     descriptions = None
     if describe_with is not None:
-        vocabulary = description_vocabulary(texts)
-        vectors = encode_texts(describe_with, vocabulary, pretrained=pretrained)
-        descriptions = [[(vocabulary[i], sc, si) for i, sc, si in
-                         rank_texts(x, sl.members, vectors, top=TOP_TEXTS)]
-                        for sl in found.slices]
+        files = [f for f, kept in zip(p.columns["filepath"], keep) if kept]
+        reuse = x if source.field and _made_by(dataset, source.field, describe_with,
+                                               pretrained) else None
+        descriptions = describe_slices(found, p.classes[keep], files, describe_with,
+                                       texts=texts, pretrained=pretrained, embeddings=reuse)
     result = EmbeddingSliceResults(dataset.name, pred_field, embeddings, p.label_space.name,
                                    found, sample_ids, overlap, descriptions=descriptions)
     if key is not None:
@@ -231,6 +237,67 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
         map_slices(dataset, key, map_method, overwrite=overwrite, seed=seed)
         result.map = map_key(key)
     return result
+
+
+def describe_slices(found: ErrorSlices, targets, filepaths: Sequence[str], spec: str,
+                    texts: Sequence[str] = (), pretrained: bool = True, embeddings=None,
+                    progress=None) -> List[list]:
+    """Each slice's nearest texts in the space of the image-text model
+    ``spec``, as Domino's ``describe`` ranks them: the slice's prototype
+    contrasted with its own class's (:func:`~imagenetx.metrics.error_slices.
+    class_reference`), over :func:`description_vocabulary` and ``texts``.
+    A slice's images are its members (those whose most likely component is
+    the slice's; Domino's are those whose membership exceeds 0.5).
+
+    The images needed (the slices' members and their classes' rows) are
+    embedded by ``spec``'s image tower in memory, unless ``embeddings``
+    already holds every row in that space.
+
+    Args:
+        found: the slices (their members index the rows)
+        targets: ``(n,)`` each row's true class index
+        filepaths: each row's image
+        spec: ``open_clip:ARCH[/PRETRAINED]``
+        texts (()): a user's own descriptions to rank too
+        pretrained (True): False builds ``spec`` with random weights (tests)
+        embeddings (None): ``(n, d)`` the rows already in ``spec``'s space
+        progress (None): the image pass's progress bar, as in ``predict``
+
+    Returns:
+        per slice, ``[(text, score, similarity)]`` best first
+
+    Raises:
+        ImageNetXError: for a spec that is not an image-text model, weights
+            that cannot be fetched, or an image that cannot be read
+    """
+    model = ImageTextModel(spec, pretrained)  # a bad spec is refused with no slices too
+    if not found.slices:
+        return []
+    references = [class_reference(targets, sl.members) for sl in found.slices]
+    if embeddings is None:
+        rows = np.unique(np.concatenate([np.concatenate([sl.members, ref])
+                                         for sl, ref in zip(found.slices, references)]))
+        embeddings = model.encode_images([filepaths[r] for r in rows], progress=progress)
+    else:
+        rows = np.arange(len(embeddings))
+    vocabulary = description_vocabulary(texts)
+    vectors = model.encode_texts(vocabulary)
+    return [[(vocabulary[i], sc, si) for i, sc, si in
+             rank_texts(embeddings, np.searchsorted(rows, sl.members), vectors, top=TOP_TEXTS,
+                        reference=np.searchsorted(rows, ref))]
+            for sl, ref in zip(found.slices, references)]
+
+
+def _made_by(dataset, embeddings: str, spec: str, pretrained: bool) -> bool:
+    """Whether ``imagenetx embed`` wrote ``embeddings`` with the pretrained
+    weights of ``spec`` (its run record, on the predictions field, says)."""
+    if not pretrained:  # random weights differ from one build to the next
+        return False
+    for field in dataset.get_field_schema().values():
+        record = (field.info or {}).get(INFO_KEY) or {}
+        if record.get("embeddings") == embeddings:
+            return record.get("spec") == spec and bool(record.get("pretrained"))
+    return False
 
 
 def _check_vectors(view, embeddings: str) -> None:

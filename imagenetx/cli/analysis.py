@@ -74,8 +74,9 @@ def register(group: CommandGroup) -> None:
                    help="with --embeddings: model right/wrong only, not the true and "
                         "predicted classes (ours: for a failure across many classes)")
     p.add_argument("--describe-with", metavar="SPEC",
-                   help="with --embeddings: the open_clip:ARCH/PRETRAINED model that made "
-                        "them, to describe each slice by its nearest texts")
+                   help="with --embeddings: an open_clip:ARCH/PRETRAINED model (a CLIP or "
+                        "SigLIP) to describe each slice by its nearest texts in its space, "
+                        "whatever model made the embeddings")
     p.add_argument("--text", dest="texts", nargs="+", default=(), metavar="TEXT",
                    help="with --describe-with: your own descriptions to rank too")
     add_scoring(p)

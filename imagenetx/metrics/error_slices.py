@@ -490,20 +490,37 @@ def _column(a, index: np.ndarray) -> np.ndarray:
     return _dense(a[:, index]).astype(np.float64)
 
 
+def class_reference(targets, members) -> np.ndarray:
+    """The rows Domino's ``describe`` contrasts a slice with: every row of
+    the slice's most common true class (the smallest class among ties, as
+    ``scipy.stats.mode``), the slice's own members included.
+
+    Args:
+        targets: ``(n,)`` each row's true class index
+        members: the slice's rows
+    """
+    targets = np.asarray(targets)
+    values, counts = np.unique(targets[members], return_counts=True)
+    return np.flatnonzero(targets == values[np.argmax(counts)])
+
+
 def rank_texts(embeddings, members, text_vectors, top: int = 3,
                reference=None) -> list:
     """The texts nearest a slice in a shared image-text space, as Domino's
     ``describe`` ranks them: by the dot product of each (unit) text vector
-    with the slice's prototype minus a reference prototype (the mean of
-    unit image embeddings), so a text scores for what sets the slice apart,
-    not for what every image shares.
+    with the slice's prototype minus a reference prototype (means of unit
+    image embeddings), so a text scores for what sets the slice apart from
+    the reference, not for what both share.
 
     Args:
         embeddings: ``(n, d)`` image embeddings in the image-text space
         members: the slice's rows
         text_vectors: ``(t, d)`` the texts' embeddings in the same space
         top (3): how many texts to return
-        reference (None): the rows of the reference (default: all rows)
+        reference (None): the rows of the reference: Domino's are those of
+            the slice's own class (:func:`class_reference`), so a slice of
+            one class is not named by its class; None: all rows (Domino's
+            ``MeanDescriber``)
 
     Returns:
         ``[(text index, score, similarity)]`` best first; ``similarity`` is
@@ -517,8 +534,8 @@ def rank_texts(embeddings, members, text_vectors, top: int = 3,
     if t.ndim != 2 or t.shape[1] != x.shape[1]:
         raise ImageNetXError(
             f"`text_vectors` have shape {t.shape} and the image embeddings "
-            f"{x.shape[1]} dimensions: describe with the image-text model that made "
-            "the embeddings")
+            f"{x.shape[1]} dimensions: embed the images and the texts with the same "
+            "image-text model")
     unit = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
     t = t / np.maximum(np.linalg.norm(t, axis=1, keepdims=True), 1e-12)
     proto = unit[members].mean(axis=0)

@@ -42,6 +42,21 @@ def parse(rest: str, request) -> None:
 
 
 def load(rest: str, request):
+    model, tokenizer, preprocess, spec, tag = create(rest, request)
+    return zero_shot_classifier(model, tokenizer, preprocess, spec,
+                                request, tag=tag if request.pretrained else None)
+
+
+def create(rest: str, request) -> tuple:
+    """``(model, tokenizer, preprocess, spec, tag)``: the open_clip model of
+    ``ARCH[/PRETRAINED]`` with both towers, its tokenizer and eval transform,
+    the spec with the tag loaded, and the tag (its first one when none is
+    named and ``request.pretrained``).
+
+    Raises:
+        ImageNetXError: for an unknown architecture or tag, or weights or a
+            tokenizer that cannot be fetched
+    """
     import open_clip
 
     arch, _, tag = rest.partition("/")
@@ -95,8 +110,7 @@ def load(rest: str, request):
             f"({type(e).__name__}: {first_line(e)}): connect to the internet (and unset "
             "HF_HUB_OFFLINE), and install what it names (e.g. pip install "
             "sentencepiece)") from e
-    return zero_shot_classifier(model, tokenizer, preprocess, spec,
-                                request, tag=tag if request.pretrained else None)
+    return model, tokenizer, preprocess, spec, tag
 
 
 def network_options(arch: str, tag: Optional[str]) -> dict:
