@@ -95,6 +95,9 @@ CALLS: Dict[str, Door] = {
                                    "corruption-accuracy"),
     "score_ood": Door("imagenetx.analysis.ood_detection:score_ood", "ood"),
     "discover_slices": Door("imagenetx.analysis:discover_slices", "discover", "discover_slices"),
+    "discover_error_slices": Door(
+        "imagenetx.analysis.embedding_slices:discover_error_slices", "discover",
+        "discover_embedding_slices"),
     "build_demo": Door("imagenetx.analysis.demo:build_demo", "demo"),
 }
 

@@ -154,7 +154,7 @@ def map_slices(samples, key: str, method: str = "pca", overwrite: bool = False,
     if record is None:
         raise ImageNetXError(
             f"`key='{key}'` holds no error slices of dataset '{dataset.name}': store them "
-            "first (`discover_error_slices(..., key=...)`)")
+            "first (`discover_error_slices()` with a `key`)")
     brain_key = check_map(dataset, key, method, overwrite)
     source = resolve_embeddings(view, record["embeddings"])
     if source.field is not None:
