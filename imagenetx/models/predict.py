@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field as dc_field
-from typing import List, NamedTuple, Optional, Sequence
+from typing import Callable, List, NamedTuple, Optional, Sequence
 
 import fiftyone as fo
 import torch
@@ -52,7 +52,7 @@ from imagenetx.models.device import Engine
 from imagenetx.models.distributed import pick
 from imagenetx.protocols.base import departure_note
 from imagenetx.models.run import (
-    FAILURES_SHOWN, INFO_KEY, ModelRun, Pass, Task, record_differences, run, write_record)
+    FAILURES_SHOWN, INFO_KEY, ModelRun, Pass, Plan, Task, record_differences, run, write_record)
 from imagenetx.models.sources import ModelRequest
 from imagenetx.store.datasets import all_slices
 from imagenetx.store.evaluation import (
@@ -197,6 +197,9 @@ class Result(NamedTuple):
     #: more attributes of each row's prediction, ``{name: per-row list}``
     #: (an attack's ``flipped``, ...)
     attrs: Optional[dict] = None
+    #: more fields of each row's sample, ``{field: (rows, d) array}``, written
+    #: as vectors with the prediction (embed's)
+    vectors: Optional[dict] = None
 
     def ready(self) -> "Result":
         """The same, once the device has written it."""
@@ -207,27 +210,40 @@ class Result(NamedTuple):
 
 class Classify(Task):
     """The classify task: one prediction per sample, evaluated against the
-    ground truth (the summary: :class:`PredictSummary`).
+    ground truth (the summary: :class:`PredictSummary`). An attack or an
+    embedding is this task with more attributes or fields, its own summary
+    and check, and its own step composed with the :class:`ClassifyBatch` of
+    each pass.
 
     Args:
         gt_field ("ground_truth"): the ground truth for the evaluation
         logits (False): whether to store the logits
         slices (None): on a grouped dataset, the group slices to predict
+        attributes (None): more attributes of each prediction, ``{name:
+            FiftyOne field type}``, declared with the field (an attack's)
+        fields (None): more fields written with the predictions, ``{name:
+            FiftyOne field type}``, declared with them (embed's vectors)
+        needs_truth (False): whether to refuse a dataset without a
+            classification ground truth in the model's classes (the step
+            uses each image's class)
+        summary (None): ``**values -> summary`` (default
+            :class:`PredictSummary`)
+        check (None): ``run -> None``, checks the model on its device before
+            anything is written (an attack's gradients)
     """
 
-    #: the task's further attributes of each prediction, ``{name: FiftyOne
-    #: field type}``, declared with the field
-    attributes: dict = {}
-    #: whether to refuse a dataset without a classification ground truth in
-    #: the model's classes (the task uses each image's class)
-    needs_truth: bool = False
-
     def __init__(self, gt_field: str = "ground_truth", logits: bool = False,
-                 slices: Optional[Sequence[str]] = None):
+                 slices: Optional[Sequence[str]] = None, attributes: Optional[dict] = None,
+                 fields: Optional[dict] = None, needs_truth: bool = False,
+                 summary: Optional[Callable] = None, check: Optional[Callable] = None):
         self.gt_field = gt_field
         self.logits = logits
         self.slices = slices
-        self.writes = None
+        self.attributes = dict(attributes or {})
+        self.fields = dict(fields or {})
+        self.needs_truth = needs_truth
+        self.summary = summary or PredictSummary
+        self.check = check
 
     def select(self, samples, field: str):
         samples = group_slices_of(samples, self.slices)
@@ -237,51 +253,39 @@ class Classify(Task):
     def describe(self, model: str) -> str:
         return f"predict {model}"
 
-    def make_summary(self, **values) -> PredictSummary:
-        """The run's summary (an attack's has more)."""
-        return PredictSummary(**values)
-
-    def check(self, run: ModelRun) -> None:
-        """Checks the model on its device before anything is written (an
-        attack checks its gradients)."""
-
-    def start(self, run: ModelRun) -> None:
+    def start(self, run: ModelRun) -> "ClassifyPlan":
         dataset, field = run.dataset, run.target
         classes = run.classifier.classes
-        self.decisions = run.benchmark.decisions() if classes.is_imagenet else None
-        self.labels = (self.decisions.labels if self.decisions else
-                       None if classes.is_imagenet else classes.labels)
+        decisions = run.benchmark.decisions() if classes.is_imagenet else None
+        labels = (decisions.labels if decisions else
+                  None if classes.is_imagenet else classes.labels)
         replace = _check_resume(dataset, field, run.record, run.options.overwrite)
         run.engine  # on its device now: after the check of what is stored, before the listing
-        self.check(run)
+        if self.check is not None:
+            self.check(run)
         if replace and run.ranks.main:  # after the checks, before the listing
             _clear_other_run(dataset, field)
-        self.todo = _Todo.list(run, self)
-        self.summary = self.make_summary(
+        todo = _Todo.list(run, self, labels)
+        summary = self.summary(
             dataset=dataset.name, field=field, model=run.model,
-            device=str(run.placement.device), samples=self.todo.n_samples,
-            already_predicted=self.todo.already_predicted,
+            device=str(run.placement.device), samples=todo.n_samples,
+            already_predicted=todo.already_predicted,
             protocol=run.protocol.protocol and run.protocol.protocol.name,
             departures=list(run.protocol.departures),
             departure_details=dict(run.protocol.details), took_over=run.took_over)
+        writes = ClassificationWrites(dataset, field, todo, summary, classes, decisions)
+        return ClassifyPlan(summary, todo, decisions, labels, writes)
 
-    def compute(self, run: ModelRun):
-        """The batch computation: images -> a :class:`Result`."""
-        return ClassifyBatch(run.engine, self.logits or run.benchmark.needs_logits,
-                             self.decisions)
-
-    def passes(self, run: ModelRun) -> List[Pass]:
-        todo = self.todo
-        if not todo.ids:
+    def passes(self, run: ModelRun, plan: "ClassifyPlan") -> List[Pass]:
+        if not plan.todo.ids:
             return []
-        self.writes = ClassificationWrites(
-            run.dataset, run.target, todo, self.summary, run.classifier.classes,
-            self.decisions)
-        return [Pass(todo.paths, self.compute(run), self.writes, ready=Result.ready)]
+        batch = ClassifyBatch(run.engine, self.logits or run.benchmark.needs_logits,
+                              plan.decisions)
+        return [Pass(plan.todo.paths, batch, plan.writes, ready=Result.ready)]
 
-    def finish(self, run: ModelRun):
-        dataset, field, todo, summary = run.dataset, run.target, self.todo, self.summary
-        outcomes = self.writes.columns if self.writes and todo.gt else None
+    def finish(self, run: ModelRun, plan: "ClassifyPlan"):
+        dataset, field, todo, summary = run.dataset, run.target, plan.todo, plan.summary
+        outcomes = plan.writes.columns if todo.gt else None
         if run.ranks.sharded:
             outcomes = _gather(run.ranks, summary, outcomes)
             if not run.ranks.main:
@@ -298,10 +302,22 @@ class Classify(Task):
         written = Written(outcomes, todo.previous) if outcomes is not None else None
         run.claim.check()  # before the evaluation, as before the record
         _evaluate(dataset, field, self.gt_field, summary, changed=changed,
-                  labels=self.labels, written=written)
+                  labels=plan.labels, written=written)
         if todo.declared and not dataset.has_evaluation(todo.eval_key):
             dataset.delete_sample_field(todo.eval_key)  # values of no evaluation
         return summary
+
+
+@dataclass
+class ClassifyPlan(Plan):
+    """A classify run's plan: its samples, the benchmark's own classes
+    (``decisions``) and labels the evaluation uses, and the writes that
+    count into the summary."""
+
+    todo: "_Todo"
+    decisions: Optional[Decisions]
+    labels: Optional[list]
+    writes: "ClassificationWrites"
 
 
 @dataclass
@@ -326,7 +342,7 @@ class _Todo:
     previous: Optional[object]
 
     @classmethod
-    def list(cls, run: ModelRun, task: Classify) -> "_Todo":
+    def list(cls, run: ModelRun, task: Classify, labels: Optional[list]) -> "_Todo":
         samples, dataset, field = run.samples, run.dataset, run.target
         options, gt_field = run.options, task.gt_field
         err_field = error_field(field)
@@ -346,7 +362,7 @@ class _Todo:
             columns = todo.values(
                 ["_id", "filepath"] + truth + ([err_field] if has_errors else []),
                 _raw=True)
-            known = set(class_table().labels if task.labels is None else task.labels)
+            known = set(class_table().labels if labels is None else labels)
             in_classes = has_truth and known.issuperset(
                 x for x in columns[2] if x is not None)  # else the evaluation says why
             evaluable = in_classes and previous is not None
@@ -359,6 +375,9 @@ class _Todo:
                     "(`imagenetx tag`)")
             if columns[0]:
                 _declare_prediction_field(dataset, field, task.attributes)
+                for name, kind in task.fields.items():  # embed's vectors
+                    if not dataset.has_field(name):
+                        dataset.add_sample_field(name, kind)
                 write_record(dataset, field, run.record)  # before the first write
                 if evaluable and not dataset.has_field(eval_key):
                     dataset.add_sample_field(eval_key, fo.BooleanField)
@@ -469,6 +488,7 @@ class ClassificationWrites:
         """The updates of one result."""
         positions, idx, conf, out, decided, failed = result[:6]
         attrs = {k: v.tolist() for k, v in (result.attrs or {}).items()}
+        vectors = result.vectors or {}
         updates = {}
         labels, indices = self.labels, self.indices
         if idx is not None:
@@ -492,6 +512,8 @@ class ClassificationWrites:
                         label, index, confidence=confidence, top5=top5,
                         top5_confidences=conf_rows[row], **extra)
                 }
+                for name, values in vectors.items():
+                    update[name] = self.vector.to_mongo(values[row])
                 if self.old_errors[pos] is not None:
                     update[self.err_field] = None
                 if self.gt is not None and self.gt[0][pos] is not None:

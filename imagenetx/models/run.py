@@ -16,7 +16,7 @@ field was taken over while it was paused stops in one line, writing nothing
 more.
 
 The task contract (a subclass of :class:`Task`; only ``describe``,
-``passes`` and ``finish`` have no default):
+``start``, ``passes`` and ``finish`` have no default), one level:
 
 -   ``target(field)``: the field the run writes and claims (a probe's
     ``<field>_<probe>``); refuses a bad name
@@ -30,17 +30,21 @@ The task contract (a subclass of :class:`Task`; only ``describe``,
     part of the run record (an attack's budget and settings)
 -   ``decode_on_device``: whether a share of each batch may be decoded on
     the GPU (False: the task transforms CPU-decoded crops)
--   ``start(run)``: checks the stored results against the run record and
-    lists what is still to do, before anything is written (rank 0 lists and
-    declares, every rank agrees: :meth:`ModelRun.agree`)
--   ``passes(run)``: the decoding passes (:class:`Pass`: the images, the
-    batch computation, the database updates of its results)
--   ``finish(run)``: gathers the ranks, records and evaluates; returns the
-    run's summary
+-   ``start(run) -> Plan``: checks the stored results against the run
+    record and lists what is still to do, before anything is written (rank
+    0 lists and declares, every rank agrees: :meth:`ModelRun.agree`); the
+    :class:`Plan` carries everything the run decided, so the task keeps no
+    state of its own
+-   ``passes(run, plan)``: the decoding passes (:class:`Pass`: the images,
+    what is computed per batch, what is written of each result)
+-   ``finish(run, plan)``: gathers the ranks, records and evaluates;
+    returns the run's summary
 
 Classify (:class:`imagenetx.models.predict.Classify`), a probe's levels
-(:class:`imagenetx.probes.run.ProbeLevels`) and an attack
-(:class:`imagenetx.attacks.run.Attack`) are the tasks of the library.
+(:class:`imagenetx.probes.run.ProbeLevels`) are the tasks of the library;
+an attack (:class:`imagenetx.attacks.run.Attack`) and embed
+(:class:`imagenetx.models.embed.Embed`) are classify tasks whose passes
+compose the classify batch with their own step.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ import contextlib
 import functools
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence
 
 import fiftyone.core.utils as fou
 import torch
@@ -107,6 +111,19 @@ class Pass:
 
 
 @dataclass
+class Plan:
+    """What a task's ``start`` decided: a task's plan (a subclass) carries
+    the samples still to do and whatever its passes and finish read, so the
+    task itself keeps no state between them.
+
+    Attributes:
+        summary: the run's summary, counted into by the writes
+    """
+
+    summary: Any
+
+
+@dataclass
 class ModelRun:
     """What a task sees of its run, once the model is on its device.
 
@@ -129,6 +146,8 @@ class ModelRun:
         started: ``time.perf_counter()`` when the passes began
         claim: the run's claim of its fields; ``claim.check()`` before a
             write of the task's own (its record, its evaluation)
+        closing: what runs as the run ends, however it ends
+            (``closing.callback(...)``: a task's hooks taken off the model)
     """
 
     samples: object
@@ -147,6 +166,7 @@ class ModelRun:
     took_over: Optional[str] = None
     started: float = 0.0
     claim: Optional[FieldClaim] = None
+    closing: Optional[contextlib.ExitStack] = None
 
     @functools.cached_property
     def engine(self) -> Engine:
@@ -200,14 +220,15 @@ class Task:
         """The task's part of the run record."""
         return {}
 
-    def start(self, run: ModelRun) -> None:
-        """Checks what is stored and lists what is still to do."""
+    def start(self, run: ModelRun) -> Plan:
+        """Checks what is stored and lists what is still to do: the plan."""
+        raise NotImplementedError
 
-    def passes(self, run: ModelRun) -> List[Pass]:
+    def passes(self, run: ModelRun, plan: Plan) -> List[Pass]:
         """The run's decoding passes (none when nothing is left to do)."""
         raise NotImplementedError
 
-    def finish(self, run: ModelRun):
+    def finish(self, run: ModelRun, plan: Plan):
         """The run's summary, once every pass is written."""
         raise NotImplementedError
 
@@ -270,10 +291,10 @@ def run(samples, model: str, field: str, task: Task, request: ModelRequest,
             samples=samples, dataset=dataset, model=model, field=field, target=target,
             benchmark=benchmark, options=options, protocol=protocol, classifier=classifier,
             placement=at, reader=reader, gpu_share=gpu_share, record=record,
-            took_over=claim.took_over, claim=claim)
+            took_over=claim.took_over, claim=claim, closing=stack)
         claim.check()  # the model may have loaded for minutes
-        task.start(this)
-        passes = task.passes(this)
+        plan = task.start(this)
+        passes = task.passes(this, plan)
         this.started = time.perf_counter()
         if passes:
             total = sum(len(one.paths) for one in passes)
@@ -281,7 +302,7 @@ def run(samples, model: str, field: str, task: Task, request: ModelRequest,
                 for one in passes:
                     _run_pass(this, one, pb)
         claim.check()
-        return task.finish(this)
+        return task.finish(this, plan)
 
 
 def _run_pass(run: ModelRun, one: Pass, pb: fou.ProgressBar) -> None:

@@ -39,7 +39,7 @@ from imagenetx.models.device import Engine
 from imagenetx.models.distributed import pick
 from imagenetx.models.loader import ImageFiles, error_message
 from imagenetx.models.run import (
-    FAILURES_SHOWN, ModelRun, Pass, Task, record_differences, run)
+    FAILURES_SHOWN, ModelRun, Pass, Plan, Task, record_differences, run)
 from imagenetx.models.sources import ModelRequest
 from imagenetx.probes.base import get_probe
 from imagenetx.probes.stored import INFO_KEY, NOT_RUN, probe_field, probe_fields, probe_info
@@ -160,7 +160,7 @@ class ProbeLevels(Task):
     def describe(self, model: str) -> str:
         return f"probe {self.probe.name} of {model}"
 
-    def start(self, run: ModelRun) -> None:
+    def start(self, run: ModelRun) -> "ProbePlan":
         dataset, pfield, overwrite = run.dataset, run.target, run.options.overwrite
         stored = _stored_info(dataset, pfield, self.probe.name, run.model, overwrite)
         differ = (record_differences(stored["run"], run.record)
@@ -178,68 +178,65 @@ class ProbeLevels(Task):
             all_slices(dataset).clear_sample_field(pfield)
         order = list(stored["levels"]) if stored else []
         order += [lv for lv in self.wanted if lv not in order]
-        self.position = {lv: i for i, lv in enumerate(order)}
+        position = {lv: i for i, lv in enumerate(order)}
         # without stored info (a new field, or overwrite with another model)
         # the old lists, in another level order, are not read
         has_list = stored is not None
-        self.err_field, self.added = f"{pfield}_error", False
+        err_field = f"{pfield}_error"
 
         def listing():  # rank 0's
             columns = run.samples.values(["_id", "filepath"] + ([pfield] if has_list else []),
                                          _raw=True)
             _declare(dataset, pfield, run.field, self.probe.name, run.model, order, run.record)
-            if run.ranks.sharded and not dataset.has_field(self.err_field):
-                dataset.add_sample_field(self.err_field, fo.StringField)  # not by two ranks
-                self.added = True
-            return columns
+            added = run.ranks.sharded and not dataset.has_field(err_field)
+            if added:
+                dataset.add_sample_field(err_field, fo.StringField)  # not by two ranks
+            return columns, added
 
-        columns = run.agree(listing)
-        self.ids, self.paths = columns[0], columns[1]
-        self.current = columns[2] if has_list else [None] * len(self.ids)
+        columns, added = run.agree(listing)
+        ids, paths = columns[0], columns[1]
+        current = columns[2] if has_list else [None] * len(ids)
         todo, missing = [], set()
-        for k, values in enumerate(self.current):
+        for k, values in enumerate(current):
             values = list(values or [])
-            gaps = [lv for lv in self.wanted if overwrite or self.position[lv] >= len(values)
-                    or values[self.position[lv]] is None or values[self.position[lv]] < 0]
+            gaps = [lv for lv in self.wanted if overwrite or position[lv] >= len(values)
+                    or values[position[lv]] is None or values[position[lv]] < 0]
             if gaps:
                 todo.append(k)
                 missing.update(gaps)
-        self.summary = ProbeSummary(
+        summary = ProbeSummary(
             dataset.name, pfield, self.probe.name, run.model, str(run.placement.device),
-            len(self.ids), levels=order, complete=len(self.ids) - len(todo),
-            took_over=run.took_over)
+            len(ids), levels=order, complete=len(ids) - len(todo), took_over=run.took_over)
         if run.options.limit is not None:
             todo = todo[:run.options.limit]
-        self.run_levels = [lv for lv in self.wanted if lv in missing]
-        self.summary.levels_run = self.run_levels if todo else []
-        self.any_todo = bool(todo)
-        self.todo = pick(todo, run.ranks.share(len(todo)))
-        self.lists = {k: _padded(self.current[k], len(order)) for k in self.todo}
-        self.failed_at = {}
+        run_levels = [lv for lv in self.wanted if lv in missing]
+        summary.levels_run = run_levels if todo else []
+        groups = ((self.probe.level_groups(run_levels) if hasattr(self.probe, "level_groups")
+                   else [run_levels]) if todo else [])
+        share = pick(todo, run.ranks.share(len(todo)))
+        return ProbePlan(
+            summary, ids=[ids[k] for k in share], paths=[paths[k] for k in share],
+            lists=[_padded(current[k], len(order)) for k in share], position=position,
+            groups=groups, err_field=err_field, added=added)
 
-    def passes(self, run: ModelRun) -> List[Pass]:
-        if not self.any_todo:
-            return []
-        probe, todo = self.probe, self.todo
-        self.groups = (probe.level_groups(self.run_levels) if hasattr(probe, "level_groups")
-                       else [self.run_levels])
-        seeds = [sample_seed(self.ids[k]) for k in todo]
-        paths = [self.paths[k] for k in todo]
-        return [Pass(paths, _ProbeLevels(run.engine, probe, group, seeds),
-                     _Updates(self, group, run.dataset, run.target, paths),
+    def passes(self, run: ModelRun, plan: "ProbePlan") -> List[Pass]:
+        probe = self.probe
+        seeds = [sample_seed(i) for i in plan.ids]
+        return [Pass(plan.paths, _ProbeLevels(run.engine, probe, group, seeds),
+                     _Updates(plan, group, run.dataset, run.target),
                      inputs=_host_inputs,
-                     images=_ProbeImages(paths, seeds, run.reader, probe, group), depth=4)
-                for group in self.groups]
+                     images=_ProbeImages(plan.paths, seeds, run.reader, probe, group), depth=4)
+                for group in plan.groups]
 
-    def finish(self, run: ModelRun) -> ProbeSummary:
-        summary, dataset = self.summary, run.dataset
-        if not self.any_todo:
-            if self.added:
-                dataset.delete_sample_field(self.err_field)
+    def finish(self, run: ModelRun, plan: "ProbePlan") -> ProbeSummary:
+        summary, dataset = plan.summary, run.dataset
+        if not plan.groups:
+            if plan.added:
+                dataset.delete_sample_field(plan.err_field)
             return summary
-        summary.passes = len(self.groups)
-        summary.probed = len(self.todo) - len(self.failed_at)
-        summary.failed = len(self.failed_at)
+        summary.passes = len(plan.groups)
+        summary.probed = len(plan.ids) - len(plan.failed_at)
+        summary.failed = len(plan.failed_at)
         summary.forwards = run.engine.forwards
         if run.ranks.sharded:  # rank 0's summary counts every rank's
             shares = run.ranks.gather((summary.probed, summary.failed, summary.forwards,
@@ -247,10 +244,28 @@ class ProbeLevels(Task):
             summary.probed, summary.failed, summary.forwards = (
                 sum(s[i] for s in shares) for i in range(3))
             summary.failures = [f for s in shares for f in s[3]][:FAILURES_SHOWN]
-            if self.added and not summary.failed:
-                dataset.delete_sample_field(self.err_field)  # declared, never needed
+            if plan.added and not summary.failed:
+                dataset.delete_sample_field(plan.err_field)  # declared, never needed
         summary.seconds = time.perf_counter() - run.started
         return summary
+
+
+@dataclass
+class ProbePlan(Plan):
+    """A probe run's plan: this rank's samples still missing a level, their
+    level lists (merged into as the passes write), each level's place in
+    the lists, the level groups (one pass each), and the error field."""
+
+    ids: list = dc_field(default_factory=list)
+    paths: list = dc_field(default_factory=list)
+    lists: list = dc_field(default_factory=list)
+    position: Dict[str, int] = dc_field(default_factory=dict)
+    groups: list = dc_field(default_factory=list)
+    err_field: str = ""
+    #: whether this run declared the error field (a sharded run's)
+    added: bool = False
+    #: position -> why its image could not be read
+    failed_at: dict = dc_field(default_factory=dict)
 
 
 def _stored_info(dataset, pfield, probe_name, model, overwrite) -> Optional[dict]:
@@ -353,31 +368,29 @@ class _Updates:
     """Merges a pass's predictions into the samples' level lists: the
     updates of one result."""
 
-    def __init__(self, task: ProbeLevels, levels, dataset, pfield: str, paths):
-        self.task, self.levels = task, levels
-        self.dataset, self.pfield, self.paths = dataset, pfield, paths
-        self.err_field = f"{pfield}_error"
+    def __init__(self, plan: ProbePlan, levels, dataset, pfield: str):
+        self.plan, self.levels = plan, levels
+        self.dataset, self.pfield = dataset, pfield
 
     def __call__(self, result) -> dict:
         positions, predicted, failed = result
-        task, summary = self.task, self.task.summary
+        plan, summary = self.plan, self.plan.summary
         chunk = {}
-        clear = self.dataset.has_field(self.err_field)
+        clear = self.dataset.has_field(plan.err_field)
         for row, pos in enumerate(positions):
-            k = task.todo[pos]
-            values = task.lists[k]
+            values = plan.lists[pos]
             for level in self.levels:
-                values[task.position[level]] = int(predicted[level][row])
+                values[plan.position[level]] = int(predicted[level][row])
             update = {self.pfield: values}
             if clear:
-                update[self.err_field] = None
-            chunk[task.ids[k]] = update
-        if failed and not self.dataset.has_field(self.err_field):
-            self.dataset.add_sample_field(self.err_field, fo.StringField)
+                update[plan.err_field] = None
+            chunk[plan.ids[pos]] = update
+        if failed and not self.dataset.has_field(plan.err_field):
+            self.dataset.add_sample_field(plan.err_field, fo.StringField)
         for pos, message in failed:
-            task.failed_at[pos] = message
-            chunk[task.ids[task.todo[pos]]] = {self.err_field: message}
+            plan.failed_at[pos] = message
+            chunk[plan.ids[pos]] = {plan.err_field: message}
             shown = [p for p, _ in summary.failures]
-            if len(summary.failures) < FAILURES_SHOWN and self.paths[pos] not in shown:
-                summary.failures.append((self.paths[pos], message))
+            if len(summary.failures) < FAILURES_SHOWN and plan.paths[pos] not in shown:
+                summary.failures.append((plan.paths[pos], message))
         return chunk
