@@ -23,7 +23,7 @@ import dataclasses
 import functools
 import zlib
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import ClassVar, List, Optional, Sequence
 
 import fiftyone as fo
 import torch
@@ -33,12 +33,13 @@ from imagenetx.attacks.budget import AttackSettings, protocol_settings
 from imagenetx.attacks.subsets import robustbench_view
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.config import RunOptions, configure
-from imagenetx.models.predict import Classify, ClassifyPlan, PredictSummary, error_field
+from imagenetx.models.predict import Classify, ClassifyPlan, PredictSummary
 from imagenetx.models.run import ModelRun, Pass, run
 from imagenetx.models.sources import ModelRequest
 from imagenetx.protocols import get_protocol
 from imagenetx.benchmarks import get_benchmark
 from imagenetx.store.datasets import get_dataset
+from imagenetx.store.names import error_field
 from imagenetx.store.schema import eval_key_of
 
 #: the protocol an attack follows when none is named: Gavrikov & Keuper's
@@ -55,6 +56,8 @@ ATTRIBUTES = {"flipped": fo.BooleanField, "clean_class_index": fo.IntField}
 class AttackSummary(PredictSummary):
     """What :func:`run_attack` did: a :class:`PredictSummary` of the
     adversarial field (its accuracy is the robust accuracy)."""
+
+    COUNTED: ClassVar[tuple] = PredictSummary.COUNTED + ("flipped", "no_truth")
 
     attack: str = ""
     flipped: int = 0
