@@ -24,6 +24,7 @@ from imagenetx.analysis.settings import Settings
 from imagenetx.errors import ImageNetXError
 from imagenetx.metrics.stats import INTERVAL_LEVEL, to_json, wilson_interval
 from imagenetx.store.datasets import get_dataset
+from imagenetx.store.names import INFO_KEY
 from imagenetx.store.schema import prediction_fields
 
 #: the attribute an adversarial prediction keeps of the clean image
@@ -124,7 +125,7 @@ def attack_success(samples, fields, settings: Settings = None, **kwargs) -> dict
         right_slice = (inside & right[:, None]).sum(axis=0)
         broken_slice = (inside & broken[:, None]).sum(axis=0)
         n = int(counted.sum())
-        info = (dataset.get_field(f).info or {}).get("imagenetx_model") or {}
+        info = (dataset.get_field(f).info or {}).get(INFO_KEY) or {}
         if whole:
             evaluated = robust[f].n
             accuracies = (clean[f].accuracy, robust[f].accuracy)

@@ -20,9 +20,10 @@ the settings.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import zlib
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import ClassVar, List, Optional, Sequence
 
 import fiftyone as fo
 import torch
@@ -32,12 +33,13 @@ from imagenetx.attacks.budget import AttackSettings, protocol_settings
 from imagenetx.attacks.subsets import robustbench_view
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.config import RunOptions, configure
-from imagenetx.models.predict import Classify, PredictSummary, error_field
-from imagenetx.models.run import ModelRun, run
+from imagenetx.models.predict import Classify, ClassifyPlan, PredictSummary
+from imagenetx.models.run import ModelRun, Pass, run
 from imagenetx.models.sources import ModelRequest
 from imagenetx.protocols import get_protocol
 from imagenetx.benchmarks import get_benchmark
 from imagenetx.store.datasets import get_dataset
+from imagenetx.store.names import error_field
 from imagenetx.store.schema import eval_key_of
 
 #: the protocol an attack follows when none is named: Gavrikov & Keuper's
@@ -54,6 +56,8 @@ ATTRIBUTES = {"flipped": fo.BooleanField, "clean_class_index": fo.IntField}
 class AttackSummary(PredictSummary):
     """What :func:`run_attack` did: a :class:`PredictSummary` of the
     adversarial field (its accuracy is the robust accuracy)."""
+
+    COUNTED: ClassVar[tuple] = PredictSummary.COUNTED + ("flipped", "no_truth")
 
     attack: str = ""
     flipped: int = 0
@@ -172,9 +176,10 @@ def _check_benchmark(samples) -> None:
 
 
 class Attack(Classify):
-    """The attack task: the classify task on each batch's adversarial
-    images, with ``flipped`` and ``clean_class_index``; it needs each
-    image's true class and gradients at the inputs.
+    """The attack task: the classify task, each pass's classify batch
+    composed with the attack (the adversarial images classified, with
+    ``flipped`` and ``clean_class_index``); it needs each image's true class
+    and gradients at the inputs.
 
     Args:
         attack: the attack callable (:func:`~imagenetx.attacks.library.make_attack`)
@@ -185,13 +190,13 @@ class Attack(Classify):
         gt_field, slices: as in :class:`~imagenetx.models.predict.Classify`
     """
 
-    attributes = ATTRIBUTES
-    needs_truth = True
-
     def __init__(self, attack, settings: AttackSettings, departures: Sequence[str],
                  amp: str, gt_field: str = "ground_truth",
                  slices: Optional[Sequence[str]] = None):
-        super().__init__(gt_field=gt_field, slices=slices)
+        super().__init__(gt_field=gt_field, slices=slices, attributes=ATTRIBUTES,
+                         needs_truth=True,
+                         summary=functools.partial(AttackSummary, attack=settings.describe()),
+                         check=lambda run: check_gradients(run.engine, run.model))
         self.attack = attack
         self.settings = settings
         self.departures = tuple(departures)
@@ -204,15 +209,12 @@ class Attack(Classify):
     def record(self) -> dict:
         return {"attack": self.settings.to_dict(), "amp": self.amp}
 
-    def make_summary(self, **values) -> AttackSummary:
-        return AttackSummary(**values, attack=self.settings.describe())
-
-    def check(self, run: ModelRun) -> None:
-        check_gradients(run.engine, run.model)
-
-    def compute(self, run: ModelRun):
-        return _AttackBatch(super().compute(run), self.todo, self.attack, self.settings,
-                            self.summary)
+    def passes(self, run: ModelRun, plan: ClassifyPlan) -> List[Pass]:
+        passes = super().passes(run, plan)
+        for one in passes:
+            one.compute = _AttackBatch(one.compute, plan.todo, self.attack, self.settings,
+                                       plan.summary)
+        return passes
 
 
 class _AttackBatch:

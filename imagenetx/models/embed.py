@@ -10,8 +10,9 @@ layer, as timm's ``forward_head(pre_logits=True)`` gives it), the image
 tower's features of an open_clip model (the space its text tower shares).
 The pass also writes the model's predictions (``<field>_predictions``),
 which the error slices of :mod:`imagenetx.analysis.embedding_slices` read.
-Each batch's vectors are written before its predictions are queued, so a
-run stopped midway and run again computes only the samples left.
+Each sample's vector is written with its prediction, in the same update of
+the run's background writer, so a run stopped midway and run again computes
+only the samples left.
 """
 
 from typing import List, Optional, Sequence
@@ -21,8 +22,8 @@ import torch
 
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.config import RunOptions, configure
-from imagenetx.models.predict import Classify, PredictSummary
-from imagenetx.models.run import ModelRun, run
+from imagenetx.models.predict import Classify, ClassifyPlan, PredictSummary
+from imagenetx.models.run import ModelRun, Pass, run
 from imagenetx.models.sources import ModelRequest
 from imagenetx.models.zeroshot import ZeroShotClassifier
 from imagenetx.store.datasets import get_dataset
@@ -53,8 +54,8 @@ def feature_layer(module: torch.nn.Module):
 
 class Embed(Classify):
     """The embed task: the classify task (its predictions go to
-    ``<field>_predictions``), and what the model's head read, per sample,
-    in ``field``.
+    ``<field>_predictions``), each pass's classify batch composed with
+    reading what the model's head read, per sample, into ``field``.
 
     Args:
         field: the embeddings field
@@ -63,9 +64,8 @@ class Embed(Classify):
 
     def __init__(self, field: str, gt_field: str = "ground_truth",
                  slices: Optional[Sequence[str]] = None):
-        super().__init__(gt_field=gt_field, slices=slices)
+        super().__init__(gt_field=gt_field, slices=slices, fields={field: fo.VectorField})
         self.field = field
-        self.batches = []
 
     def describe(self, model: str) -> str:
         return f"embed {model}"
@@ -76,35 +76,22 @@ class Embed(Classify):
     def record(self) -> dict:
         return {"embeddings": self.field}
 
-    def start(self, run: ModelRun) -> None:
-        super().start(run)
-        if self.todo.ids and run.ranks.main and not run.dataset.has_field(self.field):
-            run.dataset.add_sample_field(self.field, fo.VectorField)
-
-    def compute(self, run: ModelRun):
-        batch = _EmbedBatch(super().compute(run), self.todo.ids, run.dataset, self.field,
-                            run.claim)
-        self.batches.append(batch)
-        return batch
-
-    def close(self) -> None:
-        """Takes the feature hooks off the model."""
-        for batch in self.batches:
-            batch.hook.remove()
-        self.batches = []
+    def passes(self, run: ModelRun, plan: ClassifyPlan) -> List[Pass]:
+        passes = super().passes(run, plan)
+        for one in passes:
+            one.compute = _EmbedBatch(one.compute, self.field)
+            run.closing.callback(one.compute.hook.remove)  # the model may be used again
+        return passes
 
 
 class _EmbedBatch:
-    """One batch: classified, and the vectors the head read written by
-    sample id before its predictions are queued (a resumed run computes
-    only the samples left)."""
+    """One batch classified, with the vectors the head read: the background
+    writer stores them with each sample's prediction (a resumed run
+    computes only the samples left)."""
 
-    def __init__(self, classify, ids: list, dataset, field: str, claim):
+    def __init__(self, classify, field: str):
         self.classify = classify
-        self.ids = ids
-        self.dataset = dataset
         self.field = field
-        self.claim = claim
         self.features = None
         layer, where = feature_layer(classify.engine.classifier.module)
 
@@ -116,12 +103,10 @@ class _EmbedBatch:
 
     def __call__(self, positions, images, failed):
         result = self.classify(positions, images, failed)
-        if images is not None:
-            vectors = self.features[:len(positions)].cpu().numpy()
-            ids = [self.ids[int(p)] for p in positions]
-            self.claim.check()  # the vectors field is still this run's
-            self.dataset.set_values(self.field, dict(zip(ids, vectors)), key_field="id")
-        return result
+        if images is None:
+            return result
+        vectors = self.features[:len(positions)].cpu().numpy()
+        return result._replace(vectors={self.field: vectors})
 
 
 def run_embed(samples, model: str, field: str, request: Optional[ModelRequest] = None,
@@ -153,7 +138,4 @@ def run_embed(samples, model: str, field: str, request: Optional[ModelRequest] =
             "another field")
     request, options = configure(request, options, **kwargs)
     task = Embed(field, gt_field=gt_field, slices=slices)
-    try:
-        return run(samples, model, predictions_field(field), task, request, options, progress)
-    finally:
-        task.close()
+    return run(samples, model, predictions_field(field), task, request, options, progress)

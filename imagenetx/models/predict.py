@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field as dc_field
-from typing import List, NamedTuple, Optional, Sequence
+from typing import Callable, ClassVar, List, NamedTuple, Optional, Sequence
 
 import fiftyone as fo
 import torch
@@ -49,28 +49,26 @@ from imagenetx.classes.outputs import OutputClasses
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.config import RunOptions, configure
 from imagenetx.models.device import Engine
-from imagenetx.models.distributed import pick
 from imagenetx.protocols.base import departure_note
 from imagenetx.models.run import (
-    FAILURES_SHOWN, INFO_KEY, ModelRun, Pass, Task, record_differences, run, write_record)
+    ModelRun, Pass, Plan, Task, record_differences, run, write_record)
 from imagenetx.models.sources import ModelRequest
 from imagenetx.store.datasets import all_slices
 from imagenetx.store.evaluation import (
     Written, can_write_with_predictions, evaluate_predictions, is_classification)
+from imagenetx.store.names import INFO_KEY, error_field
 from imagenetx.store.schema import (
     check_prediction_field, declare_classification, eval_key_of, raw_classification)
 
 TOP_K = 5
 
 
-def error_field(field: str) -> str:
-    """The field that records why a sample's image could not be read."""
-    return f"{field}_error"
-
-
 @dataclass
 class PredictSummary:
     """What :func:`predict` did."""
+
+    #: the counts every rank's writes add to (summed over a sharded run's ranks)
+    COUNTED: ClassVar[tuple] = ("predicted",)
 
     dataset: str
     field: str
@@ -197,6 +195,9 @@ class Result(NamedTuple):
     #: more attributes of each row's prediction, ``{name: per-row list}``
     #: (an attack's ``flipped``, ...)
     attrs: Optional[dict] = None
+    #: more fields of each row's sample, ``{field: (rows, d) array}``, written
+    #: as vectors with the prediction (embed's)
+    vectors: Optional[dict] = None
 
     def ready(self) -> "Result":
         """The same, once the device has written it."""
@@ -207,27 +208,40 @@ class Result(NamedTuple):
 
 class Classify(Task):
     """The classify task: one prediction per sample, evaluated against the
-    ground truth (the summary: :class:`PredictSummary`).
+    ground truth (the summary: :class:`PredictSummary`). An attack or an
+    embedding is this task with more attributes or fields, its own summary
+    and check, and its own step composed with the :class:`ClassifyBatch` of
+    each pass.
 
     Args:
         gt_field ("ground_truth"): the ground truth for the evaluation
         logits (False): whether to store the logits
         slices (None): on a grouped dataset, the group slices to predict
+        attributes (None): more attributes of each prediction, ``{name:
+            FiftyOne field type}``, declared with the field (an attack's)
+        fields (None): more fields written with the predictions, ``{name:
+            FiftyOne field type}``, declared with them (embed's vectors)
+        needs_truth (False): whether to refuse a dataset without a
+            classification ground truth in the model's classes (the step
+            uses each image's class)
+        summary (None): ``**values -> summary`` (default
+            :class:`PredictSummary`)
+        check (None): ``run -> None``, checks the model on its device before
+            anything is written (an attack's gradients)
     """
 
-    #: the task's further attributes of each prediction, ``{name: FiftyOne
-    #: field type}``, declared with the field
-    attributes: dict = {}
-    #: whether to refuse a dataset without a classification ground truth in
-    #: the model's classes (the task uses each image's class)
-    needs_truth: bool = False
-
     def __init__(self, gt_field: str = "ground_truth", logits: bool = False,
-                 slices: Optional[Sequence[str]] = None):
+                 slices: Optional[Sequence[str]] = None, attributes: Optional[dict] = None,
+                 fields: Optional[dict] = None, needs_truth: bool = False,
+                 summary: Optional[Callable] = None, check: Optional[Callable] = None):
         self.gt_field = gt_field
         self.logits = logits
         self.slices = slices
-        self.writes = None
+        self.attributes = dict(attributes or {})
+        self.fields = dict(fields or {})
+        self.needs_truth = needs_truth
+        self.summary = summary or PredictSummary
+        self.check = check
 
     def select(self, samples, field: str):
         samples = group_slices_of(samples, self.slices)
@@ -237,58 +251,47 @@ class Classify(Task):
     def describe(self, model: str) -> str:
         return f"predict {model}"
 
-    def make_summary(self, **values) -> PredictSummary:
-        """The run's summary (an attack's has more)."""
-        return PredictSummary(**values)
-
-    def check(self, run: ModelRun) -> None:
-        """Checks the model on its device before anything is written (an
-        attack checks its gradients)."""
-
-    def start(self, run: ModelRun) -> None:
+    def start(self, run: ModelRun) -> "ClassifyPlan":
         dataset, field = run.dataset, run.target
         classes = run.classifier.classes
-        self.decisions = run.benchmark.decisions() if classes.is_imagenet else None
-        self.labels = (self.decisions.labels if self.decisions else
-                       None if classes.is_imagenet else classes.labels)
+        decisions = run.benchmark.decisions() if classes.is_imagenet else None
+        labels = (decisions.labels if decisions else
+                  None if classes.is_imagenet else classes.labels)
         replace = _check_resume(dataset, field, run.record, run.options.overwrite)
         run.engine  # on its device now: after the check of what is stored, before the listing
-        self.check(run)
+        if self.check is not None:
+            self.check(run)
         if replace and run.ranks.main:  # after the checks, before the listing
             _clear_other_run(dataset, field)
-        self.todo = _Todo.list(run, self)
-        self.summary = self.make_summary(
+        todo = _Todo.list(run, self, labels)
+        summary = self.summary(
             dataset=dataset.name, field=field, model=run.model,
-            device=str(run.placement.device), samples=self.todo.n_samples,
-            already_predicted=self.todo.already_predicted,
+            device=str(run.placement.device), samples=todo.n_samples,
+            already_predicted=todo.already_predicted,
             protocol=run.protocol.protocol and run.protocol.protocol.name,
             departures=list(run.protocol.departures),
             departure_details=dict(run.protocol.details), took_over=run.took_over)
+        writes = ClassificationWrites(field, todo, summary, classes, decisions)
+        return ClassifyPlan(summary, todo.ids, todo.paths, todo=todo, decisions=decisions,
+                            labels=labels, writes=writes)
 
-    def compute(self, run: ModelRun):
-        """The batch computation: images -> a :class:`Result`."""
-        return ClassifyBatch(run.engine, self.logits or run.benchmark.needs_logits,
-                             self.decisions)
-
-    def passes(self, run: ModelRun) -> List[Pass]:
-        todo = self.todo
-        if not todo.ids:
+    def passes(self, run: ModelRun, plan: "ClassifyPlan") -> List[Pass]:
+        if not plan.todo.ids:
             return []
-        self.writes = ClassificationWrites(
-            run.dataset, run.target, todo, self.summary, run.classifier.classes,
-            self.decisions)
-        return [Pass(todo.paths, self.compute(run), self.writes, ready=Result.ready)]
+        batch = ClassifyBatch(run.engine, self.logits or run.benchmark.needs_logits,
+                              plan.decisions)
+        return [Pass(plan.todo.paths, batch, plan.writes, ready=Result.ready)]
 
-    def finish(self, run: ModelRun):
-        dataset, field, todo, summary = run.dataset, run.target, self.todo, self.summary
-        outcomes = self.writes.columns if self.writes and todo.gt else None
+    def finish(self, run: ModelRun, plan: "ClassifyPlan"):
+        dataset, field, todo, summary = run.dataset, run.target, plan.todo, plan.summary
+        totals = plan.totals  # every rank's
+        for name in summary.COUNTED:
+            setattr(summary, name, totals[name])
+        outcomes = _columns(totals["outcomes"]) if todo.gt else None
         if run.ranks.sharded:
-            outcomes = _gather(run.ranks, summary, outcomes)
+            summary.per_rank = [s["predicted"] for s in plan.shares]
             if not run.ranks.main:
-                return summary  # this rank's share; rank 0 evaluates
-            run.claim.check()  # the other ranks' shares were a while in coming
-            if not todo.has_errors and not summary.failed and dataset.has_field(todo.err_field):
-                dataset.delete_sample_field(todo.err_field)  # declared, never needed
+                return summary  # rank 0 records and evaluates
         if summary.predicted or summary.failed:
             run.benchmark.predictions_written(dataset, field)
             write_record(dataset, field, run.record)
@@ -298,10 +301,26 @@ class Classify(Task):
         written = Written(outcomes, todo.previous) if outcomes is not None else None
         run.claim.check()  # before the evaluation, as before the record
         _evaluate(dataset, field, self.gt_field, summary, changed=changed,
-                  labels=self.labels, written=written)
+                  labels=plan.labels, written=written)
         if todo.declared and not dataset.has_evaluation(todo.eval_key):
             dataset.delete_sample_field(todo.eval_key)  # values of no evaluation
         return summary
+
+
+@dataclass
+class ClassifyPlan(Plan):
+    """A classify run's plan: its samples, the benchmark's own classes
+    (``decisions``) and labels the evaluation uses, and the writes that
+    count into the summary."""
+
+    todo: Optional["_Todo"] = None
+    decisions: Optional[Decisions] = None
+    labels: Optional[list] = None
+    writes: Optional["ClassificationWrites"] = None
+
+    def share(self) -> dict:
+        return {**{name: getattr(self.summary, name) for name in self.summary.COUNTED},
+                "outcomes": self.writes.rows}
 
 
 @dataclass
@@ -311,7 +330,6 @@ class _Todo:
 
     ids: list
     paths: list
-    old_errors: list
     #: (labels, label ids) of the ground truth, when the run writes eval values
     gt: Optional[tuple]
     #: each sample's true label, when there is a classification ground truth
@@ -320,17 +338,13 @@ class _Todo:
     already_predicted: int
     evaluable: bool
     declared: bool
-    has_errors: bool
-    err_field: str
     eval_key: str
     previous: Optional[object]
 
     @classmethod
-    def list(cls, run: ModelRun, task: Classify) -> "_Todo":
+    def list(cls, run: ModelRun, task: Classify, labels: Optional[list]) -> "_Todo":
         samples, dataset, field = run.samples, run.dataset, run.target
         options, gt_field = run.options, task.gt_field
-        err_field = error_field(field)
-        has_errors = dataset.has_field(err_field)
         pending = samples
         if dataset.has_field(field) and not options.overwrite:
             pending = samples.exists(field, False)
@@ -343,10 +357,8 @@ class _Todo:
         eval_key = eval_key_of(field)
 
         def listing():  # rank 0's
-            columns = todo.values(
-                ["_id", "filepath"] + truth + ([err_field] if has_errors else []),
-                _raw=True)
-            known = set(class_table().labels if task.labels is None else task.labels)
+            columns = todo.values(["_id", "filepath"] + truth, _raw=True)
+            known = set(class_table().labels if labels is None else labels)
             in_classes = has_truth and known.issuperset(
                 x for x in columns[2] if x is not None)  # else the evaluation says why
             evaluable = in_classes and previous is not None
@@ -359,26 +371,24 @@ class _Todo:
                     "(`tag_dataset()`)")
             if columns[0]:
                 _declare_prediction_field(dataset, field, task.attributes)
+                for name, kind in task.fields.items():  # embed's vectors
+                    if not dataset.has_field(name):
+                        dataset.add_sample_field(name, kind)
                 write_record(dataset, field, run.record)  # before the first write
                 if evaluable and not dataset.has_field(eval_key):
                     dataset.add_sample_field(eval_key, fo.BooleanField)
                     declared = True
-                if run.ranks.sharded and not has_errors:  # not by two ranks at once
-                    dataset.add_sample_field(err_field, fo.StringField)
             return columns, len(samples), len(pending), evaluable, declared
 
-        columns, n_samples, n_pending, evaluable, declared = run.agree(listing)
-        columns = [pick(c, run.ranks.share(len(columns[0]))) for c in columns]
-        ids = columns[0]
+        columns, n_samples, n_pending, evaluable, declared = run.listing(listing)
+        columns = run.share(columns)
         return cls(
-            ids=ids, paths=columns[1],
-            old_errors=columns[-1] if has_errors else [None] * len(ids),
+            ids=columns[0], paths=columns[1],
             gt=(columns[2], columns[3]) if evaluable else None,
             truth=columns[2] if has_truth else None,
             n_samples=n_samples,
             already_predicted=n_samples - n_pending if pending is not samples else 0,
-            evaluable=evaluable, declared=declared, has_errors=has_errors,
-            err_field=err_field, eval_key=eval_key, previous=previous)
+            evaluable=evaluable, declared=declared, eval_key=eval_key, previous=previous)
 
 
 class ClassifyBatch:
@@ -436,29 +446,24 @@ class ClassifyBatch:
 
 class ClassificationWrites:
     """Turns :class:`Result` s into stored ``fo.Classification`` documents
-    (and, with a ground truth, each sample's ``eval_<field>`` value).
+    (and, with a ground truth, each sample's ``eval_<field>`` value); an
+    unreadable image's prediction is cleared (its reason is the run's).
 
     Args:
-        dataset: the dataset written
         field: the prediction field
-        todo: the run's samples, by position (ids, paths, stored read
-            errors, ground truth, eval key)
+        todo: the run's samples, by position (ids, ground truth, eval key)
         summary: the run's summary, counted into
         classes: what the model's outputs stand for
         decisions (None): a benchmark's own classes
     """
 
-    def __init__(self, dataset, field, todo: _Todo, summary: PredictSummary,
+    def __init__(self, field, todo: _Todo, summary: PredictSummary,
                  classes: OutputClasses, decisions: Optional[Decisions] = None):
-        self.dataset = dataset
         self.gt = todo.gt
         self.eval_key = todo.eval_key
         self.outcomes = {}  # position -> (gt label, gt id, label, id, confidence)
         self.field = field
-        self.err_field = error_field(field)
         self.ids = todo.ids
-        self.paths = todo.paths
-        self.old_errors = todo.old_errors
         self.summary = summary
         self.labels = classes.labels
         self.indices = None if classes.is_imagenet else list(classes.indices)
@@ -469,6 +474,7 @@ class ClassificationWrites:
         """The updates of one result."""
         positions, idx, conf, out, decided, failed = result[:6]
         attrs = {k: v.tolist() for k, v in (result.attrs or {}).items()}
+        vectors = result.vectors or {}
         updates = {}
         labels, indices = self.labels, self.indices
         if idx is not None:
@@ -492,8 +498,8 @@ class ClassificationWrites:
                         label, index, confidence=confidence, top5=top5,
                         top5_confidences=conf_rows[row], **extra)
                 }
-                if self.old_errors[pos] is not None:
-                    update[self.err_field] = None
+                for name, values in vectors.items():
+                    update[name] = self.vector.to_mongo(values[row])
                 if self.gt is not None and self.gt[0][pos] is not None:
                     truth = self.gt[0][pos]
                     update[self.eval_key] = truth == label
@@ -501,23 +507,22 @@ class ClassificationWrites:
                                           str(update[self.field]["_id"]), confidence)
                 updates[self.ids[pos]] = update
             self.summary.predicted += len(idx_rows)
-        if failed and not self.dataset.has_field(self.err_field):
-            self.dataset.add_sample_field(self.err_field, fo.StringField)
-        for pos, message in failed:
-            updates[self.ids[pos]] = {self.field: None, self.err_field: message}
+        for pos, _ in failed:
+            updates[self.ids[pos]] = {self.field: None}
             if self.gt is not None:  # no prediction: no outcome
                 updates[self.ids[pos]][self.eval_key] = None
-            if len(self.summary.failures) < FAILURES_SHOWN:
-                self.summary.failures.append((self.paths[pos], message))
-        self.summary.failed += len(failed)
         return updates
 
     @property
-    def columns(self) -> list:
-        """``[ytrue, ytrue_ids, ypred, ypred_ids, confs]`` of the samples
+    def rows(self) -> list:
+        """``(ytrue, ytrue_id, ypred, ypred_id, conf)`` of each sample
         written with a ground truth, in the order of the run."""
-        rows = [self.outcomes[pos] for pos in sorted(self.outcomes)]
-        return [list(c) for c in zip(*rows)] if rows else [[], [], [], [], []]
+        return [self.outcomes[pos] for pos in sorted(self.outcomes)]
+
+
+def _columns(rows: list) -> list:
+    """Outcome rows as ``[ytrue, ytrue_ids, ypred, ypred_ids, confs]``."""
+    return [list(c) for c in zip(*rows)] if rows else [[], [], [], [], []]
 
 
 def _check_resume(dataset, field: str, new: dict, overwrite: bool) -> bool:
@@ -568,22 +573,6 @@ def _clear_other_run(dataset, field: str) -> None:
         samples.clear_sample_field(error_field(field))
     if dataset.has_evaluation(eval_key_of(field)):
         dataset.delete_evaluation(eval_key_of(field))
-
-
-def _gather(ranks, summary: PredictSummary, outcomes: Optional[list]):
-    """After every rank has written its share: the run's totals in rank 0's
-    ``summary``, and the evaluation columns of all ranks (None if none)."""
-    shares = ranks.gather((summary.predicted, summary.failed, summary.failures,
-                           outcomes))
-    summary.per_rank = [s[0] for s in shares]
-    summary.predicted = sum(s[0] for s in shares)
-    summary.failed = sum(s[1] for s in shares)
-    summary.failures = [f for s in shares for f in s[2]][:FAILURES_SHOWN]
-    parts = [s[3] for s in shares if s[3] is not None]
-    if not parts:
-        return None
-    # the shares are contiguous: in rank order, the run's order
-    return [sum((p[c] for p in parts), []) for c in range(5)]
 
 
 def group_slices_of(samples, slices: Optional[Sequence[str]] = None):

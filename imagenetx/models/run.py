@@ -16,7 +16,7 @@ field was taken over while it was paused stops in one line, writing nothing
 more.
 
 The task contract (a subclass of :class:`Task`; only ``describe``,
-``passes`` and ``finish`` have no default):
+``start``, ``passes`` and ``finish`` have no default), one level:
 
 -   ``target(field)``: the field the run writes and claims (a probe's
     ``<field>_<probe>``); refuses a bad name
@@ -30,17 +30,27 @@ The task contract (a subclass of :class:`Task`; only ``describe``,
     part of the run record (an attack's budget and settings)
 -   ``decode_on_device``: whether a share of each batch may be decoded on
     the GPU (False: the task transforms CPU-decoded crops)
--   ``start(run)``: checks the stored results against the run record and
-    lists what is still to do, before anything is written (rank 0 lists and
-    declares, every rank agrees: :meth:`ModelRun.agree`)
--   ``passes(run)``: the decoding passes (:class:`Pass`: the images, the
-    batch computation, the database updates of its results)
--   ``finish(run)``: gathers the ranks, records and evaluates; returns the
-    run's summary
+-   ``start(run) -> Plan``: checks the stored results against the run
+    record and lists what is still to do, before anything is written: rank
+    0 reads and declares (:meth:`ModelRun.listing`), every rank agrees and
+    keeps its share (:meth:`ModelRun.share`); the :class:`Plan` carries what
+    the run decided, so the task keeps no state of its own
+-   ``passes(run, plan)``: the decoding passes (:class:`Pass`: the images,
+    what is computed per batch, what is written of each result)
+-   ``finish(run, plan)``: records and evaluates; returns the run's summary
 
-Classify (:class:`imagenetx.models.predict.Classify`), a probe's levels
-(:class:`imagenetx.probes.run.ProbeLevels`) and an attack
-(:class:`imagenetx.attacks.run.Attack`) are the tasks of the library.
+The run owns the rest for every task: the error field (``<target>_error``:
+declared by rank 0 of a sharded run, each unreadable image's reason
+written with the results, cleared once read, dropped if declared and never
+needed), the failures counted and shown, every write through the one
+background writer, and the ranks' shares gathered (:meth:`Plan.share`,
+:attr:`Plan.totals`) before ``finish``.
+
+Classify (:class:`imagenetx.models.predict.Classify`) and a probe's levels
+(:class:`imagenetx.probes.run.ProbeLevels`) are the tasks of the library;
+an attack (:class:`imagenetx.attacks.run.Attack`) and embed
+(:class:`imagenetx.models.embed.Embed`) are classify tasks whose passes
+compose the classify batch with their own step.
 """
 
 from __future__ import annotations
@@ -48,9 +58,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence
+from dataclasses import dataclass, field as dc_field
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence
 
+import fiftyone as fo
 import fiftyone.core.utils as fou
 import torch
 
@@ -60,7 +71,7 @@ from imagenetx.models import writer
 from imagenetx.models.classifier import Classifier
 from imagenetx.models.config import RunOptions
 from imagenetx.models.device import Engine, Placement, amp_dtype, place
-from imagenetx.models.distributed import Ranks
+from imagenetx.models.distributed import Ranks, pick
 from imagenetx.models.loader import DeviceInputs, ImageFiles, crop_reader, make_loader
 from imagenetx.models.preprocess import with_border_crop, without_resize
 from imagenetx.models.protocol_run import ProtocolRun, check_dataset, resolve_run, settle_run
@@ -68,7 +79,7 @@ from imagenetx.models.sources import ModelRequest, check_request, load_model
 from imagenetx.protocols.published import published_top1
 from imagenetx.store.claims import FieldClaim, claim_field
 from imagenetx.store.datasets import get_dataset
-from imagenetx.store.names import INFO_KEY
+from imagenetx.store.names import INFO_KEY, error_field
 
 
 #: failures listed by name in a run's summary
@@ -85,10 +96,11 @@ class Pass:
     """One decoding pass of a run over images.
 
     Attributes:
-        paths: the images, by position
-        compute: ``(positions, images, failures) -> result`` per batch
+        paths: the images, by position (the plan's)
+        compute: ``(positions, images, failures) -> result`` per batch; a
+            result's ``failed``: its ``(position, message)`` pairs
         updates: a result -> ``{sample id: {path: value}}`` (the background
-            writer's)
+            writer's; the run adds the error field's)
         inputs (None): a decoded batch -> ``(positions, images, failures)``;
             None: moved to the model's device (and decoded there in part)
         images (None): the pass's :class:`~imagenetx.models.loader.ImageFiles`
@@ -104,6 +116,45 @@ class Pass:
     images: Optional[ImageFiles] = None
     depth: Optional[int] = None
     ready: Optional[Callable] = None
+
+
+@dataclass
+class Plan:
+    """What a task's ``start`` decided: a task's plan (a subclass) carries
+    what its passes and finish read besides these, so the task itself keeps
+    no state between them.
+
+    Attributes:
+        summary: the run's summary (with ``failed`` and ``failures``, which
+            the run counts), counted into by the writes
+        ids: this rank's samples still to do, by position (a result's
+            positions index them)
+        paths: their images
+        failed: position -> why its image could not be read (the run's)
+        shares: each rank's :meth:`share`, in rank order, once every pass
+            is written (the run's)
+    """
+
+    summary: Any
+    ids: list = dc_field(default_factory=list)
+    paths: list = dc_field(default_factory=list)
+    failed: dict = dc_field(default_factory=dict)
+    shares: list = dc_field(default_factory=list)
+
+    def share(self) -> dict:
+        """What this rank's writes counted, gathered by the run: numbers
+        are summed and lists joined over the ranks (:attr:`totals`)."""
+        return {}
+
+    @property
+    def totals(self) -> dict:
+        """The :attr:`shares` of every rank: numbers summed, lists joined
+        in rank order (the run's order: the shares are contiguous)."""
+        out = {}
+        for share in self.shares:
+            for key, value in share.items():
+                out[key] = out[key] + value if key in out else value
+        return out
 
 
 @dataclass
@@ -129,6 +180,10 @@ class ModelRun:
         started: ``time.perf_counter()`` when the passes began
         claim: the run's claim of its fields; ``claim.check()`` before a
             write of the task's own (its record, its evaluation)
+        closing: what runs as the run ends, however it ends
+            (``closing.callback(...)``: a task's hooks taken off the model)
+        declared_error: whether the listing declared the error field (a
+            sharded run's; dropped at the end if no image failed)
     """
 
     samples: object
@@ -147,6 +202,8 @@ class ModelRun:
     took_over: Optional[str] = None
     started: float = 0.0
     claim: Optional[FieldClaim] = None
+    closing: Optional[contextlib.ExitStack] = None
+    declared_error: bool = False
 
     @functools.cached_property
     def engine(self) -> Engine:
@@ -160,13 +217,33 @@ class ModelRun:
     def ranks(self) -> Ranks:
         return self.placement.ranks
 
-    def agree(self, listing: Callable):
-        """``listing()``, read (and declared) by rank 0 before any writes
-        and handed to every rank of a sharded run."""
-        value = self.ranks.agree(listing() if self.ranks.main else None)
+    @property
+    def err_field(self) -> str:
+        """The field of why each unreadable image could not be read."""
+        return error_field(self.target)
+
+    def listing(self, read: Callable):
+        """``read()``, what is still to do, read (and declared) by rank 0
+        before any writes and handed to every rank of a sharded run; rank 0
+        declares the error field too (two ranks would race to)."""
+
+        def first():
+            value = read()
+            declare = self.ranks.sharded and not self.dataset.has_field(self.err_field)
+            if declare:
+                self.dataset.add_sample_field(self.err_field, fo.StringField)
+            return value, declare
+
+        value, self.declared_error = self.ranks.agree(first() if self.ranks.main else None)
         if not self.ranks.main:
             self.dataset.reload()  # the fields rank 0 declared
         return value
+
+    def share(self, columns: Sequence[list]) -> List[list]:
+        """This rank's share of the listed ``columns`` (a contiguous part of
+        each; all of them outside a sharded run)."""
+        n = len(columns[0]) if columns else 0
+        return [pick(c, self.ranks.share(n)) for c in columns]
 
 
 class Task:
@@ -200,15 +277,18 @@ class Task:
         """The task's part of the run record."""
         return {}
 
-    def start(self, run: ModelRun) -> None:
-        """Checks what is stored and lists what is still to do."""
+    def start(self, run: ModelRun) -> Plan:
+        """Checks what is stored and lists what is still to do
+        (:meth:`ModelRun.listing`, :meth:`ModelRun.share`): the plan."""
+        raise NotImplementedError
 
-    def passes(self, run: ModelRun) -> List[Pass]:
+    def passes(self, run: ModelRun, plan: Plan) -> List[Pass]:
         """The run's decoding passes (none when nothing is left to do)."""
         raise NotImplementedError
 
-    def finish(self, run: ModelRun):
-        """The run's summary, once every pass is written."""
+    def finish(self, run: ModelRun, plan: Plan):
+        """The run's summary, once every pass is written and the ranks'
+        shares gathered (on every rank; rank 0 records and evaluates)."""
         raise NotImplementedError
 
 
@@ -270,29 +350,68 @@ def run(samples, model: str, field: str, task: Task, request: ModelRequest,
             samples=samples, dataset=dataset, model=model, field=field, target=target,
             benchmark=benchmark, options=options, protocol=protocol, classifier=classifier,
             placement=at, reader=reader, gpu_share=gpu_share, record=record,
-            took_over=claim.took_over, claim=claim)
+            took_over=claim.took_over, claim=claim, closing=stack)
         claim.check()  # the model may have loaded for minutes
-        task.start(this)
-        passes = task.passes(this)
+        plan = task.start(this)
+        passes = task.passes(this, plan)
         this.started = time.perf_counter()
         if passes:
             total = sum(len(one.paths) for one in passes)
             with progress_bar(total, progress, at.ranks) as pb:
                 for one in passes:
-                    _run_pass(this, one, pb)
+                    _run_pass(this, plan, one, pb)
         claim.check()
-        return task.finish(this)
+        _gather(this, plan)
+        return task.finish(this, plan)
 
 
-def _run_pass(run: ModelRun, one: Pass, pb: fou.ProgressBar) -> None:
+def _run_pass(run: ModelRun, plan: Plan, one: Pass, pb: fou.ProgressBar) -> None:
     at = run.placement
     batches = iter(make_loader(one.paths, run.reader, at.device, at.batch_size,
                                at.num_workers, run.gpu_share, dataset=one.images))
     inputs = one.inputs or DeviceInputs(at.device, run.reader, one.paths)
     depth = one.depth or max(1, writer.WRITE_EVERY // at.batch_size)
-    with writer.BackgroundWrites(run.dataset, one.updates, depth, ready=one.ready,
-                                 claim=run.claim) as writes:
+    with writer.BackgroundWrites(run.dataset, _with_errors(run, plan, one.updates), depth,
+                                 ready=one.ready, claim=run.claim) as writes:
         stream(batches, inputs, one.compute, writes.put, pb)
+
+
+def _with_errors(run: ModelRun, plan: Plan, updates: Callable) -> Callable:
+    """A pass's updates with the run's error field: each unreadable image's
+    reason (the field declared at the first), cleared on a sample read
+    since; each failure counted on the plan and shown in the summary."""
+    dataset, err, summary = run.dataset, run.err_field, plan.summary
+
+    def with_errors(result) -> dict:
+        chunk = updates(result)
+        if result.failed and not dataset.has_field(err):
+            dataset.add_sample_field(err, fo.StringField)
+        if dataset.has_field(err):
+            for update in chunk.values():
+                update[err] = None
+        for pos, message in result.failed:
+            chunk.setdefault(plan.ids[pos], {})[err] = message
+            if pos not in plan.failed and len(summary.failures) < FAILURES_SHOWN:
+                summary.failures.append((plan.paths[pos], message))
+            plan.failed[pos] = message
+        return chunk
+
+    return with_errors
+
+
+def _gather(run: ModelRun, plan: Plan) -> None:
+    """Once every rank has written its share: the failures of all ranks in
+    each rank's summary, each rank's :meth:`Plan.share` in the plan; rank 0
+    drops the error field its listing declared if no image failed."""
+    summary, ranks = plan.summary, run.ranks
+    shares = ranks.gather((len(plan.failed), summary.failures, plan.share()))
+    summary.failed = sum(s[0] for s in shares)
+    summary.failures = [f for s in shares for f in s[1]][:FAILURES_SHOWN]
+    plan.shares = [s[2] for s in shares]
+    if ranks.sharded and ranks.main:
+        run.claim.check()  # the other ranks' shares were a while in coming
+        if run.declared_error and not summary.failed and run.dataset.has_field(run.err_field):
+            run.dataset.delete_sample_field(run.err_field)  # declared, never needed
 
 
 def progress_bar(total: int, progress, ranks: Ranks) -> fou.ProgressBar:

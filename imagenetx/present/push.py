@@ -32,6 +32,7 @@ from imagenetx.present.formatting import code_span, ratios_rows, readout_markdow
 from imagenetx.store.datasets import all_slices, get_dataset
 from imagenetx.store.hub import _hub_error, _token, check_repo_id
 from imagenetx.store.media import Folders, examples, outside, sample_media, system_folder
+from imagenetx.store.names import INFO_KEY, PROBE_INFO_KEY
 from imagenetx.store.schema import prediction_fields
 
 CARD_SECTION = "## ImageNet-X results"
@@ -445,9 +446,9 @@ def _card_section(dataset, repo_id, fields, evaluations, source, stand_ins,
     lines += ["| prediction field | model | how it was made |", "|---|---|---|"]
     for field in fields:
         info = dataset.get_field(field).info or {}
-        run = info.get("imagenetx_model") or {}  # what predict / attack recorded
+        run = info.get(INFO_KEY) or {}  # what predict / attack recorded
         model = run.get("spec") or info.get("model") or (
-            info.get("imagenetx_probes") or {}).get("model")
+            info.get(PROBE_INFO_KEY) or {}).get("model")
         model = code_span(public_spec(model)) if model else "not recorded"
         made = info.get("command") or _command(dataset.name, field, run)
         if made:

@@ -27,7 +27,7 @@ per-image CPU hook (``apply_image``: the corruptions) run it in the workers.
 import time
 import zlib
 from dataclasses import dataclass, field as dc_field
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, NamedTuple, Optional, Sequence
 
 import fiftyone as fo
 import numpy as np
@@ -36,14 +36,14 @@ import torch
 from imagenetx.errors import ImageNetXError
 from imagenetx.models.config import RunOptions, configure
 from imagenetx.models.device import Engine
-from imagenetx.models.distributed import pick
 from imagenetx.models.loader import ImageFiles, error_message
 from imagenetx.models.run import (
-    FAILURES_SHOWN, ModelRun, Pass, Task, record_differences, run)
+    ModelRun, Pass, Plan, Task, record_differences, run)
 from imagenetx.models.sources import ModelRequest
 from imagenetx.probes.base import get_probe
 from imagenetx.probes.stored import INFO_KEY, NOT_RUN, probe_field, probe_fields, probe_info
 from imagenetx.store.datasets import all_slices, get_dataset
+from imagenetx.store.names import error_field
 
 
 @dataclass
@@ -86,7 +86,7 @@ class ProbeSummary:
             lines.insert(0, self.took_over)
         if self.failures:
             lines.append(
-                f"Unreadable images are recorded in '{self.field}_error', e.g. "
+                f"Unreadable images are recorded in '{error_field(self.field)}', e.g. "
                 + "; ".join(f"{p}: {m}" for p, m in self.failures))
         return "\n".join(lines)
 
@@ -160,7 +160,7 @@ class ProbeLevels(Task):
     def describe(self, model: str) -> str:
         return f"probe {self.probe.name} of {model}"
 
-    def start(self, run: ModelRun) -> None:
+    def start(self, run: ModelRun) -> "ProbePlan":
         dataset, pfield, overwrite = run.dataset, run.target, run.options.overwrite
         stored = _stored_info(dataset, pfield, self.probe.name, run.model, overwrite)
         differ = (record_differences(stored["run"], run.record)
@@ -178,79 +178,75 @@ class ProbeLevels(Task):
             all_slices(dataset).clear_sample_field(pfield)
         order = list(stored["levels"]) if stored else []
         order += [lv for lv in self.wanted if lv not in order]
-        self.position = {lv: i for i, lv in enumerate(order)}
+        position = {lv: i for i, lv in enumerate(order)}
         # without stored info (a new field, or overwrite with another model)
         # the old lists, in another level order, are not read
         has_list = stored is not None
-        self.err_field, self.added = f"{pfield}_error", False
 
         def listing():  # rank 0's
             columns = run.samples.values(["_id", "filepath"] + ([pfield] if has_list else []),
                                          _raw=True)
             _declare(dataset, pfield, run.field, self.probe.name, run.model, order, run.record)
-            if run.ranks.sharded and not dataset.has_field(self.err_field):
-                dataset.add_sample_field(self.err_field, fo.StringField)  # not by two ranks
-                self.added = True
             return columns
 
-        columns = run.agree(listing)
-        self.ids, self.paths = columns[0], columns[1]
-        self.current = columns[2] if has_list else [None] * len(self.ids)
+        columns = run.listing(listing)
+        ids, paths = columns[0], columns[1]
+        current = columns[2] if has_list else [None] * len(ids)
         todo, missing = [], set()
-        for k, values in enumerate(self.current):
+        for k, values in enumerate(current):
             values = list(values or [])
-            gaps = [lv for lv in self.wanted if overwrite or self.position[lv] >= len(values)
-                    or values[self.position[lv]] is None or values[self.position[lv]] < 0]
+            gaps = [lv for lv in self.wanted if overwrite or position[lv] >= len(values)
+                    or values[position[lv]] is None or values[position[lv]] < 0]
             if gaps:
                 todo.append(k)
                 missing.update(gaps)
-        self.summary = ProbeSummary(
+        summary = ProbeSummary(
             dataset.name, pfield, self.probe.name, run.model, str(run.placement.device),
-            len(self.ids), levels=order, complete=len(self.ids) - len(todo),
-            took_over=run.took_over)
+            len(ids), levels=order, complete=len(ids) - len(todo), took_over=run.took_over)
         if run.options.limit is not None:
             todo = todo[:run.options.limit]
-        self.run_levels = [lv for lv in self.wanted if lv in missing]
-        self.summary.levels_run = self.run_levels if todo else []
-        self.any_todo = bool(todo)
-        self.todo = pick(todo, run.ranks.share(len(todo)))
-        self.lists = {k: _padded(self.current[k], len(order)) for k in self.todo}
-        self.failed_at = {}
+        run_levels = [lv for lv in self.wanted if lv in missing]
+        summary.levels_run = run_levels if todo else []
+        groups = ((self.probe.level_groups(run_levels) if hasattr(self.probe, "level_groups")
+                   else [run_levels]) if todo else [])
+        share, = run.share([todo])
+        return ProbePlan(
+            summary, ids=[ids[k] for k in share], paths=[paths[k] for k in share],
+            lists=[_padded(current[k], len(order)) for k in share], position=position,
+            groups=groups)
 
-    def passes(self, run: ModelRun) -> List[Pass]:
-        if not self.any_todo:
-            return []
-        probe, todo = self.probe, self.todo
-        self.groups = (probe.level_groups(self.run_levels) if hasattr(probe, "level_groups")
-                       else [self.run_levels])
-        seeds = [sample_seed(self.ids[k]) for k in todo]
-        paths = [self.paths[k] for k in todo]
-        return [Pass(paths, _ProbeLevels(run.engine, probe, group, seeds),
-                     _Updates(self, group, run.dataset, run.target, paths),
+    def passes(self, run: ModelRun, plan: "ProbePlan") -> List[Pass]:
+        probe = self.probe
+        seeds = [sample_seed(i) for i in plan.ids]
+        return [Pass(plan.paths, _ProbeLevels(run.engine, probe, group, seeds, plan.summary),
+                     _Updates(plan, group, run.target),
                      inputs=_host_inputs,
-                     images=_ProbeImages(paths, seeds, run.reader, probe, group), depth=4)
-                for group in self.groups]
+                     images=_ProbeImages(plan.paths, seeds, run.reader, probe, group), depth=4)
+                for group in plan.groups]
 
-    def finish(self, run: ModelRun) -> ProbeSummary:
-        summary, dataset = self.summary, run.dataset
-        if not self.any_todo:
-            if self.added:
-                dataset.delete_sample_field(self.err_field)
+    def finish(self, run: ModelRun, plan: "ProbePlan") -> ProbeSummary:
+        summary = plan.summary
+        if not plan.groups:
             return summary
-        summary.passes = len(self.groups)
-        summary.probed = len(self.todo) - len(self.failed_at)
-        summary.failed = len(self.failed_at)
-        summary.forwards = run.engine.forwards
-        if run.ranks.sharded:  # rank 0's summary counts every rank's
-            shares = run.ranks.gather((summary.probed, summary.failed, summary.forwards,
-                                       summary.failures))
-            summary.probed, summary.failed, summary.forwards = (
-                sum(s[i] for s in shares) for i in range(3))
-            summary.failures = [f for s in shares for f in s[3]][:FAILURES_SHOWN]
-            if self.added and not summary.failed:
-                dataset.delete_sample_field(self.err_field)  # declared, never needed
+        totals = plan.totals  # every rank's
+        summary.passes = len(plan.groups)
+        summary.probed, summary.forwards = totals["probed"], totals["forwards"]
         summary.seconds = time.perf_counter() - run.started
         return summary
+
+
+@dataclass
+class ProbePlan(Plan):
+    """A probe run's plan: this rank's samples still missing a level, their
+    level lists (merged into as the passes write), each level's place in
+    the lists and the level groups (one pass each)."""
+
+    lists: list = dc_field(default_factory=list)
+    position: Dict[str, int] = dc_field(default_factory=dict)
+    groups: list = dc_field(default_factory=list)
+
+    def share(self) -> dict:
+        return {"probed": len(self.ids) - len(self.failed), "forwards": self.summary.forwards}
 
 
 def _stored_info(dataset, pfield, probe_name, model, overwrite) -> Optional[dict]:
@@ -317,12 +313,22 @@ def _host_inputs(batch) -> tuple:
     return batch.positions, batch.images, batch.failed
 
 
-class _ProbeLevels:
-    """Runs every level of a pass on each decoded batch: ``(positions,
-    {level: predicted class indices}, failures)``."""
+class LevelsResult(NamedTuple):
+    """One batch of a probe pass: the positions read, each level's
+    predicted class indices for them, the ``(position, message)`` failures."""
 
-    def __init__(self, engine: Engine, probe, levels, seeds):
+    positions: list
+    predicted: Dict[str, list]
+    failed: list
+
+
+class _ProbeLevels:
+    """Runs every level of a pass on each decoded batch (a
+    :class:`LevelsResult`), counting the model inputs into ``summary``."""
+
+    def __init__(self, engine: Engine, probe, levels, seeds, summary: ProbeSummary):
         self.engine = engine
+        self.summary = summary
         self.probe = probe
         self.levels = levels
         self.seeds = seeds
@@ -344,40 +350,24 @@ class _ProbeLevels:
                     else:
                         images = self.probe.apply(x, level, batch_seeds)
                     best = self.engine.logits(images).argmax(dim=1)
+                    self.summary.forwards += len(images)
                     predicted[level] = best if self.indices is None else self.indices[best]
             predicted = {lv: p.cpu().tolist() for lv, p in predicted.items()}
-        return positions.tolist(), predicted, failed
+        return LevelsResult(positions.tolist(), predicted, failed)
 
 
 class _Updates:
     """Merges a pass's predictions into the samples' level lists: the
-    updates of one result."""
+    updates of one result (an unreadable image's list is left as it was)."""
 
-    def __init__(self, task: ProbeLevels, levels, dataset, pfield: str, paths):
-        self.task, self.levels = task, levels
-        self.dataset, self.pfield, self.paths = dataset, pfield, paths
-        self.err_field = f"{pfield}_error"
+    def __init__(self, plan: ProbePlan, levels, pfield: str):
+        self.plan, self.levels, self.pfield = plan, levels, pfield
 
-    def __call__(self, result) -> dict:
-        positions, predicted, failed = result
-        task, summary = self.task, self.task.summary
-        chunk = {}
-        clear = self.dataset.has_field(self.err_field)
-        for row, pos in enumerate(positions):
-            k = task.todo[pos]
-            values = task.lists[k]
+    def __call__(self, result: LevelsResult) -> dict:
+        plan, chunk = self.plan, {}
+        for row, pos in enumerate(result.positions):
+            values = plan.lists[pos]
             for level in self.levels:
-                values[task.position[level]] = int(predicted[level][row])
-            update = {self.pfield: values}
-            if clear:
-                update[self.err_field] = None
-            chunk[task.ids[k]] = update
-        if failed and not self.dataset.has_field(self.err_field):
-            self.dataset.add_sample_field(self.err_field, fo.StringField)
-        for pos, message in failed:
-            task.failed_at[pos] = message
-            chunk[task.ids[task.todo[pos]]] = {self.err_field: message}
-            shown = [p for p, _ in summary.failures]
-            if len(summary.failures) < FAILURES_SHOWN and self.paths[pos] not in shown:
-                summary.failures.append((self.paths[pos], message))
+                values[plan.position[level]] = int(result.predicted[level][row])
+            chunk[plan.ids[pos]] = {self.pfield: values}
         return chunk

@@ -6,3 +6,9 @@ INFO_KEY = "imagenetx_model"
 
 #: the key of a probe field's ``info`` that keeps the probe run that wrote it
 PROBE_INFO_KEY = "imagenetx_probe"
+
+
+def error_field(field: str) -> str:
+    """The field that records why a sample's image could not be read by a
+    run writing ``field`` (``<field>_error``)."""
+    return f"{field}_error"
