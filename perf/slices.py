@@ -102,8 +102,8 @@ def its_slices(slices, fitted, truth):
 
 def recovered(method, x, classes, plants, n_classes, seed=1):
     """Whether each planted set (all of ``plants`` wrong at once) is held by
-    its own slice; ``[(precision, recall)]`` per plant, and with one plant
-    also those of :func:`its_slices`."""
+    its own slice: ``([(precision, recall)] per plant, those of
+    :func:`its_slices` with one plant, else None)``."""
     rng = np.random.default_rng(seed)
     planted = np.any(plants, axis=0)
     wrong = planted | (rng.random(len(x)) < 0.10)
@@ -117,9 +117,7 @@ def recovered(method, x, classes, plants, n_classes, seed=1):
         if best[1] is not None and len(plants) > 1:
             used.add(best[1])
         out.append(best[0])
-    if len(plants) == 1:
-        out.append(its_slices(slices, fitted, plants[0]))
-    return out
+    return out, (its_slices(slices, fitted, plants[0]) if len(plants) == 1 else None)
 
 
 def synthetic_kinds():
@@ -214,7 +212,7 @@ def timing(methods):
     print(f"{N:,} x {D} embeddings, {CLUSTERS} clusters, one all wrong, 10 % wrong elsewhere")
     for name, method in methods.items():
         start = time.perf_counter()
-        (p, r), _ = recovered(method, x, classes, [cluster == BAD], 10)
+        [(p, r)], _ = recovered(method, x, classes, [cluster == BAD], 10)
         print(f"  {name:<28} {time.perf_counter() - start:6.2f} s   top slice precision "
               f"{p:.2f} recall {r:.2f}")
 
@@ -238,9 +236,8 @@ def main():
     for group, rows in groups.items():
         cells, union = [], []
         for name in methods:
-            prs = [pr for i in rows for pr in (results[name][i][:1] if len(results[name][i]) == 2
-                                               else results[name][i])]
-            its = [results[name][i][1] for i in rows if len(results[name][i]) == 2]
+            prs = [pr for i in rows for pr in results[name][i][0]]
+            its = [results[name][i][1] for i in rows if results[name][i][1] is not None]
             union.append(f"{sum(min(pr) >= 0.8 for pr in its)}/{len(its)} ok "
                          f"P {np.mean([a for a, _ in its]):.2f} R "
                          f"{np.mean([b for _, b in its]):.2f}" if its else "")
