@@ -196,7 +196,7 @@ def test_label_spaces_score_exact_set_and_group_correctness():
             "ground_truth.class_index": [3, 3]}
     subset.num_outputs = 4
     assert list(subset.score("m", cols)[0]) == [True, False]
-    with pytest.raises(ImageNetXError, match="`logits=True`"):
+    with pytest.raises(ImageNetXError, match=r"`predict\(logits=True\)`"):
         subset.score("m", {**cols, "m.logits": [None, None]})
 
     with pytest.raises(ImageNetXError, match="0-999"):

@@ -341,10 +341,11 @@ def test_clear_errors(val_dataset, tmp_path):
     with pytest.raises(ImageNetXError, match="No ImageNet-X samples"):
         _ratios(val_dataset.match({"imagenetx.split": "train"}), "DINO")
 
-    # a prediction field without class_index
+    # a prediction field with no prediction (labels-only fields are scored
+    # by label: one with no label either has nothing to score)
     val_dataset.add_sample_field("labels_only", fo.EmbeddedDocumentField,
                                  embedded_doc_type=fo.Classification)
-    with pytest.raises(ImageNetXError, match="no class_index"):
+    with pytest.raises(ImageNetXError, match="has no prediction on the ImageNet-X samples"):
         _ratios(val_dataset, "labels_only")
 
     # training images have no ReaL labels
