@@ -83,10 +83,15 @@ def test_the_scope_is_every_package_but_the_command_line():
     assert names <= set(SCOPE), f"add to SCOPE: {names - set(SCOPE)}"
 
 
-def test_the_check_finds_a_flag_in_an_error(tmp_path):
-    pkg = tmp_path / "imagenetx" / "store"
+def _module(root, package: str, source: str) -> None:
+    """Writes ``source`` as ``imagenetx/<package>/a.py`` under ``root``."""
+    pkg = root / "imagenetx" / package
     pkg.mkdir(parents=True)
-    (pkg / "a.py").write_text(textwrap.dedent("""
+    (pkg / "a.py").write_text(textwrap.dedent(source))
+
+
+def test_the_check_finds_a_flag_in_an_error(tmp_path):
+    _module(tmp_path, "store", """
         from imagenetx.errors import ImageNetXError
         def f(name):
             raise ImageNetXError(f"'{name}' exists: pass --overwrite to replace it")
@@ -94,7 +99,7 @@ def test_the_check_finds_a_flag_in_an_error(tmp_path):
             return ImageNetXError("pip install --force-reinstall x; pass `overwrite=True`")
         def h(e):
             raise errors.ImageNetXError("choose another --field.") from e
-        """))
+        """)
     found = flags_in_errors(tmp_path, {"--overwrite", "--field"}, scope=("store",))
     assert found == [("store/a.py", 4, "--overwrite"), ("store/a.py", 8, "--field")]
 
@@ -202,15 +207,13 @@ def test_no_library_text_names_a_command(commands):
 
 
 def test_the_command_check_finds_a_command(tmp_path):
-    pkg = tmp_path / "imagenetx" / "analysis"
-    pkg.mkdir(parents=True)
-    (pkg / "a.py").write_text(textwrap.dedent('''
+    _module(tmp_path, "analysis", '''
         """Docstring: ``imagenetx tag`` is fine here."""
         def f(name):
             raise ImageNetXError(f"'{name}' is untagged: run `imagenetx tag` first")
         HINT = "predict again with `logits=True` (imagenetx predict --logits)"
         OK = "run `tag_dataset()`; ``imagenetx tag`` in reST; imagenetx nosuch"
-        '''))
+        ''')
     assert commands_in_texts(tmp_path, {"tag", "predict"}, scope=("analysis",)) == [
         ("analysis/a.py", 4, "tag"), ("analysis/a.py", 5, "predict")]
 

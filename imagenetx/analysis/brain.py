@@ -15,7 +15,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from imagenetx.analysis.engine import ERROR_SLICINGS, stored_slicings
+from imagenetx.analysis.engine import stored_slicings, write_slicing_record
 from imagenetx.errors import ImageNetXError
 from imagenetx.store.datasets import get_dataset
 
@@ -188,10 +188,6 @@ def map_slices(samples, key: str, method: str = "pca", overwrite: bool = False,
         dataset.delete_brain_run(brain_key)
     dataset.rename_brain_run(drawing, brain_key)
     results = dataset.load_brain_results(brain_key)
-    info = dict(dataset.info.get("imagenetx") or {})
-    slicings = dict(info.get(ERROR_SLICINGS) or {})
-    slicings[key] = {**slicings[key], "map": brain_key, "map_method": method}
-    info[ERROR_SLICINGS] = slicings
-    dataset.info["imagenetx"] = info
-    dataset.save()
+    write_slicing_record(dataset, key, {**stored_slicings(dataset)[key], "map": brain_key,
+                                        "map_method": method})
     return results

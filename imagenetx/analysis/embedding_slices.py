@@ -19,7 +19,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from imagenetx.analysis.brain import check_map, map_key, map_slices, resolve_embeddings
-from imagenetx.analysis.engine import ERROR_SLICINGS, prepare, stored_slicings
+from imagenetx.analysis.engine import prepare, stored_slicings, write_slicing_record
 from imagenetx.analysis.settings import Settings
 from imagenetx.benchmarks import get_benchmark
 from imagenetx.errors import ImageNetXError
@@ -362,20 +362,16 @@ def _store(dataset, key: str, result: EmbeddingSliceResults) -> None:
                           description=f"{result.pred_field}: accuracy {s.accuracy:.3f} "
                                       f"over {s.size:,} samples (error ratio "
                                       f"{s.error_ratio:.2f})")
-    info = dict(dataset.info.get("imagenetx") or {})
-    slicings = dict(info.get(ERROR_SLICINGS) or {})
-    slicings[key] = {"pred_field": result.pred_field, "embeddings": result.embeddings,
-                     "correct": result.correct, "k": len(result.found.slices),
-                     "components": result.found.components, "split": result.found.split,
-                     "values": [slice_value(s.rank) for s in result.found.slices],
-                     "sizes": [s.size for s in result.found.slices],
-                     "about": _about(result)}
+    record = {"pred_field": result.pred_field, "embeddings": result.embeddings,
+              "correct": result.correct, "k": len(result.found.slices),
+              "components": result.found.components, "split": result.found.split,
+              "values": [slice_value(s.rank) for s in result.found.slices],
+              "sizes": [s.size for s in result.found.slices],
+              "about": _about(result)}
     if old is not None and "map" in old and old.get("embeddings") == result.embeddings:
         # the map of the same embeddings stays valid: it is coloured by the field
-        slicings[key].update(map=old["map"], map_method=old.get("map_method"))
-    info[ERROR_SLICINGS] = slicings
-    dataset.info["imagenetx"] = info
-    dataset.save()
+        record.update(map=old["map"], map_method=old.get("map_method"))
+    write_slicing_record(dataset, key, record)
 
 
 def _about(result: EmbeddingSliceResults) -> list:

@@ -115,6 +115,15 @@ def stored_slicings(samples) -> dict:
     return dict(info.get(ERROR_SLICINGS) or {}) if isinstance(info, dict) else {}
 
 
+def write_slicing_record(dataset, key: str, record: dict) -> None:
+    """Keeps ``record`` as the error slicing ``key`` of ``dataset`` (read
+    back by :func:`stored_slicings`)."""
+    info = dict(dataset.info.get("imagenetx") or {})
+    info[ERROR_SLICINGS] = {**(info.get(ERROR_SLICINGS) or {}), key: record}
+    dataset.info["imagenetx"] = info
+    dataset.save()
+
+
 def _resolve_slicing(samples, benchmark, settings, name) -> Slicing:
     known = benchmark.slicing(samples, settings, name)
     if known is not None:
