@@ -89,7 +89,7 @@ def scores(rows, fitted, truth):
     """``(precision, recall)`` of ``rows`` for ``truth`` among samples not fitted
     on (all samples when every one was)."""
     held = ~fitted if (~fitted).any() else np.ones_like(fitted)
-    hit = truth[rows].sum()
+    rows = np.unique(rows); hit = truth[rows].sum()
     return hit / max(1, len(rows)), hit / max(1, (truth & held).sum())
 
 

@@ -109,6 +109,7 @@ class EmbeddingSliceResults:
                 "n": self.found.n, "accuracy": to_json(self.found.accuracy),
                 "components": self.found.components, "dimensions": self.found.dimensions,
                 "y_weight": self.found.y_weight, "y_hat_weight": self.found.y_hat_weight,
+                "across_classes": self.found.across_classes,
                 "split": self.found.split, "held_out": self.found.held_out,
                 "overlap_slicing": self.overlap and self.overlap["slicing"],
                 "slices": slices}
@@ -122,7 +123,8 @@ def saved_view_name(key: str, rank: int) -> str:
 def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
                           key: Optional[str] = None, overwrite: bool = False,
                           components: int = COMPONENTS, fit_share: Optional[float] = FIT_SHARE,
-                          class_terms: bool = True, seed: int = 0,
+                          class_terms: bool = True, across_classes: bool = True,
+                          seed: int = 0,
                           describe_with: Optional[str] = None, texts: Sequence[str] = (),
                           pretrained: bool = True, map_method: Optional[str] = None,
                           settings: Settings = None, **kwargs) -> EmbeddingSliceResults:
@@ -151,6 +153,11 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
             failure that spans the true classes (one texture photo under 16
             shapes: Domino's terms split it by cell and find none of it;
             this finds it, ``tests/test_embedding_slices.py``)
+        across_classes (True): with ``class_terms``, pool Domino's slices
+            with those of the same mixture without class terms, for a
+            failure that spans classes (altered copies of images of many
+            classes); False: Domino's only (:func:`~imagenetx.metrics.
+            error_slices.find_error_slices`)
         describe_with (None): an image-text model
             (``open_clip:ARCH/PRETRAINED``, a CLIP or SigLIP): each slice gets
             its nearest texts of :func:`description_vocabulary` (plus
@@ -211,7 +218,7 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
                      predicted=p.label_space.predicted(pred_field, p.columns)[keep],
                      confidence=p.confidence[pred_field][keep])
     found = find_error_slices(x, correct, k=k, components=components, fit_share=fit_share,
-                              seed=seed, **terms)
+                              across_classes=across_classes, seed=seed, **terms)
     ids = [i for i, kept in zip(p.ids, keep) if kept]
     sample_ids = [[ids[i] for i in s.members] for s in found.slices]
     overlap = None

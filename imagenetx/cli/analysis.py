@@ -73,6 +73,10 @@ def register(group: CommandGroup) -> None:
     p.add_argument("--correctness-only", action="store_true",
                    help="with --embeddings: model right/wrong only, not the true and "
                         "predicted classes (ours: for a failure across many classes)")
+    p.add_argument("--within-classes", action="store_true",
+                   help="with --embeddings: Domino's slices only (default: pooled with "
+                        "those of the same mixture without class terms, for failures "
+                        "that span classes)")
     p.add_argument("--describe-with", metavar="SPEC",
                    help="with --embeddings: an open_clip:ARCH/PRETRAINED model (a CLIP or "
                         "SigLIP) to describe each slice by its nearest texts in its space, "
@@ -211,7 +215,8 @@ def run_discover_embeddings(args) -> int:
     result = discover_error_slices(
         args.dataset, args.pred_field, args.embeddings, k=args.top, key=args.key,
         overwrite=args.overwrite, describe_with=args.describe_with, texts=args.texts,
-        class_terms=not args.correctness_only, map_method=args.map_method,
+        class_terms=not args.correctness_only, across_classes=not args.within_classes,
+        map_method=args.map_method,
         **({"fit_share": None} if args.fit_all else {}), **settings(args)).to_dict()
     return print_result(args, result, format_error_slices)
 

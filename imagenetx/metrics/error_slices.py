@@ -64,7 +64,7 @@ FIT_SHARE = 0.5
 #: at most this many times the larger part's (:func:`join_coherent`)
 SPREAD = 1.25
 #: a slice holds at least this many of the samples it was fitted on
-MIN_SIZE = 10
+MIN_SIZE = 5
 #: the images kept per slice as its most typical (highest responsibility)
 TYPICAL = 8
 
@@ -77,9 +77,11 @@ class ErrorSlice:
     Attributes:
         rank: 1 for the slice with the highest error rate
         components: the mixture components it joins (one unless
-            :func:`join_coherent` joined some)
+            :func:`join_coherent` joined some), of Domino's mixture or, when
+            ``across_classes``, of the mixture of the embeddings alone
         members: row indices of every sample whose most likely component is
-            one of them (fitted and held-out alike)
+            one of them and that is in no better-ranked slice (fitted and
+            held-out alike)
         held_out: the members the mixture was not fitted on (all members
             when it was fitted on all)
         typical: the held-out members most typical of the slice (highest
@@ -105,6 +107,8 @@ class ErrorSlice:
     fit_size: int
     fit_accuracy: float
     centroid: np.ndarray = field(repr=False)
+    #: found by the mixture of the embeddings alone (``across_classes``)
+    across_classes: bool = False
 
     def to_dict(self) -> dict:
         """JSON-ready statistics (without the member rows)."""
@@ -112,7 +116,8 @@ class ErrorSlice:
                 "accuracy": to_json(self.accuracy), "error_ratio": to_json(self.error_ratio),
                 "interval": [to_json(v) for v in self.interval],
                 "members": len(self.members), "fit_size": self.fit_size,
-                "fit_accuracy": to_json(self.fit_accuracy)}
+                "fit_accuracy": to_json(self.fit_accuracy),
+                "across_classes": self.across_classes}
 
 
 @dataclass
@@ -137,6 +142,9 @@ class ErrorSlices:
     assignment: np.ndarray = field(repr=False)
     #: ``(n, components)`` each row's soft membership (Domino's predict_proba)
     probabilities: np.ndarray = field(repr=False)
+    #: whether the mixture without class terms was fitted too and its slices
+    #: pooled (``assignment`` and ``probabilities`` are Domino's mixture's)
+    across_classes: bool = False
 
     @property
     def held_out(self) -> bool:
@@ -228,6 +236,7 @@ def find_error_slices(embeddings, correct, k: int = 5, targets=None, predicted=N
                       confidence=None, probabilities=None, components: int = COMPONENTS,
                       dimensions: Optional[int] = PCA_DIMENSIONS,
                       y_weight: float = Y_WEIGHT, y_hat_weight: float = Y_HAT_WEIGHT,
+                      across_classes: bool = True,
                       fit_share: Optional[float] = FIT_SHARE, min_size: int = MIN_SIZE,
                       max_iter: int = MAX_ITER, join: bool = True,
                       seed: int = 0) -> ErrorSlices:
@@ -243,13 +252,21 @@ def find_error_slices(embeddings, correct, k: int = 5, targets=None, predicted=N
             probabilities over all classes (:func:`categorical_terms`);
             without them the categorical terms model the correctness only
         components (25): mixture components (at most ``fitted // min_size``)
-        dimensions (128): PCA dimensions (None: the embeddings as given)
+        dimensions (128): PCA dimensions (None: the embeddings as given);
+            the mixture without class terms keeps at most the fitted samples
+            per component (880 fitted samples in 25 components: 35)
         y_weight, y_hat_weight (10, 10): the weights of the true-class and
             prediction terms (0 and 0: a Gaussian mixture of the embeddings)
+        across_classes (True): with class terms, also fit the same mixture
+            without them (the embeddings alone) and pool its slices with
+            Domino's, best first, no sample in two (ours, not Domino's:
+            Domino's class terms split a failure that spans the true classes,
+            blurred copies of many classes, into one small component per
+            confusion cell; ``perf/slices.py`` measures both)
         fit_share (0.5): the share of the samples the mixture is fitted on,
             drawn with ``seed``; the slices' numbers come from the others.
             None: fit on all samples and measure on the same
-        min_size (10): the fewest fitted samples a slice may hold
+        min_size (5): the fewest fitted samples a slice may hold
         max_iter (100): EM iterations at most
         join (True): join components that are one failure
             (:func:`join_coherent`; False: each component is a slice, as
@@ -279,37 +296,50 @@ def find_error_slices(embeddings, correct, k: int = 5, targets=None, predicted=N
     y, y_hat = categorical_terms(c, targets, predicted, confidence, probabilities)
     z = _reduce(x, fitted, dimensions, seed)
     m = int(max(1, min(components, fitted.sum() // max(1, min_size))))
-    mixture = DominoMixture(m, y_weight, y_hat_weight, max_iter=max_iter, seed=seed)
-    mixture.fit(z[fitted], y[fitted], y_hat[fitted])
-    resp = mixture.predict_proba(z, y, y_hat)
-    assignment = resp.argmax(axis=1)
+    classes = targets is not None and predicted is not None
+    cells = np.asarray(targets, np.int64) * (int(np.max(predicted)) + 1) + \
+        np.asarray(predicted, np.int64) if classes and join else None
+    fits = [_Fit(z, y, y_hat, m, y_weight, y_hat_weight, fitted, max_iter, seed)]
+    if across_classes and classes and (y_weight or y_hat_weight):
+        # without the categorical terms the Gaussians alone place the samples:
+        # each estimates one variance per dimension, so keep at most as many
+        # dimensions as a component's share of the fitted samples
+        narrow = int(max(1, fitted.sum() // m))
+        z_across = z if narrow >= z.shape[1] else _reduce(x, fitted, narrow, seed)
+        fits.append(_Fit(z_across, y, y_hat, m, 0.0, 0.0, fitted, max_iter, seed,
+                         across=True))
     wrong = ~c
-    fit_error = wrong[fitted].mean()
-    sizes = np.bincount(assignment[fitted], minlength=m)
-    wrongs = np.bincount(assignment[fitted], weights=wrong[fitted], minlength=m)
-    rates = wrongs / np.maximum(sizes, 1)
-    worse = [j for j in range(m) if sizes[j] >= min_size and rates[j] > fit_error]
-    groups = [[j] for j in worse]
-    if join and len(worse) > 1 and targets is not None and predicted is not None:
-        cells = np.asarray(targets, np.int64) * (int(np.max(predicted)) + 1) + \
-            np.asarray(predicted, np.int64)
-        groups = join_coherent(groups, z, cells, assignment, fitted)
-    stats = []
-    for group in groups:
-        in_group = np.isin(assignment, group)
-        size, bad = int((in_group & fitted).sum()), int((in_group & fitted & wrong).sum())
-        # ranked by the error rate's Wilson lower bound: a pure slice of 40
-        # before a pure one of 10
-        stats.append((bad / size, size, group, 1 - wilson_interval(size - bad, size)[1]))
-    stats.sort(key=lambda t: (-t[3], -t[0], t[2]))
+    candidates = [(f, group) for f in fits
+                  for group in f.worse(wrong, min_size, cells if join else None)]
     error = float(wrong[evaluated].mean())
+    taken = np.zeros(n, dtype=bool)
     slices = []
-    for rate, size, group, _ in stats[:k]:
-        members = np.flatnonzero(np.isin(assignment, group))
+    while candidates and len(slices) < k:
+        # greedy, best first: a sample in an earlier slice is not in a later one,
+        # and a candidate left with under half its fitted members is dropped
+        best = None
+        for f, group in list(candidates):
+            rows = f.rows(group)
+            free = rows[~taken[rows]]
+            size = int(fitted[free].sum())
+            if size < max(min_size, fitted[rows].sum() / 2):
+                candidates.remove((f, group))
+                continue
+            bad = int(wrong[free][fitted[free]].sum())
+            # ranked by the error rate's Wilson lower bound: a pure slice of 40
+            # before a pure one of 10
+            score = (1 - wilson_interval(size - bad, size)[1], bad / size)
+            if best is None or score > best[0]:
+                best = (score, f, group, free, size, bad)
+        if best is None:
+            break
+        (_, rate), f, group, members, size, bad = best
+        candidates.remove((f, group))
+        taken[members] = True
         held = members[evaluated[members]]
         right = int(c[held].sum())
         acc = right / len(held) if len(held) else math.nan
-        weight = resp[held][:, group].sum(axis=1)
+        weight = f.resp[held][:, group].sum(axis=1)
         slices.append(ErrorSlice(
             rank=len(slices) + 1, components=list(group), members=members, held_out=held,
             typical=held[np.argsort(-weight, kind="stable")[:TYPICAL]], size=len(held),
@@ -317,11 +347,41 @@ def find_error_slices(embeddings, correct, k: int = 5, targets=None, predicted=N
             error_ratio=(1 - acc) / error if error > 0 and len(held) else math.nan,
             interval=tuple(wilson_interval(right, len(held))) if len(held)
             else (math.nan, math.nan),
-            fit_size=size, fit_accuracy=1 - rate, centroid=x[members].mean(axis=0)))
+            fit_size=size, fit_accuracy=1 - rate, centroid=x[members].mean(axis=0),
+            across_classes=f.across))
     split = {"seed": seed, "fit_share": fit_share, "fit": int(fitted.sum()),
              "held_out": int(evaluated.sum()) if fit_share is not None else 0}
     return ErrorSlices(slices, n, float(c[evaluated].mean()), m, z.shape[1], y_weight,
-                       y_hat_weight, mixture.n_iter, split, fitted, assignment, resp)
+                       y_hat_weight, fits[0].mixture.n_iter, split, fitted,
+                       fits[0].assignment, fits[0].resp, across_classes=len(fits) > 1)
+
+
+class _Fit:
+    """One mixture fitted on the fitted rows, and every row's membership."""
+
+    def __init__(self, z, y, y_hat, m, y_weight, y_hat_weight, fitted, max_iter, seed,
+                 across: bool = False):
+        self.mixture = DominoMixture(m, y_weight, y_hat_weight, max_iter=max_iter, seed=seed)
+        self.mixture.fit(z[fitted], y[fitted], y_hat[fitted])
+        self.resp = self.mixture.predict_proba(z, y, y_hat)
+        self.assignment = self.resp.argmax(axis=1)
+        self.z, self.fitted, self.m, self.across = z, fitted, m, across
+
+    def rows(self, group: list) -> np.ndarray:
+        return np.flatnonzero(np.isin(self.assignment, group))
+
+    def worse(self, wrong: np.ndarray, min_size: int, cells) -> list:
+        """The groups of components worse than average on the fitted rows
+        (joined by :func:`join_coherent` when ``cells`` are given)."""
+        fitted, assignment, m = self.fitted, self.assignment, self.m
+        sizes = np.bincount(assignment[fitted], minlength=m)
+        rates = np.bincount(assignment[fitted], weights=wrong[fitted], minlength=m) / \
+            np.maximum(sizes, 1)
+        groups = [[j] for j in range(m) if sizes[j] >= min_size
+                  and rates[j] > wrong[fitted].mean()]
+        if cells is not None and len(groups) > 1:
+            groups = join_coherent(groups, self.z, cells, assignment, fitted)
+        return groups
 
 
 def spread(z: np.ndarray) -> float:

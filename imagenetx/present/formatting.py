@@ -228,7 +228,9 @@ def format_error_slices(result: dict) -> str:
     results (its ``.to_dict()``): one row per slice, best first."""
     lines = [f"Dataset '{result['dataset']}', field '{result['pred_field']}': slices of "
              f"embeddings '{result['embeddings']}' ({result['components']} mixture components "
-             f"over {result['dimensions']} dimensions), correct = {result['correct']}",
+             f"over {result['dimensions']} dimensions"
+             + (", with class terms and without" if result.get("across_classes") else "")
+             + f"), correct = {result['correct']}",
              f"{result['n']:,} samples, accuracy {_num(result['accuracy'], '.4f')}"
              + (f"; stored as slicing '{result['key']}'" if result["key"] else "")
              + (f", drawn as brain key '{result['map']}'" if result.get("map") else ""),
@@ -237,13 +239,16 @@ def format_error_slices(result: dict) -> str:
         lines.append("No slice errs above average")
         return "\n".join(lines)
     lines.append(f"{'#':>3}  {'slice':<10}{'samples':>9}{'accuracy':>10}{'ratio':>8}  "
-                 f"{'interval':<17}{'members':>8}")
+                 f"{'interval':<17}{'members':>8}"
+                 + ("  found" if result.get("across_classes") else ""))
     for s in result["slices"]:
         low, high = s["interval"]
         lines.append(f"{s['rank']:>3}  {s['name']:<10}{s['size']:>9,}"
                      f"{_num(s['accuracy'], '.3f'):>10}{_num(s['error_ratio'], '.2f'):>8}  "
                      f"{'[' + _num(low, '.3f') + ', ' + _num(high, '.3f') + ']':<17}"
-                     f"{s.get('members', s['size']):>8,}")
+                     f"{s.get('members', s['size']):>8,}"
+                     + (("  across classes" if s.get("across_classes") else "  by class")
+                        if result.get("across_classes") else ""))
         for d in s.get("descriptions") or ():
             lines.append(f"{'':5}'{d['text']}' (similarity {d['similarity']:.3f})")
     return "\n".join(lines)
