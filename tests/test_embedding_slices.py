@@ -409,6 +409,36 @@ def test_a_failure_across_the_true_classes_needs_the_correctness_only_terms(
     assert recovered() < 0.5
 
 
+
+def test_two_unrelated_failing_photos_come_back_as_two_slices(cue_conflict_embedded):
+    """The issue's pair: the model wrong on every image of two unrelated
+    texture photos of two classes (``chair1``, ``oven3``; the textures as
+    the classes) and on a random 10 % elsewhere: two distinct slices, one
+    per photo, each with precision and recall >= 0.8 on the held-out half
+    (the issue-45 slicer returned them as one slice)."""
+    from imagenetx.metrics.error_slices import find_error_slices
+
+    ds = cue_conflict_embedded
+    x = np.stack(ds.values("emb"))
+    texture = np.array(ds.values("texture"))
+    photo = np.array([os.path.splitext(os.path.basename(f))[0].split("-")[-1]
+                      for f in ds.values("filepath")])
+    classes = np.unique(texture, return_inverse=True)[1]
+    plants = [photo == "chair1", photo == "oven3"]
+    wrong = plants[0] | plants[1] | (np.random.default_rng(1).random(len(x)) < 0.10)
+    predicted = np.where(wrong, (classes + 1) % 16, classes)
+    found = find_error_slices(x, ~wrong, k=5, targets=classes, predicted=predicted)
+    homes = []
+    for truth in plants:
+        held = truth & ~found.fitted
+        best = max(range(len(found.slices)), key=lambda i: min(
+            truth[found.slices[i].held_out].mean(),
+            truth[found.slices[i].held_out].sum() / held.sum()))
+        top = found.slices[best].held_out
+        assert truth[top].mean() >= 0.8 and truth[top].sum() / held.sum() >= 0.8
+        homes.append(best)
+    assert homes[0] != homes[1]
+
 def test_lite0_slices_get_words_from_an_open_clip_model(cue_conflict_embedded):
     """The docs' worked example (slices of the real efficientnet-lite0
     features, 1,280-d) described by an open_clip model (random weights
