@@ -15,7 +15,7 @@ test_error_slices.py`` checks the responsibilities against a transcription
 of Domino's code to 1e-6); it is written here in numpy because ``domino``
 0.1.5 pins scikit-learn 0.24.2 and imports a removed scikit-learn internal.
 
-Two choices are ours, not ``DominoSlicer``'s:
+Three choices are ours, not ``DominoSlicer``'s:
 
 - the initial cells: Domino's confusion initialisation needs a component
   per cell (``components >= classes**2``, refused otherwise); with more
@@ -23,7 +23,13 @@ Two choices are ours, not ``DominoSlicer``'s:
 - the slices are the components worse than average on the samples the
   mixture was fitted on, ranked by the Wilson lower bound of their error
   rate there (Domino ranks by ``max(y_hat_probs - y_probs)``, the class most
-  over-predicted).
+  over-predicted);
+- failures across classes (``across_classes``, the default): Domino's
+  class terms make each component one confusion cell, so a failure that
+  spans many classes (blurred copies of images of 16 classes) is cut into
+  one small component per cell. The same mixture is also fitted without
+  the class terms, and the slices of both fits are pooled, best first,
+  no sample in two (``perf/slices.py`` measures both).
 
 A slice is one failure: one component, or components Domino's
 initialisation started on the same confusion cell that together are as
@@ -310,7 +316,7 @@ def find_error_slices(embeddings, correct, k: int = 5, targets=None, predicted=N
                          across=True))
     wrong = ~c
     candidates = [(f, group) for f in fits
-                  for group in f.worse(wrong, min_size, cells if join else None)]
+                  for group in f.worse(wrong, min_size, cells)]
     error = float(wrong[evaluated].mean())
     taken = np.zeros(n, dtype=bool)
     slices = []
