@@ -259,8 +259,8 @@ def find_error_slices(embeddings, correct, k: int = 5, targets=None, predicted=N
             without them the categorical terms model the correctness only
         components (25): mixture components (at most ``fitted // min_size``)
         dimensions (128): PCA dimensions (None: the embeddings as given);
-            the mixture without class terms keeps at most the fitted samples
-            per component (880 fitted samples in 25 components: 35)
+            the mixture without class terms keeps at most half the fitted
+            samples per component (880 fitted samples in 25 components: 17)
         y_weight, y_hat_weight (10, 10): the weights of the true-class and
             prediction terms (0 and 0: a Gaussian mixture of the embeddings)
         across_classes (True): with class terms, also fit the same mixture
@@ -308,9 +308,9 @@ def find_error_slices(embeddings, correct, k: int = 5, targets=None, predicted=N
     fits = [_Fit(z, y, y_hat, m, y_weight, y_hat_weight, fitted, max_iter, seed)]
     if across_classes and classes and (y_weight or y_hat_weight):
         # without the categorical terms the Gaussians alone place the samples:
-        # each estimates one variance per dimension, so keep at most as many
-        # dimensions as a component's share of the fitted samples
-        narrow = int(max(1, fitted.sum() // m))
+        # each estimates a mean and a variance per dimension, so keep at most
+        # as many of those as a component's share of the fitted samples
+        narrow = int(max(1, fitted.sum() // (2 * m)))
         z_across = z if narrow >= z.shape[1] else _reduce(x, fitted, narrow, seed)
         fits.append(_Fit(z_across, y, y_hat, m, 0.0, 0.0, fitted, max_iter, seed,
                          across=True))
