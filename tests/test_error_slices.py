@@ -1,7 +1,7 @@
 """Error-aware slices in an embedding space (imagenetx.metrics.error_slices):
 Domino's mixture (EM equal to the authors' code), planted failures of
 several kinds recovered on held-out samples, the error terms doing the
-work, the statistics the held-out members' own, and bad input refused in
+work, the mixture without them pooled for failures across classes, the statistics the held-out members' own, and bad input refused in
 one line."""
 
 import numpy as np
@@ -178,6 +178,36 @@ def test_the_error_terms_steer_the_mixture():
     without = find_error_slices(x, correct, y_weight=0, y_hat_weight=0, **args)
     assert not without.slices or min(recovery(without, truth)) < 0.8
 
+
+
+def test_a_failing_region_across_the_classes_is_found_without_class_terms():
+    """One cluster all wrong, its images of 16 classes drawn at random (a
+    failure of a region, not of a class): Domino's class terms cut it by
+    confusion cell, so its slices alone hold it with precision and recall
+    under 0.8; the default pools the slices of the same mixture without
+    class terms, which hold it (the slices mostly it, together), and no
+    sample is in two slices."""
+    x, blob = blobs()
+    classes = np.random.default_rng(2).integers(0, 16, len(x))
+    truth = blob == 3
+    correct, predicted = predictions(classes, truth)
+    args = dict(k=5, targets=classes, predicted=predicted)
+
+    def recovered(found):
+        mine = [s for s in found.slices if truth[s.held_out].mean() >= 0.5]
+        rows = np.unique(np.concatenate([s.held_out for s in mine]))
+        hit = truth[rows].sum()
+        return hit / len(rows), hit / (truth & ~found.fitted).sum(), mine
+
+    found = find_error_slices(x, correct, **args)
+    precision, recall, mine = recovered(found)
+    assert found.across_classes and all(s.across_classes for s in mine)
+    assert precision >= 0.8 and recall >= 0.8, (precision, recall)
+    rows = np.concatenate([s.members for s in found.slices])
+    assert len(rows) == len(set(rows.tolist()))
+    alone = find_error_slices(x, correct, across_classes=False, **args)
+    assert not alone.across_classes and not any(s.across_classes for s in alone.slices)
+    assert min(recovered(alone)[:2]) < 0.8
 
 def test_soft_predictions_enter_the_prediction_term():
     """The confidence splits a prediction's probability between its class
