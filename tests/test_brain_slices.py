@@ -129,6 +129,11 @@ def test_the_map_carries_the_slice_labels(planted):
     # the library door: a slicing that is not stored is refused in one line
     with pytest.raises(ImageNetXError, match="`key='nope'` holds no error slices"):
         map_slices(ds, "nope")
+    # slices of a view are drawn over that view's samples only
+    half = ds.take(300, seed=2)
+    discover_error_slices(half, "pred", "emb", k=2, key="half_slices", map_method="pca")
+    drawn = ds.load_brain_results("half_slices_map")
+    assert sorted(drawn.sample_ids) == sorted(half.values("id"))
 
 
 def test_command_line_draws_the_map(planted, capsys):

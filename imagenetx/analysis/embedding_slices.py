@@ -167,8 +167,9 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
         pretrained (True): False loads ``describe_with`` with random weights
             (tests)
         map_method (None): with ``key``, also a FiftyOne Brain visualization of
-            the embeddings by this method (pca, tsne, umap) under the brain
-            key ``<key>_map``, for the Embeddings panel coloured by ``key``
+            the embeddings of ``samples`` (the samples sliced) by this method
+            (pca, tsne, umap) under the brain key ``<key>_map``, for the
+            Embeddings panel coloured by ``key``
             (:func:`~imagenetx.analysis.brain.map_slices`)
         settings (None): analysis settings (correctness, which samples
             count), with keyword overrides
@@ -241,7 +242,7 @@ def discover_error_slices(samples, pred_field: str, embeddings: str, k: int = 5,
         _store(dataset, key, result)
         result.key = key
     if map_method is not None:
-        map_slices(dataset, key, map_method, overwrite=overwrite, seed=seed)
+        map_slices(view, key, map_method, overwrite=overwrite, seed=seed)
         result.map = map_key(key)
     return result
 
