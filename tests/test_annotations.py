@@ -1,6 +1,5 @@
 """Parsing the packaged annotations, checked against the original toolkit."""
 
-import importlib
 
 import numpy as np
 import pytest

@@ -6,7 +6,6 @@ slice labels. Real FiftyOne database and Brain runs (sklearn backend)."""
 import json
 from collections import Counter
 
-import fiftyone as fo
 import fiftyone.brain as fob
 import numpy as np
 import pytest

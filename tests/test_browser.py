@@ -1188,7 +1188,7 @@ def test_ood_false_positives_per_factor_and_its_click_through(app_url, page):
     page.get_by_text("detector msp", exact=False).first.wait_for(timeout=T(60_000))
     _shot(page, "panel-ood-false-positives")
     line = _drill(page, "pred", worst["factor"], says="that pred flags as OOD")
-    assert f"that pred flags as OOD (msp)" in line.inner_text()
+    assert "that pred flags as OOD (msp)" in line.inner_text()
     page.get_by_text(f"{worst['flagged']} sample", exact=False).first.wait_for(
         timeout=T(60_000))
     _settle(page)

@@ -145,7 +145,7 @@ def test_top5_from_the_stored_top5_else_the_logits(cbar, capsys):
 
 
 def test_imagenet_c_mean_over_19_corruptions(tmp_path, capsys):
-    cells = {(f"noise/gaussian_noise", str(s)): s for s in (1, 2, 3, 4, 5)}
+    cells = {("noise/gaussian_noise", str(s)): s for s in (1, 2, 3, 4, 5)}
     cells.update({("extra/speckle_noise", "2"): 2, ("extra/saturate", "5"): 5,
                   ("digital/contrast", "1"): 1})
     _release(tmp_path / "ImageNet-C", cells)

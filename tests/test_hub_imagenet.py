@@ -728,7 +728,7 @@ def test_a_push_refuses_media_outside_the_repo_unless_named(passwd_repo, tmp_pat
                  "--media-root", os.path.dirname(secret)]) == 0
     out = capsys.readouterr().out
     assert out.index("Uploading 3 media files (") < out.index("Pushed 3 samples"), out
-    assert f"from 2 folders: " in out and f"{os.path.dirname(secret)} (1)" in out
+    assert "from 2 folders: " in out and f"{os.path.dirname(secret)} (1)" in out
     pushed = sorted(os.listdir(uploads / "test-user" / "leak" / "data"))
     assert "secret.txt" in pushed and "passwd" not in pushed
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import fiftyone as fo
 import fiftyone.operators as foo
 import pytest
-from fiftyone.operators.executor import ExecutionError
 import torch
 
 from conftest import REPO, _TMP, save_photo

@@ -31,7 +31,8 @@ from imagenetx.metrics.spectral import spectral_bias
 from imagenetx.app.install import PLUGIN_NAME, install_plugin
 from imagenetx.probes import get_probe
 from imagenetx.probes.corruption import Corruptions
-from imagenetx.probes.run import probe_info, run_probe
+from imagenetx.probes.run import run_probe
+from imagenetx.probes.stored import probe_info
 from imagenetx.probes.spectral import CUTOFFS, Spectral, bandpass
 from imagenetx.store.schema import declare_classification
 

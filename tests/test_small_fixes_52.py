@@ -4,7 +4,6 @@ file (the plug-ins' are in test_plugins.py, the column cache's in
 test_column_cache.py)."""
 
 import fiftyone as fo
-import numpy as np
 import pytest
 
 from imagenetx.benchmarks import loadable_benchmarks

@@ -21,7 +21,6 @@ statistics and for the mistake views alike, so the two always agree.
 Columns arrive as plain lists, one value per image (None where missing).
 """
 
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np

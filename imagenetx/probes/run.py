@@ -41,8 +41,8 @@ from imagenetx.models.run import (
     ModelRun, Pass, Plan, Task, record_differences, run)
 from imagenetx.models.sources import ModelRequest
 from imagenetx.probes.base import get_probe
-from imagenetx.probes.stored import INFO_KEY, NOT_RUN, probe_field, probe_fields, probe_info
-from imagenetx.store.datasets import all_slices, get_dataset
+from imagenetx.probes.stored import INFO_KEY, NOT_RUN, probe_field
+from imagenetx.store.datasets import all_slices
 from imagenetx.store.names import error_field
 
 
