@@ -521,6 +521,9 @@ def test_a_labels_only_prediction_field_slices_and_charts(planted, caplog):
     assert by_label.found.accuracy == by_index.found.accuracy
     _, _, summary, title = ERROR_RATIOS.draw(ds, ["labels_only"], {"slicing": "label_slices"})
     assert title == "error slice" and "slice 1" in summary
+    # which of the pooled fits found slice 1, beside its bar
+    found = "across classes" if by_label.found.slices[0].across_classes else "by class"
+    assert f"found {found}" in summary.split("- **slice 1**:")[1].split("\n")[0]
     ds.set_values("outside", [fo.Classification(label="a shark" if t else "tench")
                               for t in truth])
     caplog.clear()

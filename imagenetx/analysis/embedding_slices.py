@@ -384,11 +384,14 @@ def _store(dataset, key: str, result: EmbeddingSliceResults) -> None:
 
 def _about(result: EmbeddingSliceResults) -> list:
     """What the panel shows of each slice beside its bar: its nearest texts
-    with their similarity, and the values of the benchmark's default slicing
-    it overlaps most (at most :data:`TOP_TEXTS` each)."""
+    with their similarity, the values of the benchmark's default slicing it
+    overlaps most (at most :data:`TOP_TEXTS` each), and which fit found it
+    (by class or across classes) when both were pooled."""
     about = []
-    for k in range(len(result.found.slices)):
+    for k, sl in enumerate(result.found.slices):
         entry = {}
+        if result.found.across_classes:
+            entry["found"] = "across classes" if sl.across_classes else "by class"
         if result.descriptions is not None:
             # rounded as to_dict rounds them, so both print the same figures
             entry["texts"] = [[t, round(si, 6)] for t, _, si in result.descriptions[k]]

@@ -163,8 +163,9 @@ def _ratios(view, fields, settings):
 
 def error_ratio_summary(ratios: dict) -> str:
     """Per field: accuracy, images and the worst slice; for slices found in
-    embedding space, what each is: its nearest texts and the factors (or
-    the benchmark's default slicing's values) it overlaps most."""
+    embedding space, what each is: its nearest texts, the factors (or the
+    benchmark's default slicing's values) it overlaps most, and whether it
+    was found by class or across classes."""
     lines = []
     for field, model in ratios["models"].items():
         acc = model["accuracy"]
@@ -182,6 +183,8 @@ def error_ratio_summary(ratios: dict) -> str:
         if about.get("overlap"):
             parts.append(f"overlaps {about['overlap_title']} " + ", ".join(
                 f"{v} ({share:.0%})" for v, share in about["overlap"]))
+        if about.get("found"):
+            parts.append(f"found {about['found']}")
         if parts:
             lines.append(f"- **{value}**: " + "; ".join(parts))
     return "\n".join(lines)
