@@ -588,7 +588,7 @@ def test_altered_copies_across_the_classes_are_found_by_the_slices_without_class
     recall >= 0.8 on the held-out half (blurred: P 1.00 R 0.90 in three
     slices; pixelated: 1.00, 0.99 in two). Domino's class terms split them
     into small components by confusion cell (16 of them), so Domino's slices
-    alone (``across_classes=False``) do not (blurred: 0.59, 0.45;
+    alone (``across_classes=False``) do not reach both (blurred: 0.59, 0.45;
     pixelated: 0.71, 0.83); the default pools the slices of the same
     mixture without class terms. Darkened copies, not asserted, reach P 0.94
     R 0.79 with this seed (Domino's alone 0.62, 0.40; ``perf/slices.py``

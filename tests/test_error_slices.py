@@ -183,8 +183,8 @@ def test_the_error_terms_steer_the_mixture():
 def test_a_failing_region_across_the_classes_is_found_without_class_terms():
     """One cluster all wrong, its images of 16 classes drawn at random (a
     failure of a region, not of a class): Domino's class terms cut it by
-    confusion cell, so its slices alone hold it with precision and recall
-    under 0.8; the default pools the slices of the same mixture without
+    confusion cell, so its slices alone do not hold it with precision and
+    recall >= 0.8; the default pools the slices of the same mixture without
     class terms, which hold it (the slices mostly it, together), and no
     sample is in two slices."""
     x, blob = blobs()
@@ -194,10 +194,11 @@ def test_a_failing_region_across_the_classes_is_found_without_class_terms():
     args = dict(k=5, targets=classes, predicted=predicted)
 
     def recovered(found):
-        mine = [s for s in found.slices if truth[s.held_out].mean() >= 0.5]
-        rows = np.unique(np.concatenate([s.held_out for s in mine]))
+        mine = [s for s in found.slices if len(s.held_out) and
+                truth[s.held_out].mean() >= 0.5]
+        rows = np.unique(np.concatenate([s.held_out for s in mine] + [[]])).astype(int)
         hit = truth[rows].sum()
-        return hit / len(rows), hit / (truth & ~found.fitted).sum(), mine
+        return hit / max(len(rows), 1), hit / (truth & ~found.fitted).sum(), mine
 
     found = find_error_slices(x, correct, **args)
     precision, recall, mine = recovered(found)
@@ -205,6 +206,13 @@ def test_a_failing_region_across_the_classes_is_found_without_class_terms():
     assert precision >= 0.8 and recall >= 0.8, (precision, recall)
     rows = np.concatenate([s.members for s in found.slices])
     assert len(rows) == len(set(rows.tolist()))
+    # every pooled slice errs above average on its own fitted members, best first
+    average = 1 - correct[found.fitted].mean()
+    assert all(1 - s.fit_accuracy > average for s in found.slices)
+    bounds = [1 - wilson_interval(round(s.fit_accuracy * s.fit_size), s.fit_size)[1]
+              for s in found.slices]
+    assert bounds == sorted(bounds, reverse=True)
+    assert [s.rank for s in found.slices] == list(range(1, len(found.slices) + 1))
     alone = find_error_slices(x, correct, across_classes=False, **args)
     assert not alone.across_classes and not any(s.across_classes for s in alone.slices)
     assert min(recovered(alone)[:2]) < 0.8

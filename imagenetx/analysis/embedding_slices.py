@@ -110,6 +110,7 @@ class EmbeddingSliceResults:
                 "components": self.found.components, "dimensions": self.found.dimensions,
                 "y_weight": self.found.y_weight, "y_hat_weight": self.found.y_hat_weight,
                 "across_classes": self.found.across_classes,
+                "across_dimensions": self.found.across_dimensions,
                 "split": self.found.split, "held_out": self.found.held_out,
                 "overlap_slicing": self.overlap and self.overlap["slicing"],
                 "slices": slices}

@@ -28,8 +28,9 @@ Three choices are ours, not ``DominoSlicer``'s:
   class terms make each component one confusion cell, so a failure that
   spans many classes (blurred copies of images of 16 classes) is cut into
   one small component per cell. The same mixture is also fitted without
-  the class terms, and the slices of both fits are pooled, best first,
-  no sample in two (``perf/slices.py`` measures both).
+  the class terms (joined the same way), and the slices of both fits are
+  pooled: taken greedily, best first, no sample in two, then ranked by
+  their own bounds (``perf/slices.py`` measures both).
 
 A slice is one failure: one component, or components Domino's
 initialisation started on the same confusion cell that together are as
@@ -128,7 +129,10 @@ class ErrorSlice:
 
 @dataclass
 class ErrorSlices:
-    """The slices of one fit, best first, and what the fit used."""
+    """The slices, best first, and what the fit used (``dimensions``,
+    ``iterations``, ``assignment`` and ``probabilities`` are Domino's
+    mixture's; with ``across_classes`` the slices found by the mixture without
+    class terms index its components, fitted on ``across_dimensions``)."""
 
     slices: List[ErrorSlice]
     n: int
@@ -151,6 +155,8 @@ class ErrorSlices:
     #: whether the mixture without class terms was fitted too and its slices
     #: pooled (``assignment`` and ``probabilities`` are Domino's mixture's)
     across_classes: bool = False
+    #: the PCA dimensions of the mixture without class terms (None: not fitted)
+    across_dimensions: Optional[int] = None
 
     @property
     def held_out(self) -> bool:
@@ -260,7 +266,8 @@ def find_error_slices(embeddings, correct, k: int = 5, targets=None, predicted=N
         components (25): mixture components (at most ``fitted // min_size``)
         dimensions (128): PCA dimensions (None: the embeddings as given);
             the mixture without class terms keeps at most half the fitted
-            samples per component (880 fitted samples in 25 components: 17)
+            samples per component (880 fitted samples in 25 components: 17),
+            reduced by PCA to that even when ``dimensions`` is None
         y_weight, y_hat_weight (10, 10): the weights of the true-class and
             prediction terms (0 and 0: a Gaussian mixture of the embeddings)
         across_classes (True): with class terms, also fit the same mixture
@@ -320,21 +327,21 @@ def find_error_slices(embeddings, correct, k: int = 5, targets=None, predicted=N
     error = float(wrong[evaluated].mean())
     taken = np.zeros(n, dtype=bool)
     slices = []
+    average = wrong[fitted].mean()
     while candidates and len(slices) < k:
-        # greedy, best first: a sample in an earlier slice is not in a later one,
-        # and a candidate left with under half its fitted members is dropped
+        # greedy, best first: a sample taken by one slice is in no other, and a
+        # candidate left with under half its fitted members, or no longer worse
+        # than average, is dropped
         best = None
         for f, group in list(candidates):
             rows = f.rows(group)
             free = rows[~taken[rows]]
             size = int(fitted[free].sum())
-            if size < max(min_size, fitted[rows].sum() / 2):
+            bad = int(wrong[free][fitted[free]].sum())
+            if size < max(min_size, fitted[rows].sum() / 2) or bad / max(size, 1) <= average:
                 candidates.remove((f, group))
                 continue
-            bad = int(wrong[free][fitted[free]].sum())
-            # ranked by the error rate's Wilson lower bound: a pure slice of 40
-            # before a pure one of 10
-            score = (1 - wilson_interval(size - bad, size)[1], bad / size)
+            score = (_error_bound(size, 1 - bad / size), bad / size)
             if best is None or score > best[0]:
                 best = (score, f, group, free, size, bad)
         if best is None:
@@ -355,11 +362,24 @@ def find_error_slices(embeddings, correct, k: int = 5, targets=None, predicted=N
             else (math.nan, math.nan),
             fit_size=size, fit_accuracy=1 - rate, centroid=x[members].mean(axis=0),
             across_classes=f.across))
+    # taking an earlier slice's right answers out of a later one can raise its
+    # bound: ranked by the slices' own bounds
+    slices.sort(key=lambda sl: (-_error_bound(sl.fit_size, sl.fit_accuracy), sl.fit_accuracy))
+    for rank, sl in enumerate(slices, 1):
+        sl.rank = rank
     split = {"seed": seed, "fit_share": fit_share, "fit": int(fitted.sum()),
              "held_out": int(evaluated.sum()) if fit_share is not None else 0}
     return ErrorSlices(slices, n, float(c[evaluated].mean()), m, z.shape[1], y_weight,
                        y_hat_weight, fits[0].mixture.n_iter, split, fitted,
-                       fits[0].assignment, fits[0].resp, across_classes=len(fits) > 1)
+                       fits[0].assignment, fits[0].resp, across_classes=len(fits) > 1,
+                       across_dimensions=fits[-1].z.shape[1] if len(fits) > 1 else None)
+
+
+def _error_bound(size: int, accuracy: float) -> float:
+    """The Wilson lower bound of a slice's error rate, what slices are ranked
+    by: a pure slice of 40 before a pure one of 10."""
+    right = int(round(accuracy * size))
+    return 1 - wilson_interval(right, size)[1]
 
 
 class _Fit:

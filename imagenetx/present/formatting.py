@@ -229,7 +229,8 @@ def format_error_slices(result: dict) -> str:
     lines = [f"Dataset '{result['dataset']}', field '{result['pred_field']}': slices of "
              f"embeddings '{result['embeddings']}' ({result['components']} mixture components "
              f"over {result['dimensions']} dimensions"
-             + (", with class terms and without" if result.get("across_classes") else "")
+             + (f", and over {result.get('across_dimensions')} without class terms"
+                if result.get("across_classes") else "")
              + f"), correct = {result['correct']}",
              f"{result['n']:,} samples, accuracy {_num(result['accuracy'], '.4f')}"
              + (f"; stored as slicing '{result['key']}'" if result["key"] else "")
