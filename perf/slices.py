@@ -94,7 +94,8 @@ def scores(rows, fitted, truth):
     """``(precision, recall)`` of ``rows`` for ``truth`` among samples not fitted
     on (all samples when every one was)."""
     held = ~fitted if (~fitted).any() else np.ones_like(fitted)
-    rows = np.unique(rows); hit = truth[rows].sum()
+    rows = np.unique(rows)  # a row counted once, whichever slices hold it
+    hit = truth[rows].sum()
     return hit / max(1, len(rows)), hit / max(1, (truth & held).sum())
 
 

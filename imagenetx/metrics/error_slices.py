@@ -322,12 +322,12 @@ def find_error_slices(embeddings, correct, k: int = 5, targets=None, predicted=N
         fits.append(_Fit(z_across, y, y_hat, m, 0.0, 0.0, fitted, max_iter, seed,
                          across=True))
     wrong = ~c
+    average = wrong[fitted].mean()
     candidates = [(f, group) for f in fits
-                  for group in f.worse(wrong, min_size, cells)]
+                  for group in f.worse(wrong, average, min_size, cells)]
     error = float(wrong[evaluated].mean())
     taken = np.zeros(n, dtype=bool)
-    slices = []
-    average = wrong[fitted].mean()
+    slices, bounds = [], []
     while candidates and len(slices) < k:
         # greedy, best first: a sample taken by one slice is in no other, and a
         # candidate left with under half its fitted members, or no longer worse
@@ -341,13 +341,16 @@ def find_error_slices(embeddings, correct, k: int = 5, targets=None, predicted=N
             if size < max(min_size, fitted[rows].sum() / 2) or bad / max(size, 1) <= average:
                 candidates.remove((f, group))
                 continue
-            score = (_error_bound(size, 1 - bad / size), bad / size)
+            # ranked by the error rate's Wilson lower bound: a pure slice of 40
+            # before a pure one of 10
+            score = (1 - wilson_interval(size - bad, size)[1], bad / size)
             if best is None or score > best[0]:
                 best = (score, f, group, free, size, bad)
         if best is None:
             break
-        (_, rate), f, group, members, size, bad = best
+        (bound, rate), f, group, members, size, bad = best
         candidates.remove((f, group))
+        bounds.append((-bound, -rate))
         taken[members] = True
         held = members[evaluated[members]]
         right = int(c[held].sum())
@@ -364,7 +367,7 @@ def find_error_slices(embeddings, correct, k: int = 5, targets=None, predicted=N
             across_classes=f.across))
     # taking an earlier slice's right answers out of a later one can raise its
     # bound: ranked by the slices' own bounds
-    slices.sort(key=lambda sl: (-_error_bound(sl.fit_size, sl.fit_accuracy), sl.fit_accuracy))
+    slices = [sl for _, sl in sorted(zip(bounds, slices), key=lambda t: t[0])]
     for rank, sl in enumerate(slices, 1):
         sl.rank = rank
     split = {"seed": seed, "fit_share": fit_share, "fit": int(fitted.sum()),
@@ -373,13 +376,6 @@ def find_error_slices(embeddings, correct, k: int = 5, targets=None, predicted=N
                        y_hat_weight, fits[0].mixture.n_iter, split, fitted,
                        fits[0].assignment, fits[0].resp, across_classes=len(fits) > 1,
                        across_dimensions=fits[-1].z.shape[1] if len(fits) > 1 else None)
-
-
-def _error_bound(size: int, accuracy: float) -> float:
-    """The Wilson lower bound of a slice's error rate, what slices are ranked
-    by: a pure slice of 40 before a pure one of 10."""
-    right = int(round(accuracy * size))
-    return 1 - wilson_interval(right, size)[1]
 
 
 class _Fit:
@@ -396,15 +392,15 @@ class _Fit:
     def rows(self, group: list) -> np.ndarray:
         return np.flatnonzero(np.isin(self.assignment, group))
 
-    def worse(self, wrong: np.ndarray, min_size: int, cells) -> list:
-        """The groups of components worse than average on the fitted rows
-        (joined by :func:`join_coherent` when ``cells`` are given)."""
+    def worse(self, wrong: np.ndarray, average: float, min_size: int, cells) -> list:
+        """The groups of components whose error rate on the fitted rows is
+        above ``average`` (joined by :func:`join_coherent` when ``cells`` are
+        given)."""
         fitted, assignment, m = self.fitted, self.assignment, self.m
         sizes = np.bincount(assignment[fitted], minlength=m)
         rates = np.bincount(assignment[fitted], weights=wrong[fitted], minlength=m) / \
             np.maximum(sizes, 1)
-        groups = [[j] for j in range(m) if sizes[j] >= min_size
-                  and rates[j] > wrong[fitted].mean()]
+        groups = [[j] for j in range(m) if sizes[j] >= min_size and rates[j] > average]
         if cells is not None and len(groups) > 1:
             groups = join_coherent(groups, self.z, cells, assignment, fitted)
         return groups
